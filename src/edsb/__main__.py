@@ -1,0 +1,3 @@
+from edsb.cli import main
+
+main()

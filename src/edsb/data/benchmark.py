@@ -1,0 +1,144 @@
+"""Loads the official benchmark files from a data directory into typed models, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from edsb.data.location import resolve_data_dir
+from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
+from edsb.errors import DataError
+
+M = TypeVar("M")
+
+CASES_DIR = Path("benchmark/test_cases")
+SCENES_DIR = Path("configs/scenes")
+DESCRIPTIONS_SUBDIR = Path("descriptions/openai-gpt-4o-2024-08-06-0.1")
+PROMPTS_DIR = Path("src/action_planning")
+
+
+def _display(path: Path) -> str:
+    return str(path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{_display(path)}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{_display(path)}: cannot read ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{_display(path)}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first problem of a pydantic error as `field.path: message`, plus how many more there are."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def parse_file(path: Path, model: type[M] | Any) -> M:
+    data = read_json(path)
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    try:
+        return adapter.validate_python(data)
+    except ValidationError as exc:
+        raise DataError(f"{_display(path)}: {validation_message(exc)}") from None
+
+
+class Benchmark:
+    """The benchmark as found in one data directory. Files are read lazily and cached."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def open(cls, data: Path | str | None = None) -> Benchmark:
+        root = resolve_data_dir(data)
+        if not (root / CASES_DIR).is_dir():
+            raise DataError(
+                f"no benchmark data at {root} (expected {CASES_DIR}/ inside); run `edsb data fetch` "
+                "or point --data / $EDSB_DATA at a copy"
+            )
+        return cls(root)
+
+    # --- cases -----------------------------------------------------------------------------------------------
+    def case_files(self) -> list[Path]:
+        return sorted((self.root / CASES_DIR).glob("*/testcase_*.json"))
+
+    @cached_property
+    def cases(self) -> dict[int, TestCase]:
+        """All cases by id, ascending."""
+        found: dict[int, TestCase] = {}
+        for path in self.case_files():
+            case = parse_file(path, TestCase)
+            expected_id = path.stem.removeprefix("testcase_")
+            if str(case.id) != expected_id:
+                raise DataError(f"{_display(path)}: id {case.id} does not match the file name")
+            if case.id in found:
+                raise DataError(f"{_display(path)}: duplicate case id {case.id}")
+            found[case.id] = case
+        if not found:
+            raise DataError(f"{_display(self.root / CASES_DIR)}: no test cases found")
+        return dict(sorted(found.items()))
+
+    def case(self, case_id: int) -> TestCase:
+        try:
+            return self.cases[case_id]
+        except KeyError:
+            raise DataError(f"unknown case id {case_id}") from None
+
+    # --- scenes ----------------------------------------------------------------------------------------------
+    def scene_dir(self, scene: str) -> Path:
+        if scene not in SCENES:
+            raise DataError(f"unknown scene {scene!r} (expected one of {', '.join(SCENES)})")
+        return self.root / SCENES_DIR / scene
+
+    def object_records(self, scene: str) -> list[SceneObjectRecord]:
+        """Objects in `id` order (how the reference builds them); scene order is the geometry layer's business."""
+        path = self.scene_dir(scene) / "objects.json"
+        records = sorted(parse_file(path, list[SceneObjectRecord]), key=lambda r: r.id)
+        if [r.id for r in records] != list(range(len(records))):
+            raise DataError(f"{_display(path)}: object ids must be 0..{len(records) - 1}, each once")
+        names = [r.name for r in records]
+        if len(set(names)) != len(names):
+            raise DataError(f"{_display(path)}: object names (label_idx) are not unique")
+        return records
+
+    def scene_bounds(self, scene: str) -> SceneBounds:
+        return parse_file(self.scene_dir(scene) / "scene.json", SceneBounds)
+
+    def grid_settings(self, scene: str) -> GridSettings:
+        return parse_file(self.scene_dir(scene) / "grid_map.json", GridSettings)
+
+    def description_files(self, scene: str) -> list[Path]:
+        """Pre-generated narrative descriptions, name-sorted: index = repeat number."""
+        return sorted((self.scene_dir(scene) / DESCRIPTIONS_SUBDIR).glob("description-*.txt"))
+
+    def narrative_description(self, scene: str, repeat: int) -> str:
+        files = self.description_files(scene)
+        if not 0 <= repeat < len(files):
+            raise DataError(
+                f"{scene}: no narrative description for repeat {repeat} "
+                f"(the benchmark ships {len(files)}; narrative variants support at most {len(files)} repeats)"
+            )
+        return files[repeat].read_text(encoding="utf-8")
+
+    # --- prompt pack -----------------------------------------------------------------------------------------
+    def prompt_file(self, relative: str | Path) -> Path:
+        """A file of the official prompt pack, e.g. `narrator/system_messages/narrator.txt`."""
+        path = self.root / PROMPTS_DIR / relative
+        if not path.is_file():
+            raise DataError(f"{_display(path)}: prompt file not found")
+        return path
+

@@ -1,0 +1,24 @@
+"""Where the benchmark data lives: `--data`, then `$EDSB_DATA`, then the per-user data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+ENV_VAR = "EDSB_DATA"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("edsb")) / "edsb-data"
+
+
+def resolve_data_dir(option: Path | str | None = None) -> Path:
+    """The data directory a command should use; existence is checked by the loader, which can say what is missing."""
+    if option:
+        return Path(option).expanduser()
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return default_data_dir()
