@@ -1,0 +1,103 @@
+"""`edsb data fetch`: download the reference repository at the pinned commit, keep only the benchmark files.
+
+Everything is extracted into a scratch directory next to the destination and verified against the pinned manifest
+before it is moved into place, so a tampered or truncated archive leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import httpx
+
+from edsb import REFERENCE_COMMIT, REFERENCE_REPO
+from edsb.data.manifest import load_manifest, manifest_text, sha256_file, verify_tree
+from edsb.errors import DataError
+
+DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.tar.gz"
+
+
+def _download(url: str, target: Path, timeout: float) -> None:
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
+            if response.status_code != 200:
+                raise DataError(f"download failed: {url} answered HTTP {response.status_code}")
+            with target.open("wb") as handle:
+                for chunk in response.iter_bytes():
+                    handle.write(chunk)
+    except httpx.HTTPError as exc:
+        raise DataError(f"download failed: cannot reach {url} ({type(exc).__name__}: {exc})") from None
+
+
+def _strip_top(name: str) -> str | None:
+    """Archive members live under one top-level folder (`<repo>-<commit>/`); return the path inside it."""
+    parts = PurePosixPath(name).parts
+    if len(parts) < 2 or any(part == ".." for part in parts):
+        return None
+    return str(PurePosixPath(*parts[1:]))
+
+
+def _extract_wanted(archive: Path, wanted: set[str], scratch: Path) -> None:
+    """Copy the wanted members (by path inside the top folder) into scratch; nothing else is written."""
+
+    def write(relative: str, source) -> None:
+        destination = scratch / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with destination.open("wb") as out:
+            shutil.copyfileobj(source, out)
+
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zipped:
+            for info in zipped.infolist():
+                relative = _strip_top(info.filename)
+                if relative in wanted and not info.is_dir():
+                    with zipped.open(info) as source:
+                        write(relative, source)
+        return
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                relative = _strip_top(member.name)
+                if relative in wanted and member.isfile():
+                    source = tar.extractfile(member)
+                    if source is not None:
+                        write(relative, source)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DataError(f"download is not a readable archive ({exc})") from None
+
+
+def fetch_data(dest: Path, url: str = DEFAULT_URL, *, force: bool = False, timeout: float = 120.0) -> Path:
+    """Download, verify and install the benchmark files into dest; returns dest.
+
+    An existing complete copy is kept unless force is set. On any failure dest is left as it was.
+    """
+    dest = Path(dest).expanduser()
+    manifest = load_manifest()
+    if dest.exists() and not force:
+        if not verify_tree(dest, manifest):
+            return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".edsb-fetch-", dir=dest.parent) as work:
+        work_dir = Path(work)
+        archive = work_dir / "archive"
+        _download(url, archive, timeout)
+        scratch = work_dir / "tree"
+        scratch.mkdir()
+        _extract_wanted(archive, set(manifest), scratch)
+        for name, expected in manifest.items():
+            path = scratch / name
+            if not path.is_file():
+                raise DataError(f"download refused: {name} is missing from the archive")
+            if sha256_file(path) != expected:
+                raise DataError(f"download refused: {name} does not match its pinned sha256 (tampered or wrong commit)")
+        # The archive does not carry the manifest; leave it beside the files so `sha256sum -c` works there.
+        (scratch / "SHA256SUMS").write_text(manifest_text(), encoding="utf-8")
+        if dest.exists():
+            backup = work_dir / "previous"
+            dest.rename(backup)
+        scratch.rename(dest)
+    return dest

@@ -1,0 +1,54 @@
+"""The pinned sha256 manifest of the official benchmark files (shipped with the package)."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+
+from edsb.errors import DataError
+
+MANIFEST_RESOURCE = "manifest.sha256"
+
+
+def manifest_text() -> str:
+    return resources.files("edsb.data").joinpath(MANIFEST_RESOURCE).read_text(encoding="utf-8")
+
+
+def load_manifest() -> dict[str, str]:
+    """Relative path -> sha256 for every file the benchmark needs, as pinned at the reference commit."""
+    text = manifest_text()
+    manifest: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            manifest[name.strip().removeprefix("*")] = digest
+    return manifest
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_tree(root: Path, manifest: dict[str, str] | None = None) -> list[str]:
+    """Problems (one line each) where files under root are missing or differ from the manifest."""
+    manifest = manifest if manifest is not None else load_manifest()
+    problems = []
+    for name, expected in manifest.items():
+        path = root / name
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+        elif sha256_file(path) != expected:
+            problems.append(f"{path}: sha256 differs from the pinned manifest (modified or corrupt)")
+    return problems
+
+
+def require_verified(root: Path) -> None:
+    problems = verify_tree(root)
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise DataError(problems[0] + more)

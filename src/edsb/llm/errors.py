@@ -1,0 +1,49 @@
+"""Failures of the LLM layer, split by who can act on them.
+
+User errors (a bad model spec, a missing key variable, a replay directory that lacks a request) are `EdsbError`s
+with one-line messages. A `TransportError` is different in kind: the model never answered (retries exhausted or a
+request the server refused), so the runner records the run as an execution error and moves on.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from edsb.errors import EdsbError, UsageError
+
+TransportKind = Literal["timeout", "connection", "http", "invalid_response", "rejected"]
+
+
+class ModelSpecError(UsageError):
+    """A `--model` value that names no known kind of model."""
+
+
+class ApiKeyError(UsageError):
+    """The environment variable that should hold the API key is not set."""
+
+
+class LocalModelError(EdsbError):
+    """The embedded model cannot be loaded (extra `local` not installed, model file missing)."""
+
+
+class ReplayError(EdsbError):
+    """A replay directory without usable transcripts, or a request that was never recorded."""
+
+
+class TransportError(Exception):
+    """The model gave no completion: timeouts, refused connections, HTTP errors, bodies that are not completions.
+
+    `kind` says which, `status` carries the HTTP status for kind `http`, `attempts` how many requests were sent.
+    """
+
+    def __init__(self, kind: TransportKind, message: str, *, attempts: int, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind: TransportKind = kind
+        self.message = message
+        self.attempts = attempts
+        self.status = status
+
+    def __str__(self) -> str:
+        status = f" {self.status}" if self.status is not None else ""
+        tries = "attempt" if self.attempts == 1 else "attempts"
+        return f"{self.kind}{status} after {self.attempts} {tries}: {self.message}"

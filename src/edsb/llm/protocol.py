@@ -1,0 +1,71 @@
+"""The one interface between edsb and a language model, and the request hash shared by the cache and replay."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ResponseSource = Literal["model", "cache", "replay"]
+
+# Bumped whenever the hashed request layout changes, so old cache rows can never answer new requests.
+KEY_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Message(_Frozen):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(_Frozen):
+    """One chat completion as edsb asks for it.
+
+    `sample_index` is the caller's repeat number: it takes part in the request hash so that repeated samples at a
+    non-zero temperature are cached and replayed as independent answers. Settings left at None are not sent.
+    """
+
+    messages: tuple[Message, ...] = Field(min_length=1)
+    temperature: float = Field(ge=0.0)
+    json_mode: bool = False
+    sample_index: int = Field(default=0, ge=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    seed: int | None = None
+
+
+class ChatResponse(_Frozen):
+    """A completion the model returned, however bad its text; transport failures are raised instead."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    model: str  # the identity the server reported (OpenAI's `model` field), else the requested name
+    finish_reason: str | None
+    attempts: int = 1
+    source: ResponseSource = "model"
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """An async chat model. `identity` names the model and where it runs; it is part of every request hash."""
+
+    @property
+    def identity(self) -> str: ...
+
+    async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+def request_key(identity: str, request: ChatRequest) -> str:
+    """A stable hash of everything that can change an answer: model identity, messages, settings, sample index."""
+    payload = {"v": KEY_VERSION, "model": identity, "request": request.model_dump(mode="json")}
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

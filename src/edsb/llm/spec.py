@@ -1,0 +1,37 @@
+"""`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from edsb.llm.errors import ModelSpecError
+
+ModelKind = Literal["local", "openai", "replay"]
+SPEC_FORMS = "local, local:<file.gguf>, openai:<model> or replay:<run dir>"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: ModelKind
+    target: str | None = None  # the model name, GGUF path or replay directory; None for the bundled model
+
+    def __str__(self) -> str:
+        return self.kind if self.target is None else f"{self.kind}:{self.target}"
+
+
+def parse_model_spec(text: str) -> ModelSpec:
+    """Split on the first colon only: model names such as Ollama's `qwen2.5:7b` contain colons themselves."""
+    value = text.strip()
+    kind, sep, target = value.partition(":")
+    if kind == "local":
+        if sep and not target:
+            raise ModelSpecError(f"model spec {text!r} names no GGUF file after 'local:'")
+        return ModelSpec("local", target or None)
+    if kind in ("openai", "replay"):
+        if not target.strip():
+            what = "model name" if kind == "openai" else "run directory"
+            raise ModelSpecError(f"model spec {text!r} needs a {what} after '{kind}:'")
+        return ModelSpec(kind, target.strip())
+    hint = f" (did you mean openai:{value}?)" if value and not sep else ""
+    raise ModelSpecError(f"unknown model spec {text!r}: use {SPEC_FORMS}{hint}")
