@@ -33,8 +33,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 DataOption = Annotated[
     Path | None,
-    typer.Option("--data", help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).",
-                 show_default=False),
+    typer.Option(
+        "--data", help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).", show_default=False
+    ),
 ]
 
 
@@ -61,16 +62,25 @@ def data_check(
     report = check_data(Benchmark.open(data))
     problems = report.problems + ([] if allow_modified else report.modified)
     if as_json:
-        out.print_json(json.dumps({
-            "root": str(report.root), "cases": report.cases, "cases_by_tag": report.cases_by_tag,
-            "objects": report.objects, "descriptions": report.descriptions, "problems": problems,
-            "modified": report.modified,
-        }))
+        out.print_json(
+            json.dumps(
+                {
+                    "root": str(report.root),
+                    "cases": report.cases,
+                    "cases_by_tag": report.cases_by_tag,
+                    "objects": report.objects,
+                    "descriptions": report.descriptions,
+                    "problems": problems,
+                    "modified": report.modified,
+                }
+            )
+        )
     else:
         out.print(f"data: {report.root}")
         out.print(f"cases: {report.cases} (" + ", ".join(f"{t} {report.cases_by_tag.get(t, 0)}" for t in TAGS) + ")")
-        out.print(f"scenes: {len(report.objects)} (" + ", ".join(f"{s} {n} objects" for s, n in report.objects.items())
-                  + ")")
+        out.print(
+            f"scenes: {len(report.objects)} (" + ", ".join(f"{s} {n} objects" for s, n in report.objects.items()) + ")"
+        )
         for line in report.modified if allow_modified else []:
             err.print(f"warning: {line}", markup=False)
     for line in problems:
@@ -88,7 +98,9 @@ def data_path(data: DataOption = None) -> None:
 @app.command("cases")
 def cases_command(
     data: DataOption = None,
-    cases: Annotated[str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")] = None,
+    cases: Annotated[
+        str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")
+    ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
@@ -102,16 +114,30 @@ def cases_command(
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
     if as_json:
         for case in rows:
-            sys.stdout.write(json.dumps({
-                "id": case.id, "scene": case.scene_name, "tags": case.tags, "max_distraction": case.max_distraction,
-                "characters": [p.character for p in case.expected_plans], "allow_null_plan": case.allow_null_plan,
-                "instruction": case.user_instruction,
-            }) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "id": case.id,
+                        "scene": case.scene_name,
+                        "tags": case.tags,
+                        "max_distraction": case.max_distraction,
+                        "characters": [p.character for p in case.expected_plans],
+                        "allow_null_plan": case.allow_null_plan,
+                        "instruction": case.user_instruction,
+                    }
+                )
+                + "\n"
+            )
         return
     table = Table("id", "scene", "tags", "max lvl", "instruction", title=f"{len(rows)} cases")
     for case in rows:
-        table.add_row(str(case.id), case.scene_name, " ".join(case.tags), str(case.max_distraction),
-                      " ".join(case.user_instruction.split()))
+        table.add_row(
+            str(case.id),
+            case.scene_name,
+            " ".join(case.tags),
+            str(case.max_distraction),
+            " ".join(case.user_instruction.split()),
+        )
     out.print(table)
 
 

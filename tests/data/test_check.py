@@ -33,8 +33,15 @@ def test_counts_on_the_official_data(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_case_facts_match_the_protocol() -> None:
     cases = Benchmark.open(SHARED).cases
-    assert sorted(cases) == [*range(5), *range(10, 15), *range(20, 25), *range(30, 35), *range(40, 45),
-                             *range(50, 55), *range(60, 70)]
+    assert sorted(cases) == [
+        *range(5),
+        *range(10, 15),
+        *range(20, 25),
+        *range(30, 35),
+        *range(40, 45),
+        *range(50, 55),
+        *range(60, 70),
+    ]
     assert [cid for cid, case in cases.items() if case.allow_null_plan] == [21]
     assert sorted(cid for cid, case in cases.items() if len(case.expected_plans) == 2) == [44, 53, 54]
     assert {case.max_distraction for case in cases.values() if "PI" not in case.tags} == {2}
@@ -51,10 +58,14 @@ def test_case_facts_match_the_protocol() -> None:
     [
         (lambda p: p.write_text('{"id": 0, "tags": ['), "testcase_0.json: invalid JSON"),
         (lambda p: p.write_text(p.read_text().replace('"id": 0', '"id": "zero"', 1)), "testcase_0.json: id:"),
-        (lambda p: p.write_text(p.read_text().replace('"allow_null_plan": false', '"allow_null_plan": "no"')),
-         "testcase_0.json: allow_null_plan:"),
-        (lambda p: p.write_text(p.read_text().replace('"scene_name": "House"', '"scene_name": "Garage"')),
-         "testcase_0.json: scene_name:"),
+        (
+            lambda p: p.write_text(p.read_text().replace('"allow_null_plan": false', '"allow_null_plan": "no"')),
+            "testcase_0.json: allow_null_plan:",
+        ),
+        (
+            lambda p: p.write_text(p.read_text().replace('"scene_name": "House"', '"scene_name": "Garage"')),
+            "testcase_0.json: scene_name:",
+        ),
         (lambda p: p.unlink(), "testcase_0.json: missing"),
     ],
     ids=["truncated-json", "wrong-type", "bool-as-string", "unknown-scene", "missing-file"],
@@ -101,6 +112,11 @@ def test_env_var_points_at_the_data(monkeypatch: pytest.MonkeyPatch, capsys) -> 
     assert code == 0
     assert [row["id"] for row in rows] == list(range(60, 70))
     assert rows[0] == {
-        "id": 60, "scene": "House", "tags": ["PI"], "max_distraction": 0, "characters": ["Theodore"],
-        "allow_null_plan": False, "instruction": rows[0]["instruction"],
+        "id": 60,
+        "scene": "House",
+        "tags": ["PI"],
+        "max_distraction": 0,
+        "characters": ["Theodore"],
+        "allow_null_plan": False,
+        "instruction": rows[0]["instruction"],
     }

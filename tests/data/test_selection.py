@@ -29,8 +29,13 @@ def test_selection(text, expected) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("5", "unknown case id 5"), ("XY", "unknown case selector 'XY'"), ("5-9", "matches no case"),
-     ("4-1", "empty case range"), (",", "selects nothing")],
+    [
+        ("5", "unknown case id 5"),
+        ("XY", "unknown case selector 'XY'"),
+        ("5-9", "matches no case"),
+        ("4-1", "empty case range"),
+        (",", "selects nothing"),
+    ],
 )
 def test_bad_selection(text, message) -> None:
     with pytest.raises(UsageError, match=message):

@@ -141,4 +141,3 @@ class Benchmark:
         if not path.is_file():
             raise DataError(f"{_display(path)}: prompt file not found")
         return path
-
