@@ -14,7 +14,7 @@ from rich.table import Table
 from edsb.data.benchmark import Benchmark
 from edsb.data.check import check_data
 from edsb.data.download import DEFAULT_URL, fetch_data
-from edsb.data.location import default_data_dir, resolve_data_dir
+from edsb.data.location import resolve_data_dir
 from edsb.data.models import TAGS
 from edsb.data.selection import select_cases
 from edsb.errors import EdsbError, UsageError

@@ -48,7 +48,7 @@ def archive_server() -> Iterator[dict]:
     state: dict = {"body": b"", "paths": []}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             state["paths"].append(self.path)
             self.send_response(200)
             self.send_header("Content-Length", str(len(state["body"])))

@@ -77,9 +77,8 @@ def fetch_data(dest: Path, url: str = DEFAULT_URL, *, force: bool = False, timeo
     """
     dest = Path(dest).expanduser()
     manifest = load_manifest()
-    if dest.exists() and not force:
-        if not verify_tree(dest, manifest):
-            return dest
+    if dest.exists() and not force and not verify_tree(dest, manifest):
+        return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".edsb-fetch-", dir=dest.parent) as work:
         work_dir = Path(work)
