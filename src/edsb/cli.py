@@ -141,6 +141,55 @@ def cases_command(
     out.print(table)
 
 
+@app.command("score")
+def score_command(
+    plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
+    data: DataOption = None,
+) -> None:
+    """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
+
+    Input lines: {"case": 0, "distraction": 1, "plan": {character: {"target_action": [...], "relationships": [...],
+    "sampled_position": [x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
+    """
+    from edsb.scoring.score_file import score_lines, summarize_scores
+
+    benchmark = Benchmark.open(data)
+    if plans == "-":
+        source = sys.stdin
+    else:
+        try:
+            source = open(plans, encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UsageError(f"{plans}: cannot read ({exc.strerror})") from None
+    outputs = []
+    try:
+        for output in score_lines((line.rstrip("\n") for line in source), benchmark):
+            outputs.append(output)
+            sys.stdout.write(json.dumps(output) + "\n")
+    finally:
+        if source is not sys.stdin:
+            source.close()
+    err.print(summarize_scores(outputs).text(), markup=False, highlight=False)
+
+
+@app.command("check-model")
+def check_model_command(
+    model: Annotated[str, typer.Option("--model", help="`local`, `openai:<model>` or `replay:<run dir>`.")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="Name of the environment variable holding the API key (default OPENAI_API_KEY).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the answer.")] = 60.0,
+) -> None:
+    """Send one tiny request and print one JSON line: does this model answer? Run it before a long sweep."""
+    from edsb.llm import check_model
+
+    result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+    sys.stdout.write(json.dumps(result) + "\n")
+    if not result.get("ok"):
+        raise typer.Exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one line on stderr and an exit code, never a traceback."""
     try:
