@@ -15,3 +15,12 @@ class UsageError(EdsbError):
 
 class DataError(EdsbError):
     """A benchmark file that is missing, corrupt or does not match the pinned manifest."""
+
+
+class RunError(Exception):
+    """Something that makes one benchmark run an execution error (not a user error); `kind` classifies it in reports.
+
+    Subclasses set a class-level `kind`, e.g. `narrator_format`; the runner records `<kind>` and the message.
+    """
+
+    kind = "run_error"
