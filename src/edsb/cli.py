@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from edsb.data.benchmark import Benchmark
+from edsb.data.benchmark import Benchmark, validation_message
 from edsb.data.check import check_data
 from edsb.data.download import DEFAULT_URL, fetch_data
 from edsb.data.location import resolve_data_dir
 from edsb.data.models import TAGS
-from edsb.data.selection import select_cases
+from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError
+from edsb.planning.variants import get_variant
+from edsb.runner.config import RunConfig, load_config_file
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -188,6 +192,104 @@ def check_model_command(
     sys.stdout.write(json.dumps(result) + "\n")
     if not result.get("ok"):
         raise typer.Exit(1)
+
+
+def _resolve_run_config(options: dict[str, Any], config_file: Path | None, preset: str | None) -> RunConfig:
+    """Defaults < preset < config file < explicit command-line options."""
+    from edsb.planning.variants import get_preset
+
+    merged: dict[str, Any] = {}
+    file_options = load_config_file(config_file) if config_file else {}
+    preset = options.get("preset") or file_options.pop("preset", None) or preset
+    if preset:
+        chosen = get_preset(preset)
+        merged.update(
+            cases=chosen.cases, variants=list(chosen.variants), distraction=list(chosen.levels), repeats=chosen.repeats
+        )
+    merged.update(file_options)
+    merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
+    benchmark = Benchmark.open(merged.get("data"))
+    cases = merged.get("cases")
+    if isinstance(cases, list):
+        cases = ",".join(str(c) for c in cases)
+    merged["cases"] = select_cases(cases, benchmark.cases)
+    distraction = merged.get("distraction")
+    if isinstance(distraction, list):
+        distraction = ",".join(str(level) for level in distraction)
+    merged["distraction"] = parse_levels(distraction if distraction is not None else None)
+    variants = merged.get("variants") or ["ours"]
+    merged["variants"] = [get_variant(v).name for v in variants]
+    merged["data"] = str(benchmark.root)
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+
+
+@app.command("run")
+def run_command(
+    model: Annotated[
+        str | None, typer.Option(help="`local` (default), `openai:<model>` or `replay:<run dir>`.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    variant: Annotated[
+        list[str] | None,
+        typer.Option("--variant", help="ours, wo-event, object-list, scene-graph, direct (repeatable)."),
+    ] = None,
+    preset: Annotated[str | None, typer.Option(help="table1 or table2: the paper's experiment grids.")] = None,
+    cases: Annotated[str | None, typer.Option(help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")] = None,
+    distraction: Annotated[str | None, typer.Option(help="Distraction levels, e.g. `0-2` or `0,2`.")] = None,
+    repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
+    temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature (default 0.1).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
+    max_retries: Annotated[int | None, typer.Option(min=0, help="Retries per request on 429/5xx/timeouts.")] = None,
+    code_timeout: Annotated[float | None, typer.Option(help="Seconds model code may run (default 10).")] = None,
+    code_memory: Annotated[int | None, typer.Option(help="MiB of memory model code may use (default 1024).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML file with any of these options.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (rerun with the same one to resume).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar (CI logs).")] = False,
+    data: DataOption = None,
+) -> None:
+    """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
+    from edsb.report.tables import print_paper_table
+    from edsb.runner.run import run_benchmark
+
+    options = {
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "variants": variant,
+        "preset": preset,
+        "cases": cases,
+        "distraction": distraction,
+        "repeats": repeats,
+        "temperature": temperature,
+        "seed": seed,
+        "concurrency": concurrency,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "code_timeout": code_timeout,
+        "code_memory_mb": code_memory,
+        "cache": False if no_cache else None,
+        "data": str(data) if data else None,
+    }
+    resolved = _resolve_run_config(options, config, None)
+    if out is None:
+        slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in resolved.model)
+        out = Path("runs") / f"{slug}-{datetime.now():%y%m%d-%H%M%S}"
+    outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
+    print_paper_table(outcome.summary, out)
+    stats = outcome.stats
+    err.print(
+        f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
+        f"({stats.incomplete} incomplete: rerun the same command to retry them); results in {out}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

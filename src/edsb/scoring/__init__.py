@@ -1,0 +1,1 @@
+"""Scoring: the condition parser, the judge (official evaluator semantics), metrics and `edsb score`."""

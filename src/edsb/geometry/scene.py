@@ -1,0 +1,71 @@
+"""A scene as the geometry layer sees it: boxes in the reference's order, bounds and grid settings.
+
+Scene order is `id` order stably sorted by label (so `chair_4` may precede `chair_3`); it decides the object list,
+the graph text, tie-breaks and the collision scan, so every consumer iterates `Scene.objects` and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from edsb.data.benchmark import Benchmark
+from edsb.data.models import GridSettings
+from edsb.geometry.boxes import Box
+
+
+@dataclass(frozen=True, eq=False)
+class Scene:
+    name: str
+    objects: tuple[Box, ...]
+    by_name: dict[str, Box]
+    bounds: np.ndarray  # float32 (2, 3): scene min and max corner from scene.json
+    grid: GridSettings
+    allowed_xy: np.ndarray  # float64 (2, 2): [[min_x, min_y], [max_x, max_y]] the sampler may use
+
+    def box(self, name: str) -> Box:
+        """The object called `name`; KeyError (the reference's error for unknown anchors) otherwise."""
+        return self.by_name[name]
+
+    def within_allowed(self, points: np.ndarray) -> np.ndarray:
+        """bool (N,): inside the sampler's range, edges included (negative margins reach past the scene box)."""
+        xy = np.asarray(points)[..., :2]
+        low, high = self.allowed_xy
+        return ~((xy < low) | (xy > high)).any(axis=-1)
+
+
+def scene_order(boxes: list[Box] | tuple[Box, ...]) -> tuple[Box, ...]:
+    """Id order, then a stable sort by label."""
+    return tuple(sorted(sorted(boxes, key=lambda box: box.id), key=lambda box: box.label))
+
+
+def build_scene(name: str, boxes: list[Box], bounds: np.ndarray, grid: GridSettings) -> Scene:
+    ordered = scene_order(boxes)
+    bounds = np.array(bounds, dtype=np.float32).reshape(2, 3)
+    bounds.setflags(write=False)
+    margins = np.array([grid.x_margin, grid.y_margin])
+    allowed = np.stack([bounds[0, :2] + margins, bounds[1, :2] - margins])  # float64, as the reference's check
+    allowed.setflags(write=False)
+    return Scene(
+        name=name,
+        objects=ordered,
+        by_name={box.name: box for box in ordered},
+        bounds=bounds,
+        grid=grid,
+        allowed_xy=allowed,
+    )
+
+
+def load_scene(benchmark: Benchmark, name: str) -> Scene:
+    """The named scene of a data directory. Cached per directory and name: the files are pinned and read-only."""
+    return _load_scene(benchmark.root.resolve(), name)
+
+
+@lru_cache(maxsize=16)
+def _load_scene(root: Path, name: str) -> Scene:
+    benchmark = Benchmark(root)
+    boxes = [Box.from_record(record) for record in benchmark.object_records(name)]
+    return build_scene(name, boxes, benchmark.scene_bounds(name).bbox, benchmark.grid_settings(name))

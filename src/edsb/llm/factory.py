@@ -1,0 +1,112 @@
+"""From a `--model` string and the command-line options to a ready `ChatModel`; and `check_model`, its smoke test."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from edsb.errors import EdsbError, UsageError
+from edsb.llm.cache import CachedChatModel, ResponseCache
+from edsb.llm.errors import TransportError
+from edsb.llm.local import LocalChatModel
+from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT_S, OpenAIChatModel
+from edsb.llm.protocol import ChatModel, ChatRequest
+from edsb.llm.replay import ReplayChatModel
+from edsb.llm.retry import RetryPolicy
+from edsb.llm.spec import ModelSpec, parse_model_spec
+
+DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
+CHECK_TIMEOUT_S = 60.0
+CHECK_REQUEST = ChatRequest(
+    messages=[
+        {"role": "system", "content": "You reply with a single JSON object and nothing else."},
+        {"role": "user", "content": 'Reply with {"ok": true}.'},
+    ],
+    temperature=0.1,
+    json_mode=True,
+)
+
+
+def build_model(
+    spec: str | ModelSpec,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    cache: bool | Path | str = True,
+    retry: RetryPolicy | None = None,
+) -> ChatModel:
+    """The model a run talks to. `cache`: True for the default cache file, a path for another, False for none.
+
+    `retry` replaces the default backoff (then `max_retries` is ignored); replays are never cached.
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    if parsed.kind != "openai" and (base_url or api_key_env):
+        raise UsageError(f"--base-url and --api-key-env apply to openai:<model> models, not {parsed}")
+    model: ChatModel
+    if parsed.kind == "replay":
+        assert parsed.target is not None
+        return ReplayChatModel(parsed.target)
+    if parsed.kind == "openai":
+        assert parsed.target is not None
+        model = OpenAIChatModel(
+            parsed.target,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout_s=timeout,
+            retry=retry or RetryPolicy(max_retries=max_retries),
+            max_in_flight=max_in_flight,
+        )
+    else:
+        model = LocalChatModel(parsed.target)
+    if cache is False:
+        return model
+    return CachedChatModel(model, ResponseCache(None if cache is True else Path(cache)))
+
+
+async def check_model_async(
+    spec: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float = CHECK_TIMEOUT_S,
+    retry: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """One tiny JSON-mode request at the benchmark's temperature, never cached: does this model answer at all?"""
+    try:
+        retry = retry or RetryPolicy(max_retries=2)
+        model = build_model(spec, base_url=base_url, api_key_env=api_key_env, timeout=timeout, cache=False, retry=retry)
+    except EdsbError as exc:
+        return {"ok": False, "model": spec, "error": str(exc)}
+    if isinstance(model, ReplayChatModel):
+        return {"ok": True, "model": model.identity, "recorded_requests": len(model)}
+    # The embedded model gets a token cap to stay quick; remote models get the benchmark's exact call shape.
+    local = isinstance(model, LocalChatModel)
+    request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
+    try:
+        response = await model.complete(request)
+    except (TransportError, EdsbError) as exc:
+        return {"ok": False, "model": spec, "error": str(exc)}
+    finally:
+        await model.aclose()
+    return {
+        "ok": True,
+        "model": response.model,
+        "latency_s": round(response.latency_s, 3),
+        "prompt_tokens": response.prompt_tokens,
+        "completion_tokens": response.completion_tokens,
+        "finish_reason": response.finish_reason,
+    }
+
+
+def check_model(
+    spec: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    timeout: float = CHECK_TIMEOUT_S,
+    retry: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """`check_model_async` for synchronous callers (the CLI); not for use inside a running event loop."""
+    return asyncio.run(check_model_async(spec, base_url, api_key_env, timeout, retry))

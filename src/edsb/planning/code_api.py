@@ -1,0 +1,388 @@
+"""The spatial code API that model-written plan code calls (§4.2-§4.4), with the reference's semantics and quirks.
+
+Every function of the official Event Parser prompt is here under its advertised name, plus the reference's
+callable-but-unadvertised `get_objects_adjacent_to`. Answers come from `edsb.geometry` (scene order, the §5.3
+graph in the reference's listing order, footprint distances); nothing here re-derives a relation.
+
+Kept quirks (they decide verdicts): area functions never check their anchors; label filters accept `label[:-1]`
+(§9.13); `get_object_supporting` returns an object handle rather than a name, which some functions accept and
+others reject with KeyError (§9.11); `is_object_occupied` only ever finds seats (§9.2); the `behind` / `left of` /
+`right of` queries return [] for unknown anchors while `in front of` and `supported by` assert.
+
+One deliberate deviation (§9.1): the reference's `get_objects_between` reads a threshold that is never set, so any
+call with a candidate raises AttributeError. Ours does what it was meant to do: objects other than the two anchors
+whose centre projects onto the segment between the anchors' centres and lies less than 0.5 m from it (the same
+tolerance as the sampler's `between`, from `geometry.relations`), in scene order.
+
+Model code reaches this module only through the sandbox, which refuses underscore attributes: everything internal
+is underscore-named, and handles carry no public reference to the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from edsb.geometry.boxes import Box
+from edsb.geometry.distances import footprint_distance_matrix, two_anchor_distance
+from edsb.geometry.relations import (
+    ADJACENT_TO,
+    ALIGNED_WITH,
+    BEHIND,
+    BETWEEN,
+    CLOSE_TO,
+    IN_FRONT_OF,
+    LEFT_OF,
+    LIE_ON,
+    LOOK_AT,
+    ON,
+    RIGHT_OF,
+    SIT_ON,
+)
+from edsb.geometry.scene import Scene
+from edsb.geometry.scene_graph import SceneGraph, scene_graph_of
+from edsb.planning.scenario import LatestPlan
+
+# --- what the API reads from a scene ----------------------------------------------------------------------------------
+
+
+class ApiScene:
+    """A scene prepared for the API: objects in scene order, each one's outgoing graph edges in the reference's
+    listing order, and the footprint distance of every ordered pair. Built once per scene and shared read-only."""
+
+    def __init__(self, scene: Scene, graph: SceneGraph | None = None) -> None:
+        graph = scene_graph_of(scene) if graph is None else graph
+        self.name = scene.name
+        self.objects: tuple[Box, ...] = scene.objects
+        self.by_name: Mapping[str, Box] = scene.by_name
+        self._position = {box.id: i for i, box in enumerate(self.objects)}
+        self.edges: Mapping[str, tuple[tuple[Box, str], ...]] = {
+            box.name: tuple((self.by_name[e.anchor], e.predicate) for e in graph.edges_from(box.name))
+            for box in self.objects
+        }
+        self._gaps = footprint_distance_matrix(self.objects)
+
+    def gap(self, target: Box, anchor: Box) -> float:
+        """S(target, anchor) of §5.2, as the graph uses it."""
+        return float(self._gaps[self._position[target.id], self._position[anchor.id]])
+
+
+# --- values handed to model code --------------------------------------------------------------------------------------
+
+
+class Area:
+    """A region as a list of condition strings (`sit on chair_1`); model code may build and edit one."""
+
+    __slots__ = ("conditions",)
+
+    def __init__(self, conditions: list[Any] | None = None) -> None:
+        self.conditions = [] if conditions is None else conditions
+
+    def __repr__(self) -> str:
+        return f"Area(conditions={self.conditions!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Area:
+            return NotImplemented
+        return bool(self.conditions == other.conditions)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the reference's dataclass
+
+
+class SceneObject:
+    """An object as `get_object_supporting` returns it: prints as its name and equals its name, but is not a
+    string, so name-keyed lookups (`get_closest_object`, `get_distance_between`, ...) raise KeyError on it."""
+
+    __slots__ = ("_box",)
+
+    def __init__(self, box: Box) -> None:
+        object.__setattr__(self, "_box", box)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"'SceneObject' object attribute '{name}' is read-only")
+
+    @property
+    def id(self) -> int:
+        return self._box.id
+
+    @property
+    def label(self) -> str:
+        return self._box.label
+
+    @property
+    def idx(self) -> int:
+        return self._box.idx
+
+    def __repr__(self) -> str:
+        return self._box.name
+
+    def __eq__(self, other: object) -> bool:
+        return _is_same_object(self._box, other)
+
+    def __hash__(self) -> int:
+        return hash(self._box.id)
+
+
+def _is_same_object(box: Box, value: object) -> bool:
+    """The reference's object equality: by id against an object, by name against a string, an error otherwise."""
+    if isinstance(value, SceneObject):
+        return box.id == value._box.id
+    if isinstance(value, str):
+        return box.name == value
+    raise NotImplementedError(f"a scene object cannot be compared with {type(value).__name__}")
+
+
+class Character:
+    """The handle `get_character` returns; its setters write the character's entry of the plan."""
+
+    __slots__ = ("_api", "name")
+
+    def __init__(self, name: Any, api: CodeApi) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_api", api)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"'Character' object attribute '{name}' is read-only")
+
+    def __repr__(self) -> str:
+        return f"Character(name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Character:
+            return NotImplemented
+        return bool(self.name == other.name) and self._api is other._api
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def set_position(self, position: Any) -> None:
+        """An Area stores its (live) condition list; a list or tuple is stored as given (raw coordinates, §9.10)."""
+        entry = self._api._entry(self.name)
+        if isinstance(position, list | tuple):
+            entry.position = position
+        elif isinstance(position, Area):
+            entry.position = position.conditions
+        else:
+            raise ValueError(f"set_position expects an Area or a list, not {type(position)}")
+
+    def set_orientation(self, target: Any) -> None:
+        self._api._entry(self.name).orientation = [f"{LOOK_AT} {target}"]
+
+    def set_target_action(self, action: Any) -> None:
+        self._api._entry(self.name).target_action = action
+
+
+class PlanEntry:
+    """One character's entry while the code runs: exactly what the setters stored, aliasing included."""
+
+    __slots__ = ("character", "orientation", "position", "target_action")
+
+    def __init__(self, character: Any) -> None:
+        self.character = character
+        self.position: Any = []
+        self.target_action: Any = ""
+        self.orientation: list[str] | None = None
+
+
+# --- the API ----------------------------------------------------------------------------------------------------------
+
+
+def _label_matches(object_label: str, label: Any) -> bool:
+    """The reference's filter: no label keeps everything; otherwise `label` or `label[:-1]` (plural, §9.13)."""
+    return not label or object_label in (label, label[:-1])
+
+
+class CodeApi:
+    """The object bound to `self` in rewritten plan code: one instance per run.
+
+    Parameter names follow the reference (so keyword calls succeed or fail as there), not the prompt's wording.
+    """
+
+    def __init__(self, scene: ApiScene, latest_plans: Mapping[str, LatestPlan] | None = None) -> None:
+        self._scene = scene
+        self._latest = dict(latest_plans or {})
+        self._entries: dict[Any, PlanEntry] = {}
+
+    def _entry(self, character: Any) -> PlanEntry:
+        if character not in self._entries:
+            self._entries[character] = PlanEntry(character)
+        return self._entries[character]
+
+    def _plan_entries(self) -> list[PlanEntry]:
+        return list(self._entries.values())
+
+    def _edges_of(self, anchor: Any) -> tuple[tuple[Box, str], ...]:
+        """Outgoing edges of a name (KeyError if unknown) or of anything else by its text (none if not a name)."""
+        if isinstance(anchor, str):
+            return self._scene.edges[self._scene.by_name[anchor].name]
+        return self._scene.edges.get(str(anchor), ())
+
+    def _require_object(self, anchor: Any) -> None:
+        if not any(_is_same_object(box, anchor) for box in self._scene.objects):
+            raise AssertionError(f"{anchor} is not an object in the scene")
+
+    def _objects_with_edge_to(self, anchor: Any, predicate: str, label: Any, *, skip_anchor: bool = False) -> list[str]:
+        found = []
+        for box in self._scene.objects:
+            if not _label_matches(box.label, label):
+                continue
+            if skip_anchor and _is_same_object(box, anchor):
+                continue
+            for target, edge_predicate in self._scene.edges[box.name]:
+                if edge_predicate == predicate and _is_same_object(target, anchor):
+                    found.append(box.name)
+        return found
+
+    def _edge_targets(self, anchor: Any, predicates: tuple[str, ...], label: Any) -> list[str]:
+        found = []
+        for target, predicate in self._edges_of(anchor):
+            if not _label_matches(target.label, label):
+                continue
+            if predicate in predicates:
+                found.append(target.name)
+        return found
+
+    # --- characters ---------------------------------------------------------------------------------------------------
+    def get_character(self, name: Any) -> Character:
+        """Any value is accepted; the plan entry appears at the first setter call."""
+        return Character(name, self)
+
+    # --- areas (no anchor validation) ---------------------------------------------------------------------------------
+    def get_area_to_interact_with(self, anchor: Any) -> Area:
+        return Area([f"{ADJACENT_TO} {anchor}"])
+
+    def get_area_to_sit_on(self, anchor: Any) -> Area:
+        return Area([f"{SIT_ON} {anchor}"])
+
+    def get_area_adjacent_to(self, anchor: Any) -> Area:
+        return Area([f"{ADJACENT_TO} {anchor}"])
+
+    def get_area_close_to(self, anchor: Any) -> Area:
+        return Area([f"{CLOSE_TO} {anchor}"])
+
+    def get_area_in_front_of(self, anchor: Any) -> Area:
+        return Area([f"{IN_FRONT_OF} {anchor}"])
+
+    def get_area_behind(self, anchor: Any) -> Area:
+        return Area([f"{BEHIND} {anchor}"])
+
+    def get_area_left_of(self, anchor: Any) -> Area:
+        return Area([f"{LEFT_OF} {anchor}"])
+
+    def get_area_right_of(self, anchor: Any) -> Area:
+        return Area([f"{RIGHT_OF} {anchor}"])
+
+    def get_area_between(self, anchor_1: Any, anchor_2: Any) -> Area:
+        return Area([f"{BETWEEN} {anchor_1} and {anchor_2}"])
+
+    def get_area_aligned_with(self, anchor_1: Any, anchor_2: Any) -> Area:
+        return Area([f"{ALIGNED_WITH} {anchor_1} and {anchor_2}"])
+
+    def get_intersected_area(self, area_1: Any, area_2: Any) -> Area:
+        """Both condition lists, concatenated (anything without `.conditions` raises AttributeError)."""
+        return Area(area_1.conditions + area_2.conditions)
+
+    # --- object queries -----------------------------------------------------------------------------------------------
+    def get_object_supporting(self, anchor: Any) -> SceneObject | None:
+        """The target of the anchor's first `on` edge, as an object handle (not a name, §9.11), or None."""
+        self._require_object(anchor)
+        for target, predicate in self._edges_of(anchor):
+            if predicate == ON:
+                return SceneObject(target)
+        return None
+
+    def get_objects_supported_by(self, anchor: Any, label: Any = None) -> list[str]:
+        self._require_object(anchor)
+        return self._objects_with_edge_to(anchor, ON, label, skip_anchor=True)
+
+    def get_objects_in_front_of(self, anchor: Any, label: Any = None) -> list[str]:
+        self._require_object(anchor)
+        return self._objects_with_edge_to(anchor, IN_FRONT_OF, label)
+
+    def get_objects_behind(self, anchor: Any, label: Any = None) -> list[str]:
+        return self._objects_with_edge_to(anchor, BEHIND, label)
+
+    def get_objects_left_of(self, anchor: Any, label: Any = None) -> list[str]:
+        return self._objects_with_edge_to(anchor, LEFT_OF, label)
+
+    def get_objects_right_of(self, anchor: Any, label: Any = None) -> list[str]:
+        return self._objects_with_edge_to(anchor, RIGHT_OF, label)
+
+    def get_objects_close_to(self, anchor: Any, label: Any = None) -> list[str]:
+        """Targets of the anchor's `close to` and `adjacent to` edges, in edge order."""
+        return self._edge_targets(anchor, (CLOSE_TO, ADJACENT_TO), label)
+
+    def get_objects_adjacent_to(self, anchor: Any, label: Any = None) -> list[str]:
+        return self._edge_targets(anchor, (ADJACENT_TO,), label)
+
+    def get_objects_associated_with(self, anchor: Any, label: Any = None) -> list[str]:
+        """Objects close to the anchor whose closest object of the anchor's label is the anchor itself."""
+        anchor_label = self._scene.by_name[anchor].label
+        return [
+            name
+            for name in self.get_objects_close_to(anchor, label=label)
+            if anchor == self.get_closest_object(name, label=anchor_label)
+        ]
+
+    def get_objects_between(self, anchor_1: Any, anchor_2: Any, label: Any = None) -> list[str]:
+        """Objects whose centre lies between the anchors' centres (see the module notes: fixes §9.1)."""
+        first, second = self._scene.by_name[anchor_1], self._scene.by_name[anchor_2]
+        candidates = [
+            box
+            for box in self._scene.objects
+            if _label_matches(box.label, label) and box.id not in (first.id, second.id)
+        ]
+        if not candidates:
+            return []
+        centres = np.stack([box.center[:2] for box in candidates])
+        off = two_anchor_distance(first.center, second.center, centres, BETWEEN)
+        return [box.name for box, distance in zip(candidates, off, strict=True) if distance == 0.0]
+
+    def get_closest_object(self, anchor: Any, label: Any = None) -> str:
+        """The object nearest the anchor by footprint distance (first in scene order on ties); `"None"` if none."""
+        origin = self._scene.by_name[anchor]
+        closest: Box | None = None
+        best = float("inf")
+        for box in self._scene.objects:
+            if not _label_matches(box.label, label):
+                continue
+            if box.id == origin.id:
+                continue
+            gap = self._scene.gap(origin, box)
+            if gap < best:
+                best, closest = gap, box
+        return str(None) if closest is None else closest.name
+
+    # --- utilities ----------------------------------------------------------------------------------------------------
+    def get_distance_between(self, anchor_1: Any, anchor_2: Any) -> float:
+        return self._scene.gap(self._scene.by_name[anchor_1], self._scene.by_name[anchor_2])
+
+    def is_object_occupied(self, obj: Any) -> bool:
+        """True if some character's latest history plan sits or lies on `obj`, whatever that event's state.
+
+        The reference's second test (someone using the object) iterates the letters of the action label and so never
+        succeeds; what survives of it is its lookup, which raises KeyError when a plan that is not completed is
+        `adjacent to` / `close to` something that is not an object, e.g. a character (§9.2).
+        """
+        for plan in self._latest.values():
+            for relationship in plan.relationships:
+                if relationship.startswith((SIT_ON, LIE_ON)) and relationship.split()[-1] == obj:
+                    return True
+        for plan in self._latest.values():
+            if plan.state == "completed":
+                continue
+            for relationship in plan.relationships:
+                if relationship.startswith((ADJACENT_TO, CLOSE_TO)):
+                    box = self._scene.by_name[relationship.split()[-1]]
+                    _is_same_object(box, obj)  # may raise like the reference's comparison; its result never counts
+        return False
+
+    def is_object_of_label(self, obj: Any, label: Any) -> bool:
+        return bool(label == self._scene.by_name[obj].label)
+
+
+#: The callable names of the API, as model code writes them (the rewrite turns each into `self.<name>`).
+API_FUNCTIONS: tuple[str, ...] = tuple(
+    sorted(name for name, value in vars(CodeApi).items() if callable(value) and not name.startswith("_"))
+)

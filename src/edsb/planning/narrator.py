@@ -1,0 +1,91 @@
+"""Reading the Narrator's JSON reply into the next event, as the reference does (§3.3).
+
+Three outcomes: an event of kept characters, a skip (`None`: the model proposes no event, the plan is `{}`), or a
+`RunError` whose `kind` says why the reply is unusable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from edsb.errors import RunError
+
+# A final parenthesised group such as ` (ongoing)`, which models copy from the event history.
+_TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
+
+
+class NarratorFormatError(RunError):
+    """The reply is not JSON, not an object, or its event lacks a usable `activity` / `characters`."""
+
+    kind = "narrator_format"
+
+
+class NarratorNoCharacterError(RunError):
+    """The event names none of the kept characters."""
+
+    kind = "narrator_no_character"
+
+
+@dataclass(frozen=True)
+class NarratorEvent:
+    characters: tuple[str, ...]  # kept characters, in `current_states` order
+    activity: str
+    reasoning: str | None = None
+
+    @property
+    def label(self) -> str:
+        """`[Ann, Bob] chat at table_1`: how the Event Parser's query shows the event."""
+        return f"[{', '.join(self.characters)}] {self.activity}"
+
+
+def make_event(characters: Sequence[str], activity: str, reasoning: str | None = None) -> NarratorEvent:
+    """An event with the activity normalised as every event is (trailing periods dropped)."""
+    return NarratorEvent(tuple(characters), activity.rstrip("."), reasoning)
+
+
+def clean_activity(activity: str) -> str:
+    """Drop square brackets and a final ` (...)` group (a state the model echoed from the history)."""
+    return _TRAILING_GROUP.sub("", activity.replace("[", "").replace("]", ""))
+
+
+def _named(name: str, characters: Any) -> bool:
+    """Python's `in`: list membership, or a substring test when the model wrote the names as one string."""
+    try:
+        return name in characters
+    except TypeError:
+        raise NarratorFormatError(f"event characters must be a list of names, got {characters!r}") from None
+
+
+def parse_narrator_reply(reply: str, character_names: Sequence[str]) -> NarratorEvent | None:
+    """The event proposed by `reply`, None for a skip; `character_names` are the kept characters in case order."""
+    try:
+        data = json.loads(reply)
+    except json.JSONDecodeError as exc:
+        raise NarratorFormatError(f"reply is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise NarratorFormatError(f"reply must be a JSON object, got {type(data).__name__}")
+    event = data.get("event")
+    if not event:
+        return None
+    if not isinstance(event, dict):
+        raise NarratorFormatError(f"`event` must be an object, got {type(event).__name__}")
+    if "activity" not in event:
+        raise NarratorFormatError("event has no `activity`")
+    activity = event["activity"]
+    if not isinstance(activity, str):
+        raise NarratorFormatError(f"`activity` must be a string, got {type(activity).__name__}")
+    activity = clean_activity(activity)
+    if "characters" not in event:
+        raise NarratorFormatError("event has no `characters`")
+    listed = event["characters"]
+    if not listed:
+        return None
+    names = [name for name in character_names if _named(name, listed)]
+    if not names:
+        raise NarratorNoCharacterError(f"no kept character in the event's characters {listed!r}")
+    reasoning = data.get("reasoning")
+    return make_event(names, activity, reasoning if isinstance(reasoning, str) else None)

@@ -1,0 +1,185 @@
+"""One benchmark run end to end: scenario → Narrator → Event Parser → sandboxed code → sampler → judge.
+
+This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox and the
+sampler run in worker threads so the event loop keeps other runs' requests in flight. Any failure the reference would
+turn into an execution error becomes a result with a named kind; a transport failure (the model never answered)
+makes the run `incomplete` instead, so it is neither scored nor lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edsb.data.benchmark import Benchmark
+from edsb.errors import RunError
+from edsb.geometry.scene import Scene, load_scene
+from edsb.llm.errors import TransportError
+from edsb.llm.protocol import ChatModel, ChatResponse
+from edsb.llm.protocol import ChatRequest as ModelRequest
+from edsb.llm.transcripts import TranscriptWriter
+from edsb.planning.code import exception_text
+from edsb.planning.messages import ChatRequest, UnsupportedVariantError, narrator_request, parser_request
+from edsb.planning.narrator import parse_narrator_reply
+from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
+from edsb.planning.sampler import sample_position
+from edsb.planning.sandbox import CodeContext, SandboxLimits, run_plan_code
+from edsb.planning.scenario import Scenario, build_scenario
+from edsb.planning.variants import get_variant
+from edsb.runner.keys import RunKey
+from edsb.scoring.judge import Judge
+
+SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
+
+
+@dataclass
+class RunServices:
+    """What every run of one `edsb run` shares: data, prompts, the model, limits and the seed."""
+
+    benchmark: Benchmark
+    model: ChatModel
+    temperature: float = 0.1
+    seed: int = 0
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    transcripts: TranscriptWriter | None = None
+    pack: PromptPack | None = None
+
+    def __post_init__(self) -> None:
+        if self.pack is None:
+            self.pack = load_prompt_pack(self.benchmark)
+
+    def scene(self, name: str) -> Scene:
+        return load_scene(self.benchmark, name)
+
+    def rng(self, key: RunKey) -> np.random.Generator:
+        """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
+        digest = hashlib.sha256(f"{self.seed}/{key.id}".encode()).digest()
+        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+@dataclass
+class _Trace:
+    """What a run accumulates on the way: per-module tokens, latency, the Narrator's event."""
+
+    tokens: dict[str, dict[str, int]] = field(default_factory=dict)
+    latency_s: float = 0.0
+    model: str | None = None
+    event: dict[str, Any] | None = None
+
+    def add(self, module: str, response: ChatResponse) -> None:
+        entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
+        entry["prompt"] += response.prompt_tokens
+        entry["completion"] += response.completion_tokens
+        self.latency_s += response.latency_s
+        self.model = response.model
+
+
+async def _ask(services: RunServices, key: RunKey, request: ChatRequest, trace: _Trace) -> str:
+    model_request = ModelRequest(
+        messages=tuple(request.messages),
+        temperature=services.temperature,
+        json_mode=request.json_mode,
+        sample_index=key.repeat,
+    )
+    if services.transcripts is not None:
+        run = key.id.replace("/", "__")
+        response = await services.transcripts.complete(services.model, model_request, run=run, module=request.module)
+    else:
+        response = await services.model.complete(model_request)
+    trace.add(request.module, response)
+    return response.text
+
+
+async def plan_run(services: RunServices, key: RunKey, scenario: Scenario, trace: _Trace) -> dict[str, Any]:
+    """The plan the framework produces for one run (before judging); raises RunError kinds or TransportError."""
+    variant = scenario.variant
+    case = scenario.case
+    reason = variant.unsupported_reason(case.tags)
+    if reason:
+        raise UnsupportedVariantError(reason)
+    assert services.pack is not None
+    context = CodeContext.for_benchmark(services.benchmark.root, scenario.scene_name, scenario.latest_plans)
+    narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
+    if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
+        plan = await asyncio.to_thread(run_plan_code, narration, context, variant.planning_mode, services.limits)
+    else:
+        event = parse_narrator_reply(narration, scenario.character_names)
+        if event is None:
+            return {}
+        trace.event = {"characters": list(event.characters), "activity": event.activity}
+        code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
+        plan = await asyncio.to_thread(run_plan_code, code_reply, context, variant.planning_mode, services.limits)
+    if case.is_position_case and variant.samples_positions:
+        plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan)
+    return plan
+
+
+def _sample_positions(services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]) -> dict[str, Any]:
+    scene = services.scene(scenario.scene_name)
+    rng = services.rng(key)
+    sampled = {}
+    for name, entry in plan.items():
+        point = sample_position(scene, entry["relationships"], characters=scenario.character_names, rng=rng)
+        sampled[name] = {**entry, "sampled_position": [point[0], point[1]]}
+    return sampled
+
+
+def _judge(services: RunServices, scenario: Scenario, plan: dict[str, Any]):
+    return Judge(scenario.case, scenario.level, services.scene(scenario.scene_name)).judge(plan)
+
+
+async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
+    """The result record of one run (a line of results.jsonl). Set-up errors (missing data) propagate and stop the
+    benchmark, as in the reference; everything after set-up is recorded."""
+    case = services.benchmark.case(key.case)
+    scenario = build_scenario(services.benchmark, case, key.distraction, key.repeat, get_variant(key.variant))
+    trace = _Trace()
+    started = time.perf_counter()
+    record: dict[str, Any] = {
+        "key": key.id,
+        "variant": key.variant,
+        "case": key.case,
+        "distraction": key.distraction,
+        "repeat": key.repeat,
+        "scene": case.scene_name,
+        "tags": list(case.tags),
+    }
+    plan: dict[str, Any] | None = None
+    try:
+        plan = await plan_run(services, key, scenario, trace)
+        verdict = await asyncio.to_thread(_judge, services, scenario, plan)
+        status = "error" if verdict.errored else ("passed" if verdict.passed else "failed")
+        error_kind = verdict.error.value if verdict.error else None
+        message = verdict.describe_error()
+    except TransportError as exc:
+        status, error_kind, message = "incomplete", f"transport_{exc.kind}", f"transport_{exc.kind}: {exc}"
+    except RunError as exc:
+        status, error_kind, message = "error", exc.kind, f"{exc.kind}: {exc}"
+    except (KeyError, ValueError, AttributeError, TypeError, AssertionError) as exc:
+        # Anything else the reference's try-block would catch; named so it can be told apart from model faults.
+        status, error_kind, message = "error", "runtime", f"runtime: {exception_text(exc)}"
+    prompt = sum(t["prompt"] for t in trace.tokens.values())
+    completion = sum(t["completion"] for t in trace.tokens.values())
+    record.update(
+        {
+            "status": status,
+            "passed": status == "passed",
+            "error_kind": error_kind,
+            "error": message,
+            "plan": plan,
+            "event": trace.event,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "tokens": trace.tokens,
+            "latency_s": round(trace.latency_s, 3),
+            "wall_s": round(time.perf_counter() - started, 3),
+            "model": trace.model or services.model.identity,
+            "sampler": {"collision": SAMPLER_COLLISION} if case.is_position_case else None,
+        }
+    )
+    return record

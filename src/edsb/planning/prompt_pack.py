@@ -1,0 +1,190 @@
+"""The official prompt pack (system messages, few-shot examples, sample descriptions), read from the data dir.
+
+The texts are never part of this repository: they are loaded at run time, once per data directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TypeVar, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from edsb.data.benchmark import PROMPTS_DIR, Benchmark, validation_message
+from edsb.errors import DataError
+from edsb.planning.variants import DescriptionType, Module, PlanningMode
+
+SYSTEM_FILES: dict[str, str] = {
+    "narrator": "narrator/system_messages/narrator.txt",
+    "narrator_wo_event": "narrator/system_messages/narrator_wo_event.txt",
+    "event_parser": "event_parser/system_messages/event_parser.txt",
+    "event_parser_wo_lcps": "event_parser/system_messages/event_parser_wo_lcps.txt",
+}
+SAMPLE_DESCRIPTIONS_DIR = "scene_describer/sample_descriptions"
+
+# The reference adds a guideline line for `allow_null_plan` cases from its runner code, not from a data file, so it
+# cannot be read from the prompt pack. This is our own wording of the same permission; consequence: for case 21
+# (the only such case) the Narrator's system message, hence its full message list, differs from the reference.
+NULL_PLAN_GUIDELINE = (
+    "- When the characters the story needs next are all busy, you may answer with an empty event that names no"
+    " characters: it skips this turn, and the next event waits until those characters are free."
+)
+
+
+def null_plan_guideline(planning_mode: PlanningMode) -> str:
+    """The extra Narrator guideline for cases that accept an empty plan; w/o Event speaks of plans, not events."""
+    if planning_mode == "no_event":
+        return NULL_PLAN_GUIDELINE.replace("event", "plan")
+    return NULL_PLAN_GUIDELINE
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class ExampleCharacter(_Model):
+    name: StrictStr
+    state: StrictStr
+    current_action: StrictStr
+    position: list[StrictStr]
+    orientation: list[StrictStr]
+
+    @property
+    def relationships(self) -> list[str]:
+        return [*self.position, *self.orientation]
+
+
+class ExamplePlan(_Model):
+    character: StrictStr
+    target_action: StrictStr
+    position: list[StrictStr]
+    orientation: list[StrictStr] = []
+
+    @property
+    def relationships(self) -> list[str]:
+        return [*self.position, *self.orientation]
+
+
+class ExampleEvent(_Model):
+    """A past event of an example; field names match the test cases' history entries."""
+
+    state: StrictStr
+    characters: list[StrictStr]
+    activity: StrictStr
+    details: list[ExamplePlan] = Field(alias="parsed")
+
+
+class ExampleNarration(_Model):
+    reasoning: StrictStr
+    characters: list[StrictStr]
+    activity: StrictStr
+
+
+class ExampleEventToParse(_Model):
+    characters: list[StrictStr]
+    activity: StrictStr
+
+
+class NarratorExample(_Model):
+    """One `narrator/examples/<TAG>.yaml`; `response_wo_event` is absent from PI.yaml."""
+
+    stem: StrictStr
+    scene_name: StrictStr
+    action_labels: list[StrictStr]
+    user_instruction: StrictStr | None = None
+    characters: list[ExampleCharacter]
+    previous_events: list[ExampleEvent]
+    response: ExampleNarration
+    response_wo_event: StrictStr | None = None
+
+
+class ParserExample(_Model):
+    """One `event_parser/examples/<TAG>.yaml`; `response_wo_lcps` exists only in PI.yaml."""
+
+    stem: StrictStr
+    scene_name: StrictStr
+    action_labels: list[StrictStr]
+    event: ExampleEventToParse
+    characters: list[ExampleCharacter]
+    previous_events: list[ExampleEvent]
+    response: StrictStr
+    response_wo_lcps: StrictStr | None = None
+
+
+E = TypeVar("E", NarratorExample, ParserExample)
+
+
+@dataclass(frozen=True)
+class PromptPack:
+    root: Path
+    system_texts: dict[str, str]  # stem -> file text, stripped
+    narrator_examples: tuple[NarratorExample, ...]  # every `<module>/examples/*.yaml`, in file-name order
+    parser_examples: tuple[ParserExample, ...]
+    sample_descriptions: dict[tuple[str, str], str]  # (example scene, description type) -> text, stripped
+
+    def system_message(self, stem: str, extra_guidelines: str = "") -> str:
+        """A system prompt: the file text, then the extra guideline lines (if any) after one newline."""
+        text = self.system_texts[stem]
+        extra = extra_guidelines.strip()
+        return f"{text}\n{extra}" if extra else text
+
+    def examples(self, module: Module, tags: Iterable[str]) -> list[NarratorExample] | list[ParserExample]:
+        """The examples whose file stem is one of the case's tags, in file-name order."""
+        wanted = set(tags)
+        pool = self.narrator_examples if module == "narrator" else self.parser_examples
+        return [example for example in pool if example.stem in wanted]
+
+    def sample_description(self, scene_name: str, description_type: DescriptionType) -> str:
+        """The description an example's query shows (stripped, as the reference does for examples)."""
+        try:
+            return self.sample_descriptions[scene_name, description_type]
+        except KeyError:
+            raise DataError(f"no sample {description_type} description for example scene {scene_name}") from None
+
+
+def _load_examples(benchmark: Benchmark, module: Module, model: type[E]) -> tuple[E, ...]:
+    folder = benchmark.root / PROMPTS_DIR / module / "examples"
+    paths = sorted(folder.glob("*.yaml"), key=lambda p: p.name)
+    if not paths:
+        raise DataError(f"{folder}: no example files found")
+    loaded: list[E] = []
+    for path in paths:
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise DataError(f"{path}: invalid YAML ({exc})") from None
+        if not isinstance(raw, dict):
+            raise DataError(f"{path}: expected a mapping at the top level")
+        try:
+            loaded.append(model.model_validate({**raw, "stem": path.stem}))
+        except ValidationError as exc:
+            raise DataError(f"{path}: {validation_message(exc)}") from None
+    return tuple(loaded)
+
+
+@cache
+def _load(root: Path) -> PromptPack:
+    benchmark = Benchmark(root)
+    systems = {
+        stem: benchmark.prompt_file(rel).read_text(encoding="utf-8").strip() for stem, rel in SYSTEM_FILES.items()
+    }
+    narrator_examples = _load_examples(benchmark, "narrator", NarratorExample)
+    parser_examples = _load_examples(benchmark, "event_parser", ParserExample)
+    scenes = sorted({e.scene_name for e in (*narrator_examples, *parser_examples)})
+    samples = {
+        (scene, kind): benchmark.prompt_file(f"{SAMPLE_DESCRIPTIONS_DIR}/{scene}_{kind}.txt")
+        .read_text(encoding="utf-8")
+        .strip()
+        for scene in scenes
+        for kind in get_args(DescriptionType)
+    }
+    return PromptPack(root, systems, narrator_examples, parser_examples, samples)
+
+
+def load_prompt_pack(benchmark: Benchmark) -> PromptPack:
+    """The prompt pack of a data directory, loaded once per directory."""
+    return _load(benchmark.root.resolve())

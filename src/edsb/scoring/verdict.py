@@ -1,0 +1,53 @@
+"""The outcome of judging one plan: pass, failure, or an execution error with a named cause."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorKind(StrEnum):
+    """Why a plan could not be judged. Each maps to an exception class the reference evaluator raises, so the
+    execution rate can be broken down by cause while every kind still counts as an execution error."""
+
+    MISSING_CHARACTER = "missing_character"  # an expected character is not a key of the plan
+    UNKNOWN_ACTION = "unknown_action"  # an action outside the case's labels + sit/lie
+    UNKNOWN_RELATIONSHIP = "unknown_relationship"  # a relationship not starting with a known predicate
+    UNKNOWN_ANCHOR = "unknown_anchor"  # an expected condition names an anchor that does not exist (broken case)
+    UNKNOWN_PREDICATE = "unknown_predicate"  # a position condition with a predicate the position check lacks
+    MALFORMED_CONDITION = "malformed_condition"  # an expected condition that does not parse
+    MALFORMED_PLAN = "malformed_plan"  # wrong JSON shape: missing key, wrong type, position not an (x, y) pair
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    passed: bool
+    error: ErrorKind | None = None
+    message: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        """An execution error (which never passes), as opposed to a plan judged false."""
+        return self.error is not None
+
+    def describe_error(self) -> str | None:
+        """`<kind>: <message>`, the form result files carry, or None for a clean verdict."""
+        if self.error is None:
+            return None
+        return f"{self.error.value}: {self.message}" if self.message else self.error.value
+
+
+PASSED = Verdict(True)
+FAILED = Verdict(False)
+
+
+class PlanRejected(Exception):
+    """Raised inside the checks where the reference raises, caught by the judge and turned into a Verdict."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+    def verdict(self) -> Verdict:
+        return Verdict(False, self.kind, self.message)

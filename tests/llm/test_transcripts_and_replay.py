@@ -1,0 +1,178 @@
+"""Transcripts written for a run, then replayed: hits answer without the server, misses are explicit errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from edsb.llm import (
+    ChatModel,
+    ChatRequest,
+    OpenAIChatModel,
+    ReplayChatModel,
+    ReplayError,
+    RetryPolicy,
+    TranscriptWriter,
+    TransportError,
+    build_model,
+    check_model,
+    read_transcripts,
+    request_key,
+    transcripts_dir,
+)
+from tests.support.openai_server import OpenAIServer, Reply
+
+SECRET = "sk-live-should-never-be-written"
+
+
+def narrator(sample_index: int) -> ChatRequest:
+    messages = [{"role": "system", "content": "Narrate."}, {"role": "user", "content": "Instruction: serve coffee."}]
+    return ChatRequest(messages=messages, temperature=0.1, json_mode=True, sample_index=sample_index)
+
+
+def parser(sample_index: int) -> ChatRequest:
+    messages = [{"role": "system", "content": "Parse."}, {"role": "user", "content": "Event: Ann serves coffee."}]
+    return ChatRequest(messages=messages, temperature=0.1, json_mode=False, sample_index=sample_index)
+
+
+@pytest.fixture
+def recorded_run(openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A run directory holding transcripts of two runs; the second run's parser call failed in transport."""
+    monkeypatch.setenv("SECRET_KEY_VAR", SECRET)
+    openai_server.enqueue(
+        Reply.completion('{"event": "coffee"}', prompt_tokens=30, completion_tokens=6),
+        Reply.completion("```python\nparse()\n```", prompt_tokens=25, completion_tokens=9),
+        Reply.completion('{"event": "tea"}'),
+        Reply.error(503, "overloaded"),
+    )
+    run_dir = tmp_path / "run"
+    writer = TranscriptWriter(transcripts_dir(run_dir))
+
+    async def record() -> None:
+        model = OpenAIChatModel(
+            "gpt-test", base_url=openai_server.base_url, api_key_env="SECRET_KEY_VAR", retry=RetryPolicy(max_retries=0)
+        )
+        await writer.complete(model, narrator(0), run="tc01-d0-r0", module="narrator")
+        await writer.complete(model, parser(0), run="tc01-d0-r0", module="event_parser")
+        await writer.complete(model, narrator(1), run="tc01-d0-r1", module="narrator")
+        with pytest.raises(TransportError):
+            await writer.complete(model, parser(1), run="tc01-d0-r1", module="event_parser")
+        await model.aclose()
+
+    asyncio.run(record())
+    return run_dir
+
+
+def test_transcript_files_and_records(recorded_run: Path, openai_server: OpenAIServer) -> None:
+    files = sorted(path.name for path in transcripts_dir(recorded_run).iterdir())
+    assert files == ["tc01-d0-r0.jsonl", "tc01-d0-r1.jsonl"]
+    records = read_transcripts(recorded_run)
+    assert [(r.run, r.module) for r in records] == [
+        ("tc01-d0-r0", "narrator"),
+        ("tc01-d0-r0", "event_parser"),
+        ("tc01-d0-r1", "narrator"),
+        ("tc01-d0-r1", "event_parser"),
+    ]
+    first = records[0]
+    assert first.model == f"openai:gpt-test@{openai_server.base_url}"
+    assert first.key == request_key(first.model, first.request)
+    assert first.request == narrator(0)
+    assert first.response is not None
+    assert (first.response.text, first.response.prompt_tokens, first.response.completion_tokens) == (
+        '{"event": "coffee"}',
+        30,
+        6,
+    )
+    assert first.started_at <= first.finished_at
+    failed = records[3]
+    assert failed.response is None
+    assert failed.error is not None
+    assert (failed.error.kind, failed.error.status, failed.error.attempts) == ("http", 503, 1)
+    line = json.loads((transcripts_dir(recorded_run) / "tc01-d0-r0.jsonl").read_text().splitlines()[0])
+    assert set(line) == {
+        "format", "key", "run", "module", "model", "request", "response", "error", "started_at", "finished_at",
+    }  # fmt: skip
+    assert line["format"] == "edsb.transcript/1"
+
+
+def test_the_api_key_is_never_written(recorded_run: Path, openai_server: OpenAIServer) -> None:
+    assert openai_server.chat_requests[0].headers["authorization"] == f"Bearer {SECRET}"  # it was really used
+    for path in recorded_run.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text()
+
+
+def test_replay_answers_recorded_requests_without_the_server(recorded_run: Path, openai_server: OpenAIServer) -> None:
+    sent_before = len(openai_server.chat_requests)
+    model = build_model(f"replay:{recorded_run}")
+    assert isinstance(model, ReplayChatModel)
+    assert model.identity == f"openai:gpt-test@{openai_server.base_url}"
+
+    async def replay():
+        return [await model.complete(narrator(0)), await model.complete(parser(0)), await model.complete(narrator(1))]
+
+    coffee, code, tea = asyncio.run(replay())
+    assert (coffee.text, coffee.prompt_tokens, coffee.source) == ('{"event": "coffee"}', 30, "replay")
+    assert code.text == "```python\nparse()\n```"
+    assert tea.text == '{"event": "tea"}'
+    assert len(openai_server.chat_requests) == sent_before
+
+
+def test_check_model_on_a_replay_directory(recorded_run: Path, openai_server: OpenAIServer) -> None:
+    assert check_model(f"replay:{recorded_run}") == {
+        "ok": True,
+        "model": f"openai:gpt-test@{openai_server.base_url}",
+        "recorded_requests": 4,
+    }
+
+
+def test_every_model_kind_is_a_chat_model(recorded_run: Path, openai_server: OpenAIServer) -> None:
+    kinds = [
+        build_model(f"replay:{recorded_run}"),
+        build_model("openai:gpt-test", base_url=openai_server.base_url, cache=False),
+        build_model("openai:gpt-test", base_url=openai_server.base_url, cache=recorded_run / "cache.sqlite3"),
+        build_model("local", cache=False),
+    ]
+    assert all(isinstance(model, ChatModel) for model in kinds)
+
+
+def test_replay_raises_recorded_transport_errors(recorded_run: Path) -> None:
+    with pytest.raises(TransportError) as caught:
+        asyncio.run(ReplayChatModel(recorded_run).complete(parser(1)))
+    assert (caught.value.kind, caught.value.status) == ("http", 503)
+
+
+@pytest.mark.parametrize(
+    "unrecorded",
+    [narrator(2), parser(0).model_copy(update={"temperature": 0.2}), parser(0).model_copy(update={"json_mode": True})],
+    ids=["other-sample", "other-temperature", "other-json-mode"],
+)
+def test_unrecorded_request_is_an_explicit_error(recorded_run: Path, unrecorded: ChatRequest) -> None:
+    with pytest.raises(ReplayError, match="not recorded"):
+        asyncio.run(ReplayChatModel(recorded_run).complete(unrecorded))
+
+
+def test_replay_needs_transcripts(tmp_path: Path) -> None:
+    with pytest.raises(ReplayError, match="does not exist"):
+        ReplayChatModel(tmp_path / "missing")
+    with pytest.raises(ReplayError, match="no transcripts"):
+        ReplayChatModel(tmp_path)
+
+
+def test_torn_last_line_is_skipped_but_corruption_is_reported(recorded_run: Path) -> None:
+    path = transcripts_dir(recorded_run) / "tc01-d0-r0.jsonl"
+    with path.open("a") as handle:
+        handle.write('{"format": "edsb.transcript/1", "key": "ab')  # a crash in the middle of a write
+    assert len(read_transcripts(recorded_run)) == 4
+    path.write_text("not json\n" + path.read_text())
+    with pytest.raises(ReplayError, match=r"tc01-d0-r0\.jsonl:1"):
+        read_transcripts(recorded_run)
+
+
+def test_run_ids_must_be_file_names(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path)
+    with pytest.raises(ValueError, match="cannot be a file name"):
+        writer.path_for("../escape")

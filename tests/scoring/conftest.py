@@ -1,0 +1,33 @@
+"""Scoring tests run on the real benchmark data (read-only), found through $EDSB_DATA."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from edsb.data.benchmark import Benchmark
+from edsb.geometry.scene import load_scene
+from edsb.scoring.judge import Judge
+
+DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
+
+
+@pytest.fixture(scope="session")
+def benchmark() -> Benchmark:
+    return Benchmark.open(DATA)
+
+
+@pytest.fixture(scope="session")
+def judge_for(benchmark: Benchmark) -> Callable[..., Judge]:
+    """`judge_for(case_id, level=0)`: a judge of an official case, optionally with fields of the case replaced."""
+
+    def make(case_id: int, level: int = 0, **case_updates: object) -> Judge:
+        case = benchmark.case(case_id)
+        if case_updates:
+            case = case.model_copy(update=case_updates)
+        return Judge(case, level, load_scene(benchmark, case.scene_name))
+
+    return make

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import json
+
+from edsb.data.benchmark import Benchmark
+from edsb.scoring.score_file import score_lines, summarize_scores
+
+RYAN_OK = {"Ryan": {"target_action": ["use_smartphone"], "relationships": ["adjacent to table_3"]}}
+RYAN_WRONG = {"Ryan": {"target_action": ["use_smartphone"], "relationships": ["look at table_3"]}}
+RYAN_TEXTING = {"Ryan": {"target_action": ["text"], "relationships": []}}
+
+
+def line(**fields: object) -> str:
+    return json.dumps(fields)
+
+
+def test_one_output_per_line_in_order(benchmark: Benchmark) -> None:
+    lines = [
+        line(case=0, distraction=1, plan=RYAN_OK),
+        line(case=0, distraction=2, plan=RYAN_WRONG),
+        line(case=0, distraction=0, plan=RYAN_TEXTING),
+        line(case=21, distraction=2, plan={}),
+    ]
+    assert list(score_lines(lines, benchmark)) == [
+        {"case": 0, "distraction": 1, "passed": True, "error": None},
+        {"case": 0, "distraction": 2, "passed": False, "error": None},
+        {"case": 0, "distraction": 0, "passed": False, "error": "unknown_action: unavailable action label 'text'"},
+        {"case": 21, "distraction": 2, "passed": True, "error": None},
+    ]
+
+
+def test_distraction_defaults_to_level_0(benchmark: Benchmark) -> None:
+    [missing, null] = score_lines([line(case=0, plan=RYAN_OK), line(case=0, distraction=None, plan=RYAN_OK)], benchmark)
+    assert missing == null == {"case": 0, "distraction": 0, "passed": True, "error": None}
+
+
+def test_null_plan_is_judged_not_rejected(benchmark: Benchmark) -> None:
+    [allowed, not_allowed] = score_lines([line(case=21, plan=None), line(case=0, plan=None)], benchmark)
+    assert allowed["passed"] is True and allowed["error"] is None
+    assert not_allowed["error"].startswith("malformed_plan: ")
+
+
+def test_python_json_literals_are_accepted(benchmark: Benchmark) -> None:
+    [output] = score_lines(['{"case": 61, "plan": {"Franklin": {"sampled_position": [NaN, 1.0]}}}'], benchmark)
+    assert output == {"case": 61, "distraction": 0, "passed": False, "error": None}
+
+
+def test_invalid_lines_get_their_own_error_and_scoring_continues(benchmark: Benchmark) -> None:
+    lines = [
+        "{not json",
+        "",
+        "[1, 2]",
+        line(plan=RYAN_OK),
+        line(case="0", plan=RYAN_OK),
+        line(case=0),
+        line(case=5, plan=RYAN_OK),
+        line(case=60, distraction=1, plan={}),
+        line(case=0, distraction=-1, plan=RYAN_OK),
+        line(case=0, distraction=1.0, plan=RYAN_OK),
+        line(case=True, plan=RYAN_OK),
+        line(case=0, plan=RYAN_OK),
+    ]
+    outputs = list(score_lines(lines, benchmark))
+    assert len(outputs) == len(lines)
+    for number, output in enumerate(outputs[:-1], start=1):
+        assert output["passed"] is False
+        assert output["error"].startswith("invalid_input: "), output
+        assert f"line {number}" in output["error"]
+    assert outputs[5]["case"] == 0 and "no 'plan'" in outputs[5]["error"]
+    assert outputs[6]["error"] == "invalid_input: line 7: unknown case id 5"
+    assert outputs[7]["case"] == 60 and outputs[7]["distraction"] == 1
+    assert outputs[-1] == {"case": 0, "distraction": 0, "passed": True, "error": None}
+
+
+def test_deeply_nested_json_does_not_crash(benchmark: Benchmark) -> None:
+    [output] = score_lines(['{"case": 0, "plan": ' + "[" * 100_000 + "]" * 100_000 + "}"], benchmark)
+    assert output["passed"] is False and output["error"] is not None
+
+
+def test_summary_counts_scored_lines_only(benchmark: Benchmark) -> None:
+    lines = [
+        line(case=0, plan=RYAN_OK),
+        line(case=0, plan=RYAN_WRONG),
+        line(case=0, plan=RYAN_TEXTING),
+        line(case=13, plan={"David": {"target_action": ["eat", "sit"], "relationships": ["sit on chair_6"]}}),
+        "garbage",
+    ]
+    summary = summarize_scores(score_lines(lines, benchmark))
+    assert (summary.lines, summary.invalid) == (5, 1)
+    assert summary.overall is not None
+    assert (summary.overall.runs, summary.overall.passes, summary.overall.errors) == (4, 2, 1)
+    assert summary.overall.success_rate == 0.5
+    assert summary.overall.execution_rate == 0.75
+    text = summary.text()
+    assert "success 0.5" in text and "execution 0.75" in text and "1 invalid" in text
+
+
+def test_summary_of_nothing(benchmark: Benchmark) -> None:
+    summary = summarize_scores(score_lines(["nope"], benchmark))
+    assert summary.overall is None
+    assert summary.text() == "scored 0 of 1 lines (1 invalid)"

@@ -1,0 +1,181 @@
+"""Escape attempts against the plan-code sandbox: each must be refused, contained, or harmless.
+
+Everything runs through real worker processes with short limits; the whole file takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from edsb.planning.code import CodeError
+from edsb.planning.sandbox import CodeContext, SandboxLimits, SandboxPool
+
+DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
+LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
+
+
+@pytest.fixture(scope="module")
+def context() -> CodeContext:
+    if not DATA.is_dir():
+        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    return CodeContext.for_benchmark(DATA, "House")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(LIMITS) as pool:
+        yield pool
+
+
+def outcome(pool: SandboxPool, context: CodeContext, body: str) -> tuple[str, str]:
+    """(kind, message) of a failing program, or ("ok", printed text)."""
+    code = "def parse_event():\n" + "".join(f"    {line}\n" for line in body.strip("\n").splitlines())
+    try:
+        return "ok", pool.execute(code, context).output
+    except CodeError as exc:
+        return exc.kind, exc.message
+
+
+def healthy(pool: SandboxPool, context: CodeContext) -> None:
+    """The next run behaves normally."""
+    raw = pool.execute(
+        "def parse_event():\n    get_character('A').set_target_action(get_closest_object('table_1', 'chair'))", context
+    )
+    assert [(c.character, c.target_action) for c in raw.characters] == [("A", "chair_1")]
+
+
+REFUSED = {
+    "import": "import os",
+    "import from": "from os import path",
+    "import inside expression": "__import__('os')",
+    "open": "open('/etc/passwd').read()",
+    "exec": "exec('1')",
+    "eval": "eval('1')",
+    "compile": "compile('1', 'x', 'exec')",
+    "globals": "globals()",
+    "vars": "vars()",
+    "dunder attribute": "().__class__.__bases__",
+    "dunder by getattr": "getattr((), '__cl' + 'ass__')",
+    "private by getattr": "getattr(get_character('A'), '_api')",
+    "function globals": "getattr(get_closest_object, '__globals__')",
+    "bound method self": "get_closest_object.__self__",
+    "format attribute walk": "'{0.__class__}'.format(1)",
+    "format_map": "'{x}'.format_map({'x': 1})",
+    "f-string attribute walk": "f'{get_character.__func__}'",
+    "generator frame": "(i for i in []).gi_frame",
+    "traceback": "try:\n    1 / 0\nexcept Exception as e:\n    e.__traceback__",
+    "exception payload": "try:\n    get_character('A').nothing\nexcept AttributeError as e:\n    e.obj",
+    "class statement": "class X:\n    pass",
+    "type with three arguments": "type('X', (), {})",
+    "setattr": "setattr(get_character('A'), 'name', 'B')",
+    "attribute write on a handle": "c = get_character('A')\nc.name = 'B'",
+    "attribute write on a builtin": "f = get_closest_object\nf.x = 1",
+    "print to a file": "print('x', file=None or [])",
+    "underscore name": "_x = 1",
+    "object": "object()",
+}
+
+
+@pytest.mark.parametrize("body", list(REFUSED.values()), ids=list(REFUSED))
+def test_refused(pool: SandboxPool, context: CodeContext, body: str) -> None:
+    kind, message = outcome(pool, context, body)
+    assert kind == "code_policy", message
+
+
+def test_a_swallowed_refusal_is_still_a_policy_violation(pool: SandboxPool, context: CodeContext) -> None:
+    body = "try:\n    open('/etc/passwd')\nexcept Exception:\n    pass\nget_character('A').set_target_action('idle')"
+    assert outcome(pool, context, body)[0] == "code_policy"
+
+
+def test_the_worker_environment_is_empty_and_secrets_never_reach_it(
+    context: CodeContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EDSB_TEST_SECRET", "hunter2")
+    with SandboxPool(LIMITS) as fresh:
+        fresh.execute("def parse_event():\n    pass", context)
+        [worker] = fresh._idle
+        environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes()
+    assert b"hunter2" not in environ and b"EDSB_TEST_SECRET" not in environ
+    assert b"API_KEY" not in environ
+
+
+def test_no_route_to_modules(pool: SandboxPool, context: CodeContext) -> None:
+    # Names that would lead to os/sys simply do not exist in the namespace.
+    for body in ("os.environ", "sys.modules", "builtins.open", "__builtins__"):
+        kind, message = outcome(pool, context, body)
+        assert kind in ("code_runtime", "code_policy"), message
+        assert kind == "code_policy" or message.startswith("NameError")
+
+
+def test_infinite_loop_is_stopped_within_its_limit(pool: SandboxPool, context: CodeContext) -> None:
+    start = time.monotonic()
+    assert outcome(pool, context, "while True:\n    pass")[0] == "code_timeout"
+    assert time.monotonic() - start < LIMITS.timeout + 1.5
+    healthy(pool, context)
+
+
+def test_cpu_limit_backstops_the_wall_clock(context: CodeContext) -> None:
+    with SandboxPool(SandboxLimits(timeout=30.0, cpu_seconds=1.0, workers=1)) as slow:
+        start = time.monotonic()
+        with pytest.raises(CodeError) as caught:
+            slow.execute("def parse_event():\n    while True:\n        pass", context)
+        assert caught.value.kind == "code_timeout"
+        assert "CPU" in caught.value.message
+        assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["x = 'a' * (10 ** 10)", "x = [0] * (10 ** 9)", "x = []\nwhile True:\n    x.append(' ' * 10 ** 6)"],
+    ids=["string", "list", "growing"],
+)
+def test_memory_bombs_are_stopped(pool: SandboxPool, context: CodeContext, body: str) -> None:
+    assert outcome(pool, context, body)[0] == "code_memory"
+    healthy(pool, context)
+
+
+def test_huge_integer_arithmetic_times_out(pool: SandboxPool, context: CodeContext) -> None:
+    assert outcome(pool, context, "x = 7 ** (10 ** 9)")[0] in ("code_timeout", "code_memory")
+    healthy(pool, context)
+
+
+def test_recursion_is_a_runtime_error(pool: SandboxPool, context: CodeContext) -> None:
+    code = "def parse_event():\n    f = lambda g: g(g)\n    f(f)\n"
+    with pytest.raises(CodeError) as caught:
+        pool.execute(code, context)
+    assert caught.value.kind == "code_runtime" and caught.value.message.startswith("RecursionError")
+
+
+def test_oversized_results_and_prints_are_capped(pool: SandboxPool, context: CodeContext) -> None:
+    kind, _ = outcome(pool, context, "get_character('A').set_position(['x' * 1000] * 5000)")
+    assert kind == "code_output"
+    kind, printed = outcome(pool, context, "for i in range(10 ** 5):\n    print('spam' * 10)")
+    assert kind == "ok" and len(printed) == LIMITS.max_printed_chars
+
+
+def test_runs_do_not_leak_into_each_other(pool: SandboxPool, context: CodeContext) -> None:
+    first = "global leaked\nleaked = 1\nget_character('A').set_target_action('idle')"
+    assert outcome(pool, context, first)[0] == "ok"
+    for _ in range(3):  # whichever worker serves the next runs
+        assert outcome(pool, context, "leaked") == ("code_runtime", "NameError: name 'leaked' is not defined")
+    # Shared objects cannot be changed: the Area class, builtins, the API object.
+    assert outcome(pool, context, "Area.conditions = 1")[0] == "code_policy"
+    assert outcome(pool, context, "len = None\nget_character('A').set_target_action('idle')")[0] == "ok"
+    assert outcome(pool, context, "print(len([1]))") == ("ok", "1\n")
+    healthy(pool, context)
+
+
+def test_no_file_can_be_written_even_by_accident(pool: SandboxPool, context: CodeContext) -> None:
+    # There is no file API at all; the worker additionally runs with RLIMIT_FSIZE = 0 and cwd = /.
+    with SandboxPool(LIMITS) as fresh:
+        fresh.execute("def parse_event():\n    pass", context)
+        [worker] = fresh._idle
+        limits = Path(f"/proc/{worker.process.pid}/limits").read_text()
+    file_size = next(line for line in limits.splitlines() if line.startswith("Max file size"))
+    assert file_size.split()[3:5] == ["0", "0"]
+    address_space = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+    assert address_space.split()[3] == str(LIMITS.memory_bytes)

@@ -1,0 +1,291 @@
+"""A scriptable OpenAI-compatible server on 127.0.0.1 for tests: real HTTP, real sockets, faults on demand.
+
+    with OpenAIServer() as server:                      # or the `openai_server` fixture
+        server.enqueue(Reply.rate_limited(retry_after="1"), Reply.completion('{"a": 1}'))
+        ... point a client at server.base_url ...
+        server.chat_requests[0].json()["messages"]
+
+`POST /v1/chat/completions` answers from the queue first, then from `handler(request) -> Reply` if one is given,
+else with a short default completion. `GET /v1/models` lists `model_name`. Every request is recorded with its
+headers and body. Faults: latency (`delay_s`), any status, `Retry-After`, connection reset, a hang until the client
+gives up, a body cut short of its Content-Length, a non-JSON body, a completion without choices.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal, Self
+
+Fault = Literal["reset", "hang", "truncate"]
+CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+    received_at: float  # time.monotonic() when the request line arrived
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server does with one request; build it with the class methods."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # waited before anything is sent back
+    fault: Fault | None = None
+
+    @classmethod
+    def json(
+        cls, payload: Any, *, status: int = 200, headers: Mapping[str, str] | None = None, delay_s: float = 0.0
+    ) -> Reply:
+        merged = {"Content-Type": "application/json", **(headers or {})}
+        return cls(status, json.dumps(payload).encode(), merged, delay_s)
+
+    @classmethod
+    def completion(
+        cls,
+        text: str | None,
+        *,
+        prompt_tokens: int = 11,
+        completion_tokens: int = 5,
+        finish_reason: str | None = "stop",
+        model: str = "test-model",
+        delay_s: float = 0.0,
+    ) -> Reply:
+        return cls.json(
+            completion_payload(text, prompt_tokens, completion_tokens, finish_reason, model), delay_s=delay_s
+        )
+
+    @classmethod
+    def error(cls, status: int, message: str = "scripted error", *, headers: Mapping[str, str] | None = None) -> Reply:
+        payload = {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
+        return cls.json(payload, status=status, headers=headers)
+
+    @classmethod
+    def rate_limited(cls, retry_after: str | None = None, *, retry_after_ms: str | None = None) -> Reply:
+        headers = {}
+        if retry_after is not None:
+            headers["Retry-After"] = retry_after
+        if retry_after_ms is not None:
+            headers["retry-after-ms"] = retry_after_ms
+        return cls.error(429, "rate limit reached", headers=headers)
+
+    @classmethod
+    def text(cls, body: str, *, status: int = 200, content_type: str = "text/html") -> Reply:
+        return cls(status, body.encode(), {"Content-Type": content_type})
+
+    @classmethod
+    def empty_choices(cls) -> Reply:
+        payload = completion_payload("unused", 3, 0, "stop", "test-model")
+        payload["choices"] = []
+        return cls.json(payload)
+
+    @classmethod
+    def reset(cls) -> Reply:
+        """Close the connection with a TCP reset instead of answering."""
+        return cls(fault="reset")
+
+    @classmethod
+    def hang(cls) -> Reply:
+        """Read the request and never answer (until the server stops)."""
+        return cls(fault="hang")
+
+    @classmethod
+    def truncated(cls, text: str = "cut short") -> Reply:
+        """Announce a full completion's Content-Length, send half of it and close."""
+        full = cls.completion(text)
+        return cls(200, full.body, full.headers, fault="truncate")
+
+
+def completion_payload(
+    text: str | None, prompt_tokens: int, completion_tokens: int, finish_reason: str | None, model: str
+) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def default_reply(request: RecordedRequest) -> Reply:
+    """A short valid answer: a JSON object when JSON mode was asked for, plain text otherwise."""
+    body = request.json()
+    json_mode = (body.get("response_format") or {}).get("type") == "json_object"
+    return Reply.completion('{"ok": true}' if json_mode else "ok", model=body.get("model", "test-model"))
+
+
+Handler = Callable[[RecordedRequest], Reply]
+
+
+class OpenAIServer:
+    """The server runs in a daemon thread; `stop()` releases hanging requests so it shuts down at once."""
+
+    def __init__(self, handler: Handler | None = None, *, model_name: str = "test-model") -> None:
+        self.handler = handler
+        self.model_name = model_name
+        self._replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.path == CHAT_PATH]
+
+    def enqueue(self, *replies: Reply) -> None:
+        for reply in replies:
+            self._replies.put(reply)
+
+    def start(self) -> Self:
+        server = self
+
+        class _Handler(_RequestHandler):
+            owner = server
+
+        self._httpd = _QuietServer(("127.0.0.1", 0), _Handler)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-test-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _reply_for(self, request: RecordedRequest) -> Reply:
+        try:
+            return self._replies.get_nowait()
+        except queue.Empty:
+            pass
+        return (self.handler or default_reply)(request)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Faults close sockets under the handler's feet; the resulting errors are the point, not news."""
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    owner: OpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _read_request(self) -> RecordedRequest:
+        received_at = time.monotonic()
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        request = RecordedRequest(self.command, self.path.split("?")[0], headers, body, received_at)
+        self.owner._record(request)
+        return request
+
+    def do_GET(self) -> None:
+        request = self._read_request()
+        if request.path == MODELS_PATH:
+            models = {"object": "list", "data": [{"id": self.owner.model_name, "object": "model", "owned_by": "test"}]}
+            self._send(Reply.json(models))
+        else:
+            self._send(Reply.error(404, f"no route {request.path}"))
+
+    def do_POST(self) -> None:
+        request = self._read_request()
+        if request.path != CHAT_PATH:
+            self._send(Reply.error(404, f"no route {request.path}"))
+            return
+        try:
+            reply = self.owner._reply_for(request)
+        except Exception as exc:  # a broken test handler should surface as a 500, not a hung client
+            reply = Reply.error(500, f"test handler raised {type(exc).__name__}: {exc}")
+        self._send(reply)
+
+    def _send(self, reply: Reply) -> None:
+        if reply.delay_s and self.owner._stopping.wait(reply.delay_s):
+            self.close_connection = True
+            return
+        if reply.fault == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
+        if reply.fault == "hang":
+            self.owner._stopping.wait()
+            self.close_connection = True
+            return
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.end_headers()
+        if reply.fault == "truncate":
+            self.wfile.write(reply.body[: len(reply.body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        self.wfile.write(reply.body)
