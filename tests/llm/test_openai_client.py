@@ -32,7 +32,7 @@ def make_model(server: OpenAIServer, **overrides: object) -> OpenAIChatModel:
 
 
 def request(json_mode: bool = True, **settings: object) -> ChatRequest:
-    messages = [{"role": "system", "content": "You plan events."}, {"role": "user", "content": "Who sits?"}]
+    messages = [dict(role="system", content="Answer briefly."), dict(role="user", content="Where does Ryan stand?")]
     return ChatRequest(messages=messages, temperature=0.1, json_mode=json_mode, **settings)  # type: ignore[arg-type]
 
 
@@ -56,8 +56,8 @@ def test_request_shape_and_usage(openai_server: OpenAIServer) -> None:
     body = sent.json()
     assert body["model"] == "gpt-test"
     assert body["messages"] == [
-        {"role": "system", "content": "You plan events."},
-        {"role": "user", "content": "Who sits?"},
+        dict(role="system", content="Answer briefly."),
+        dict(role="user", content="Where does Ryan stand?"),
     ]
     assert body["temperature"] == 0.1
     assert body["response_format"] == {"type": "json_object"}

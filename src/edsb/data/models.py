@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-Tag = Literal["OA", "RC", "SS", "PI"]
+Tag = Literal["OA", "PI", "RC", "SS"]
 TAGS: tuple[Tag, ...] = ("OA", "RC", "SS", "PI")
 SCENES: tuple[str, ...] = ("House", "Office", "Restaurant")
 Number = StrictFloat | StrictInt
@@ -116,7 +116,7 @@ class SceneObjectRecord(_Model):
 
     @property
     def name(self) -> str:
-        return f"{self.label}_{self.idx}"
+        return "_".join((self.label, str(self.idx)))
 
 
 class SceneBounds(_Model):

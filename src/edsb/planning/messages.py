@@ -133,8 +133,9 @@ def _example_cast(example: NarratorExample | ParserExample) -> tuple[tuple[Chara
 
 def _narration_json(example: NarratorExample) -> str:
     """The example answer as the Narrator should write it: indented JSON with the character list on one line."""
-    reasoning = example.response.reasoning.replace("\n\n", "\n").replace("\n", " ")
-    reasoning = reasoning.replace("event/plan", "event").strip()
+    # One line of reasoning: paragraph breaks and line breaks both become single spaces.
+    flattened = " ".join(example.response.reasoning.replace("\n\n", "\n").split("\n"))
+    reasoning = flattened.replace("event/plan", "event").strip()
     placeholder = "@@edsb-characters@@"
     answer = {"reasoning": reasoning, "event": {"characters": placeholder, "activity": example.response.activity}}
     return json.dumps(answer, indent=4).replace(json.dumps(placeholder), json.dumps(example.response.characters))
@@ -152,11 +153,11 @@ def _answer(example: NarratorExample | ParserExample, prompt: ModulePrompt) -> s
 
 
 def _assemble(module: str, system: str, pairs: Sequence[tuple[str, str]], query: str, json_mode: bool) -> ChatRequest:
-    messages = [{"role": "system", "content": system}]
-    for user, assistant in pairs:
-        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    messages.append({"role": "user", "content": query})
-    return ChatRequest(module, messages, json_mode)
+    turns = [("system", system)]
+    for shot_query, shot_answer in pairs:
+        turns.extend((("user", shot_query), ("assistant", shot_answer)))
+    turns.append(("user", query))
+    return ChatRequest(module, [{"role": role, "content": text} for role, text in turns], json_mode)
 
 
 def narrator_request(scenario: Scenario, pack: PromptPack) -> ChatRequest:
