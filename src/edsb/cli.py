@@ -292,6 +292,58 @@ def run_command(
     )
 
 
+@app.command("report")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `edsb run`.")],
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
+    intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
+    price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
+    price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
+) -> None:
+    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts."""
+    from edsb.report.render import load_run, render_report
+
+    if fmt not in ("table", "markdown", "csv", "json"):
+        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv or json)")
+    config, summary = load_run(run_dir)
+    text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)  # type: ignore[arg-type]
+    if text is not None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.command("compare")
+def compare_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Two or more run directories; the first is the baseline.")],
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown or csv.")] = "table",
+) -> None:
+    """Side by side per variant and tag: success (execution), difference to the first run, interval overlap."""
+    from edsb.report.render import compare_header, compare_rows, load_run
+
+    if len(run_dirs) < 2:
+        raise UsageError("compare needs at least two run directories")
+    if fmt not in ("table", "markdown", "csv"):
+        raise UsageError(f"unknown --format {fmt!r} (table, markdown or csv)")
+    names = [path.name or str(path) for path in run_dirs]
+    if len(set(names)) != len(names):
+        names = [str(path) for path in run_dirs]
+    summaries = [(name, load_run(path)[1]) for name, path in zip(names, run_dirs, strict=True)]
+    header, rows = compare_header(names), compare_rows(summaries)
+    if fmt == "table":
+        table = Table(*header, title="success (execution), all distraction levels")
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    elif fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        sys.stdout.write("\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n")
+    else:
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors become one line on stderr and an exit code, never a traceback."""
     try:

@@ -1,0 +1,195 @@
+"""`edsb report` and `edsb compare`: summaries recomputed from results.jsonl, rendered as tables, Markdown, CSV or
+JSON in the paper's layout (rows = variants, columns = tags, blocks = distraction levels)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.table import Table
+
+from edsb.errors import UsageError
+from edsb.report.cost import estimate_cost, price_for
+from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
+from edsb.runner.config import CONFIG_FILE
+from edsb.runner.store import RESULTS_FILE, load_results
+
+Format = Literal["table", "markdown", "csv", "json"]
+
+
+def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config, summary) of a run directory, the summary recomputed from its results."""
+    run_dir = Path(run_dir)
+    if not (run_dir / RESULTS_FILE).is_file():
+        raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
+    try:
+        config = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        config = {}
+    records = load_results(run_dir)
+    summary = build_summary(records, config.get("variants", ()))
+    return config, summary
+
+
+def _levels_present(summary: Mapping[str, Any]) -> list[str]:
+    return [
+        level
+        for level in LEVEL_ROWS
+        if any(level in cells for data in summary["variants"].values() for cells in data.get("cells", {}).values())
+    ]
+
+
+def case_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for variant, data in summary["variants"].items():
+        for case, counts in data.get("by_case", {}).items():
+            rows.append([variant, case, str(counts["runs"]), str(counts["passes"]), str(counts["errors"])])
+    return rows
+
+
+def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tuple[float | None, float | None]):
+    price = price_for(config.get("model", ""), *prices)
+    rows = []
+    for variant, data in summary["variants"].items():
+        tokens = data.get("tokens")
+        if not tokens:
+            continue
+        by_module = tokens["by_module"]
+        row = [variant]
+        for module in MODULES:
+            row.append(f"{by_module[module]['prompt']:,} / {by_module[module]['completion']:,}")
+        row.append(
+            f"{data['cells']['Total']['Total']['prompt_tokens']:.0f} / "
+            f"{data['cells']['Total']['Total']['completion_tokens']:.0f}"
+        )
+        row.append(f"${estimate_cost(tokens, price)['total']:.2f}" if price else "-")
+        rows.append(row)
+    return rows, price
+
+
+def error_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for variant, data in summary["variants"].items():
+        for kind, count in sorted(data.get("error_kinds", {}).items(), key=lambda kv: (-kv[1], kv[0])):
+            rows.append([variant, kind, str(count)])
+        if data.get("incomplete"):
+            rows.append([variant, "incomplete (no answer, not counted)", str(data["incomplete"])])
+    return rows
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_report(
+    config: Mapping[str, Any],
+    summary: Mapping[str, Any],
+    fmt: Format = "table",
+    *,
+    intervals: bool = False,
+    prices: tuple[float | None, float | None] = (None, None),
+    console: Console | None = None,
+) -> str | None:
+    """Markdown/CSV/JSON as text; `table` prints to the console and returns None."""
+    if fmt == "json":
+        return json.dumps(summary, indent=2)
+    levels = _levels_present(summary)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["config", *TAG_COLUMNS])
+        for level in levels:
+            writer.writerow([f"distraction {level}"])
+            writer.writerows(paper_rows(summary, level, intervals=intervals))
+        return buffer.getvalue()
+    blocks: list[tuple[str, Sequence[str], list[list[str]]]] = []
+    for level in levels:
+        title = "Success (execution), all distraction levels" if level == "Total" else f"Distraction level {level}"
+        blocks.append((title, ["variant", *TAG_COLUMNS], paper_rows(summary, level, intervals=intervals)))
+    stats_rows = []
+    for variant, data in summary["variants"].items():
+        if not data.get("runs"):
+            continue
+        se = data.get("success_se_clustered")
+        pass_k = data.get("pass_hat_k", {})
+        stats_rows.append(
+            [
+                variant,
+                str(data["runs"]),
+                f"{data['success_rate']} [{data['success_interval'][0]:.2f}, {data['success_interval'][1]:.2f}]",
+                f"{se:.3f}" if se is not None else "-",
+                " ".join(f"{k}:{v:.2f}" for k, v in pass_k.items() if v is not None) or "-",
+                str(data.get("incomplete", 0)),
+            ]
+        )
+    blocks.append(
+        ("Statistics", ["variant", "runs", "success [95% CI]", "clustered SE", "pass^k", "incomplete"], stats_rows)
+    )
+    tokens, price = token_rows(summary, config, prices)
+    cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in/--price-out)"
+    blocks.append(
+        (
+            "Tokens (prompt / completion)",
+            ["variant", "narrator", "event parser", "mean per run (paper: errored runs count 0)", cost_header],
+            tokens,
+        )
+    )
+    blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
+    blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
+    if fmt == "markdown":
+        return "\n\n".join(f"### {title}\n\n{_markdown(header, rows)}" for title, header, rows in blocks if rows)
+    console = console or Console()
+    for title, header, rows in blocks:
+        if not rows:
+            continue
+        table = Table(*header, title=title)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    return None
+
+
+def compare_rows(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[str]]:
+    """Per variant and tag (all levels): each run's success, the difference to the first, and whether the Wilson
+    intervals overlap (a quick, conservative check: overlap does not prove equality)."""
+    rows = []
+    variants = list(dict.fromkeys(v for _, summary in named for v in summary["variants"]))
+    for variant in variants:
+        for tag in TAG_COLUMNS:
+            cells = [
+                summary["variants"].get(variant, {}).get("cells", {}).get(tag, {}).get("Total") for _, summary in named
+            ]
+            if all(cell is None for cell in cells):
+                continue
+            row = [variant, tag]
+            reference = cells[0]
+            for cell in cells:
+                row.append("-" if cell is None else f"{cell['success_rate']} ({cell['execution_rate']})")
+            for cell in cells[1:]:
+                if cell is None or reference is None:
+                    row += ["-", "-"]
+                    continue
+                diff = cell["success_rate"] - reference["success_rate"]
+                low_a, high_a = reference["success_interval"]
+                low_b, high_b = cell["success_interval"]
+                overlap = low_a <= high_b and low_b <= high_a
+                row += [f"{diff:+.2f}", "yes" if overlap else "NO"]
+            rows.append(row)
+    return rows
+
+
+def compare_header(names: Sequence[str]) -> list[str]:
+    header = ["variant", "tag", *names]
+    for name in names[1:]:
+        header += [f"Δ {name}", "CIs overlap"]
+    return header
+
+
+__all__ = ["compare_header", "compare_rows", "load_run", "render_report"]

@@ -1,0 +1,111 @@
+"""`edsb report` / `edsb compare` on run directories written by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from edsb.cli import main
+
+
+def record(variant: str, case: int, tags: list[str], level: int, repeat: int, status: str, **extra) -> dict:
+    return {
+        "key": f"{variant}/tc{case:02d}-d{level}-r{repeat}",
+        "variant": variant,
+        "case": case,
+        "distraction": level,
+        "repeat": repeat,
+        "tags": tags,
+        "status": status,
+        "passed": status == "passed",
+        "error_kind": extra.get("error_kind"),
+        "error": extra.get("error"),
+        "prompt_tokens": 1000,
+        "completion_tokens": 100,
+        "tokens": {"narrator": {"prompt": 600, "completion": 60}, "event_parser": {"prompt": 400, "completion": 40}},
+    }
+
+
+def write_run(path: Path, records: list[dict], model: str = "openai:gpt-4o-2024-08-06") -> Path:
+    path.mkdir(parents=True)
+    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (path / "config.json").write_text(json.dumps({"model": model, "variants": ["ours", "scene-graph"]}))
+    return path
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    records = [
+        record("ours", 0, ["OA"], 0, 0, "passed"),
+        record("ours", 0, ["OA"], 0, 1, "passed"),
+        record("ours", 30, ["OA", "RC"], 1, 0, "failed"),
+        record("ours", 30, ["OA", "RC"], 1, 1, "error", error_kind="code_runtime", error="code_runtime: KeyError"),
+        record("ours", 20, ["SS"], 2, 0, "incomplete", error_kind="transport_timeout"),
+        record("scene-graph", 0, ["OA"], 0, 0, "failed"),
+    ]
+    return write_run(tmp_path / "run-a", records)
+
+
+def invoke(args: list[str], capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    captured = capsys.readouterr()
+    return exit_info.value.code or 0, captured.out, captured.err
+
+
+def test_json_report_counts_and_excludes_incomplete(run_dir: Path, capsys) -> None:
+    code, out, _ = invoke(["report", str(run_dir), "--format", "json"], capsys)
+    summary = json.loads(out)["variants"]
+    ours = summary["ours"]
+    assert code == 0
+    assert (ours["runs"], ours["incomplete"]) == (4, 1)
+    assert ours["success_rate"] == 0.5 and ours["execution_rate"] == 0.75
+    assert ours["by_tag"]["OA"]["success_rate"] == 0.5
+    assert ours["by_tag"]["RC"]["success_rate"] == 0.0 and ours["by_tag"]["RC"]["execution_rate"] == 0.5
+    assert "SS" not in ours["by_tag"]  # its only run is incomplete
+    assert ours["error_kinds"] == {"code_runtime": 1}
+    assert ours["pass_hat_k"]["2"] == 0.5  # case 0 level 0: 2/2, case 30 level 1: 0/2
+    assert ours["tokens"]["by_module"]["narrator"] == {"prompt": 3000, "completion": 300}
+    assert summary["scene-graph"]["success_rate"] == 0.0
+
+
+def test_csv_report_has_the_paper_layout(run_dir: Path, capsys) -> None:
+    _, out, _ = invoke(["report", str(run_dir), "--format", "csv"], capsys)
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["config", "Total", "OA", "RC", "SS", "PI"]
+    assert rows[1] == ["distraction Total"]
+    assert rows[2] == ["ours", "0.5 (0.75)", "0.5 (0.75)", "0.0 (0.5)", "-", "-"]
+    assert rows[3] == ["scene-graph", "0.0 (1.0)", "0.0 (1.0)", "-", "-", "-"]
+
+
+def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> None:
+    _, out, _ = invoke(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
+    assert "| ours | 0.5 (0.75) [0.15, 0.85]" in out
+    assert "| ours | code_runtime | 1 |" in out
+    assert "incomplete (no answer, not counted) | 1 |" in out
+    # Built-in price for gpt-4o-2024-08-06: 5,000 prompt and 500 completion tokens over all ours runs.
+    assert "$0.02" in out
+    _, out, _ = invoke(
+        ["report", str(run_dir), "--format", "markdown", "--price-in", "1000", "--price-out", "0"], capsys
+    )
+    assert "$5.00" in out
+
+
+def test_compare_flags_non_overlapping_intervals(run_dir: Path, tmp_path: Path, capsys) -> None:
+    better = [record("ours", 0, ["OA"], level, r, "passed") for level in range(3) for r in range(10)]
+    other = write_run(tmp_path / "run-b", better)
+    code, out, _ = invoke(["compare", str(run_dir), str(other), "--format", "csv"], capsys)
+    rows = {(r[0], r[1]): r for r in csv.reader(io.StringIO(out))}
+    assert code == 0
+    assert rows[("ours", "OA")][2:] == ["0.5 (0.75)", "1.0 (1.0)", "+0.50", "NO"]
+    assert rows[("scene-graph", "OA")][2:] == ["0.0 (1.0)", "-", "-", "-"]
+
+
+def test_report_of_a_non_run_directory_is_one_line(tmp_path: Path, capsys) -> None:
+    code, _, err = invoke(["report", str(tmp_path)], capsys)
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "not a run directory" in err
