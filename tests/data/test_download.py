@@ -22,7 +22,7 @@ from .conftest import SHARED
 TOP = "Event-Driven-Storytelling-8a6f726951decf3327d4e015c11202c19dca1749"
 
 
-def build_archive(tamper: str | None = None, drop: str | None = None) -> bytes:
+def build_archive(tamper: str | None = None, drop: str | None = None, runner: bytes | None = None) -> bytes:
     """A tar.gz shaped like the repository archive: one top folder, plus files the benchmark does not need."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -35,6 +35,10 @@ def build_archive(tamper: str | None = None, drop: str | None = None) -> bytes:
             info = tarfile.TarInfo(f"{TOP}/{name}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+        if runner is not None:
+            info = tarfile.TarInfo(f"{TOP}/benchmark/runner.py")
+            info.size = len(runner)
+            tar.addfile(info, io.BytesIO(runner))
         extra = b"print('not benchmark data')\n"
         info = tarfile.TarInfo(f"{TOP}/main.py")
         info.size = len(extra)
@@ -118,4 +122,11 @@ def test_unreachable_url_is_one_clear_line(tmp_path: Path, capsys: pytest.Captur
     error = capsys.readouterr().err.strip()
     assert error.startswith("edsb: error: download failed: cannot reach")
     assert "\n" not in error and "Traceback" not in error
+    assert not (tmp_path / "data").exists()
+
+
+def test_optional_runner_file_is_verified_too(tmp_path: Path, archive_server: dict) -> None:
+    archive_server["body"] = build_archive(runner=b"guidelines = 'not the pinned file'\n")
+    with pytest.raises(DataError, match=r"benchmark/runner\.py does not match its pinned sha256"):
+        fetch_data(tmp_path / "data", archive_server["url"])
     assert not (tmp_path / "data").exists()

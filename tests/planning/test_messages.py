@@ -18,7 +18,13 @@ from edsb.planning.messages import (
     parser_request,
 )
 from edsb.planning.narrator import make_event
-from edsb.planning.prompt_pack import NULL_PLAN_GUIDELINE, PromptPack, load_prompt_pack, null_plan_guideline
+from edsb.planning.prompt_pack import (
+    NULL_PLAN_GUIDELINE,
+    PromptPack,
+    guideline_from_runner,
+    load_prompt_pack,
+    null_plan_guideline,
+)
 from edsb.planning.scenario import Character, HistoryEvent, PlannedDetails, build_scenario
 from edsb.planning.variants import get_variant
 
@@ -112,9 +118,9 @@ def test_null_plan_guideline_only_for_case_21(benchmark: Benchmark, pack: Prompt
     plain = narrator_request(build_scenario(benchmark, 20, 0, 0, "ours"), pack).messages[0]["content"]
     assert plain == pack.system_texts["narrator"]
     system = narrator_request(build_scenario(benchmark, 21, 0, 0, "ours"), pack).messages[0]["content"]
-    assert system == plain + "\n" + NULL_PLAN_GUIDELINE
+    assert system == plain + "\n" + pack.null_plan_guideline("event")
     system = narrator_request(build_scenario(benchmark, 21, 1, 0, "wo-event"), pack).messages[0]["content"]
-    assert system == pack.system_texts["narrator_wo_event"] + "\n" + null_plan_guideline("no_event")
+    assert system == pack.system_texts["narrator_wo_event"] + "\n" + pack.null_plan_guideline("no_event")
     assert "event" not in null_plan_guideline("no_event") and "plan" in null_plan_guideline("no_event")
 
 
@@ -140,3 +146,26 @@ def test_unsupported_combinations_raise_a_run_error(benchmark: Benchmark, pack: 
         parser_request(scenario, pack, make_event(["Ryan"], "wave"))
     with pytest.raises(ValueError):
         parser_request(build_scenario(benchmark, 0, 0, 0, "wo-event"), pack, make_event(["Ryan"], "wave"))
+
+
+def test_guideline_is_read_from_runner_source_without_running_it() -> None:
+    source = (
+        "import sys\n"
+        "sys.exit('never executed')\n"
+        "def setup(self, case):\n"
+        "    if case['allow_null_plan']:\n"
+        "        self.narrator.additional_guidelines += '- First sentence about an empty event.'\n"
+        "        self.narrator.additional_guidelines += ' Second sentence.'\n"
+        "        self.narrator.other_field += 'ignored'\n"
+    )
+    text = guideline_from_runner(source)
+    assert text == "- First sentence about an empty event. Second sentence."
+    assert null_plan_guideline("no_event", text) == "- First sentence about an empty plan. Second sentence."
+    assert guideline_from_runner("def broken(:") is None
+    assert guideline_from_runner("x = 1") is None
+
+
+def test_without_the_runner_file_our_own_wording_is_used(pack: PromptPack) -> None:
+    if (pack.root / "benchmark" / "runner.py").exists():
+        pytest.skip("this data directory carries the reference runner file")
+    assert (pack.null_plan_source, pack.null_plan_text) == ("edsb", NULL_PLAN_GUIDELINE)

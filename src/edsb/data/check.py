@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edsb.data.benchmark import Benchmark
-from edsb.data.manifest import verify_tree
+from edsb.data.manifest import OPTIONAL_FILES, sha256_file, verify_tree
 from edsb.data.models import SCENES
 from edsb.errors import DataError
 
@@ -61,4 +61,8 @@ def check_data(benchmark: Benchmark) -> DataReport:
             report.problems.append(line)
         else:
             report.modified.append(line)
+    for name, expected in OPTIONAL_FILES.items():
+        path = benchmark.root / name
+        if path.is_file() and sha256_file(path) != expected:
+            report.modified.append(f"{path}: sha256 differs from the pinned manifest (modified or corrupt)")
     return report

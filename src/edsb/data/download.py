@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 import httpx
 
 from edsb import REFERENCE_COMMIT, REFERENCE_REPO
-from edsb.data.manifest import load_manifest, manifest_text, sha256_file, verify_tree
+from edsb.data.manifest import OPTIONAL_FILES, load_manifest, manifest_text, sha256_file, verify_tree
 from edsb.errors import DataError
 
 DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.tar.gz"
@@ -86,12 +86,16 @@ def fetch_data(dest: Path, url: str = DEFAULT_URL, *, force: bool = False, timeo
         _download(url, archive, timeout)
         scratch = work_dir / "tree"
         scratch.mkdir()
-        _extract_wanted(archive, set(manifest), scratch)
+        _extract_wanted(archive, set(manifest) | set(OPTIONAL_FILES), scratch)
         for name, expected in manifest.items():
             path = scratch / name
             if not path.is_file():
                 raise DataError(f"download refused: {name} is missing from the archive")
             if sha256_file(path) != expected:
+                raise DataError(f"download refused: {name} does not match its pinned sha256 (tampered or wrong commit)")
+        for name, expected in OPTIONAL_FILES.items():
+            path = scratch / name
+            if path.is_file() and sha256_file(path) != expected:
                 raise DataError(f"download refused: {name} does not match its pinned sha256 (tampered or wrong commit)")
         # The archive does not carry the manifest; leave it beside the files so `sha256sum -c` works there.
         (scratch / "SHA256SUMS").write_text(manifest_text(), encoding="utf-8")

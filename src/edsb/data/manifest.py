@@ -10,6 +10,12 @@ from edsb.errors import DataError
 
 MANIFEST_RESOURCE = "manifest.sha256"
 
+# Files of the reference archive that `edsb data fetch` also keeps, pinned, but that a data directory may lack:
+# the runner holds the one Narrator guideline line that is not in the prompt pack (see edsb.planning.prompt_pack).
+OPTIONAL_FILES: dict[str, str] = {
+    "benchmark/runner.py": "51cef8e91105595fbd543bfe6223b227ca063dcbf0da564bbd3bc0c488d3e47d",
+}
+
 
 def manifest_text() -> str:
     return resources.files("edsb.data").joinpath(MANIFEST_RESOURCE).read_text(encoding="utf-8")
@@ -45,6 +51,14 @@ def verify_tree(root: Path, manifest: dict[str, str] | None = None) -> list[str]
         elif sha256_file(path) != expected:
             problems.append(f"{path}: sha256 differs from the pinned manifest (modified or corrupt)")
     return problems
+
+
+def verified_optional(root: Path, name: str) -> Path | None:
+    """An optional pinned file of the data directory, if present and unmodified."""
+    path = root / name
+    if path.is_file() and sha256_file(path) == OPTIONAL_FILES[name]:
+        return path
+    return None
 
 
 def require_verified(root: Path) -> None:

@@ -17,7 +17,6 @@ from edsb.planning.prompt_pack import (
     NarratorExample,
     ParserExample,
     PromptPack,
-    null_plan_guideline,
 )
 from edsb.planning.scenario import (
     Character,
@@ -165,7 +164,7 @@ def narrator_request(scenario: Scenario, pack: PromptPack) -> ChatRequest:
     variant = scenario.variant
     prompt = variant.narrator
     build = planning_history_query if variant.planning_mode == "no_event" else narrator_query
-    guideline = null_plan_guideline(variant.planning_mode) if scenario.case.allow_null_plan else ""
+    guideline = pack.null_plan_guideline(variant.planning_mode) if scenario.case.allow_null_plan else ""
     pairs = []
     for example in pack.examples("narrator", scenario.case.tags):
         characters, history = _example_cast(example)

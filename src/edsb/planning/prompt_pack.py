@@ -5,6 +5,7 @@ The texts are never part of this repository: they are loaded at run time, once p
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -15,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from edsb.data.benchmark import PROMPTS_DIR, Benchmark, validation_message
+from edsb.data.manifest import verified_optional
 from edsb.errors import DataError
 from edsb.planning.variants import DescriptionType, Module, PlanningMode
 
@@ -26,20 +28,49 @@ SYSTEM_FILES: dict[str, str] = {
 }
 SAMPLE_DESCRIPTIONS_DIR = "scene_describer/sample_descriptions"
 
-# The reference adds a guideline line for `allow_null_plan` cases from its runner code, not from a data file, so it
-# cannot be read from the prompt pack. This is our own wording of the same permission; consequence: for case 21
-# (the only such case) the Narrator's system message, hence its full message list, differs from the reference.
+# Cases with `allow_null_plan` get one more Narrator guideline line. The reference writes it in its runner code,
+# not in the prompt pack, so edsb reads it from that file when the data directory holds it (`edsb data fetch` keeps
+# it, pinned); otherwise it uses this wording of its own, and case 21's Narrator system message then differs from
+# the reference's (every other prompt is byte-identical).
 NULL_PLAN_GUIDELINE = (
     "- When the characters the story needs next are all busy, you may answer with an empty event that names no"
     " characters: it skips this turn, and the next event waits until those characters are free."
 )
+RUNNER_FILE = "benchmark/runner.py"
+GUIDELINE_ATTRIBUTE = "additional_guidelines"
 
 
-def null_plan_guideline(planning_mode: PlanningMode) -> str:
+def guideline_from_runner(source: str) -> str | None:
+    """The text the runner appends to the Narrator's extra guidelines, read from its source without running it:
+    the string constants of the `... += "..."` statements whose target attribute is the guidelines field."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    pieces = [
+        node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AugAssign)
+        and isinstance(node.target, ast.Attribute)
+        and node.target.attr == GUIDELINE_ATTRIBUTE
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ]
+    return "".join(pieces) or None
+
+
+def _load_null_plan_guideline(root: Path) -> tuple[str, str]:
+    """(text, source): `reference` when read from the pinned runner file, `edsb` for our own wording."""
+    path = verified_optional(root, RUNNER_FILE)
+    text = guideline_from_runner(path.read_text(encoding="utf-8")) if path else None
+    return (text, "reference") if text else (NULL_PLAN_GUIDELINE, "edsb")
+
+
+def null_plan_guideline(planning_mode: PlanningMode, text: str = NULL_PLAN_GUIDELINE) -> str:
     """The extra Narrator guideline for cases that accept an empty plan; w/o Event speaks of plans, not events."""
     if planning_mode == "no_event":
-        return NULL_PLAN_GUIDELINE.replace("event", "plan")
-    return NULL_PLAN_GUIDELINE
+        return text.replace("event", "plan")
+    return text
 
 
 class _Model(BaseModel):
@@ -125,6 +156,11 @@ class PromptPack:
     narrator_examples: tuple[NarratorExample, ...]  # every `<module>/examples/*.yaml`, in file-name order
     parser_examples: tuple[ParserExample, ...]
     sample_descriptions: dict[tuple[str, str], str]  # (example scene, description type) -> text, stripped
+    null_plan_text: str = NULL_PLAN_GUIDELINE
+    null_plan_source: str = "edsb"  # `reference` when read from the pinned runner file
+
+    def null_plan_guideline(self, planning_mode: PlanningMode) -> str:
+        return null_plan_guideline(planning_mode, self.null_plan_text)
 
     def system_message(self, stem: str, extra_guidelines: str = "") -> str:
         """A system prompt: the file text, then the extra guideline lines (if any) after one newline."""
@@ -182,7 +218,8 @@ def _load(root: Path) -> PromptPack:
         for scene in scenes
         for kind in get_args(DescriptionType)
     }
-    return PromptPack(root, systems, narrator_examples, parser_examples, samples)
+    guideline, source = _load_null_plan_guideline(root)
+    return PromptPack(root, systems, narrator_examples, parser_examples, samples, guideline, source)
 
 
 def load_prompt_pack(benchmark: Benchmark) -> PromptPack:
