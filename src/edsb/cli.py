@@ -21,7 +21,7 @@ from edsb.data.models import TAGS
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import get_variant
-from edsb.runner.config import RunConfig, load_config_file
+from edsb.runner.config import RunConfig, load_config_file, load_session_options
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -186,11 +186,15 @@ def check_model_command(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the answer.")] = 60.0,
 ) -> None:
     """Send one tiny request and print one JSON line: does this model answer? Run it before a long sweep."""
-    from edsb.llm import check_model
+    from edsb.llm import check_model, parse_model_spec
 
+    parse_model_spec(model)  # a malformed --model is a usage error, not a model that fails to answer
+    if not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
     result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
     sys.stdout.write(json.dumps(result) + "\n")
     if not result.get("ok"):
+        err.print(f"edsb: error: {result.get('error')}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
@@ -200,7 +204,8 @@ def _resolve_run_config(options: dict[str, Any], config_file: Path | None, prese
 
     merged: dict[str, Any] = {}
     file_options = load_config_file(config_file) if config_file else {}
-    preset = options.get("preset") or file_options.pop("preset", None) or preset
+    file_preset = file_options.pop("preset", None)
+    preset = options.get("preset") or file_preset or preset
     if preset:
         chosen = get_preset(preset)
         merged.update(
@@ -278,6 +283,9 @@ def run_command(
         "data": str(data) if data else None,
     }
     resolved = _resolve_run_config(options, config, None)
+    session = load_session_options(config) if config else {}
+    out = out or (Path(session["out"]) if session.get("out") else None)
+    quiet = quiet or bool(session.get("quiet"))
     if out is None:
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in resolved.model)
         out = Path("runs") / f"{slug}-{datetime.now():%y%m%d-%H%M%S}"
@@ -299,6 +307,7 @@ def report_command(
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
     price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Also write a figure (PNG) of success by tag and level.")] = None,
 ) -> None:
     """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts."""
     from edsb.report.render import load_run, render_report
@@ -309,6 +318,11 @@ def report_command(
     text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)  # type: ignore[arg-type]
     if text is not None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if plot is not None:
+        from edsb.report.plots import plot_summary
+
+        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}")
+        err.print(f"figure written to {written}", markup=False, highlight=False)
 
 
 @app.command("compare")
@@ -344,13 +358,27 @@ def compare_command(
         writer.writerows(rows)
 
 
+def _fail(message: str, exit_code: int) -> None:
+    err.print(f"edsb: error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(exit_code)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors become one line on stderr and an exit code, never a traceback."""
+    """Entry point: user errors become one line on stderr and an exit code (2 for usage errors), never a traceback."""
     try:
-        app(args=argv)
+        code = app(args=argv, standalone_mode=False)
     except EdsbError as exc:
-        err.print(f"edsb: error: {exc}", markup=False, highlight=False)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+    except typer.TyperException as exc:  # the command line itself: unknown option or command, value out of range
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed; nothing else to say
+            sys.exit(exc.exit_code)
+        context = getattr(exc, "ctx", None)
+        hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+        _fail(f"{exc.format_message()}{hint}", exc.exit_code)
+    except OSError as exc:  # the file system refused something the command needed
+        detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        _fail(detail, 1)
     except KeyboardInterrupt:
         err.print("edsb: interrupted")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -109,3 +109,10 @@ def test_report_of_a_non_run_directory_is_one_line(tmp_path: Path, capsys) -> No
     code, _, err = invoke(["report", str(tmp_path)], capsys)
     assert code == 2
     assert err.strip().count("\n") == 0 and "not a run directory" in err
+
+
+def test_plot_is_written(run_dir: Path, tmp_path: Path, capsys) -> None:
+    figure = tmp_path / "figures" / "success.png"
+    code, _, err = invoke(["report", str(run_dir), "--format", "json", "--plot", str(figure)], capsys)
+    assert code == 0 and "figure written" in err
+    assert figure.read_bytes().startswith(b"\x89PNG") and figure.stat().st_size > 10_000

@@ -1,0 +1,63 @@
+"""Figures for a run: success by tag and by distraction level, one bar per variant, Wilson 95% error bars."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from edsb.errors import UsageError
+from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS
+
+
+def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], by_level: bool):
+    cells = summary["variants"][variant].get("cells", {})
+    values, low, high = [], [], []
+    for group in groups:
+        cell = cells.get("Total", {}).get(group) if by_level else cells.get(group, {}).get("Total")
+        if cell is None:
+            values.append(float("nan"))
+            low.append(0.0)
+            high.append(0.0)
+            continue
+        rate = cell["success_rate"]
+        values.append(rate)
+        low.append(max(0.0, rate - cell["success_interval"][0]))
+        high.append(max(0.0, cell["success_interval"][1] - rate))
+    return values, [low, high]
+
+
+def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "") -> Path:
+    """Write a PNG (or any format matplotlib infers from the suffix) with two panels: by tag, by level."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("plots need matplotlib: pip install 'edsb[plots]'") from None
+    variants = [v for v, data in summary["variants"].items() if data.get("cells")]
+    if not variants:
+        raise UsageError("nothing to plot: the run has no judged runs yet")
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    panels = ((axes[0], TAG_COLUMNS, False, "by tag (all levels)"), (axes[1], LEVEL_ROWS, True, "by distraction level"))
+    width = 0.8 / len(variants)
+    for axis, groups, by_level, label in panels:
+        for index, variant in enumerate(variants):
+            values, errors = _series(summary, variant, groups, by_level)
+            positions = [g + (index - (len(variants) - 1) / 2) * width for g in range(len(groups))]
+            axis.bar(positions, values, width, yerr=errors, capsize=3, label=variant)
+        axis.set_xticks(range(len(groups)), groups)
+        axis.set_ylim(0, 1.2)
+        axis.set_title(label)
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("success rate (95% Wilson interval)")
+    axes[1].legend(loc="upper center", ncol=len(variants), fontsize="small")
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
