@@ -176,3 +176,15 @@ def test_run_ids_must_be_file_names(tmp_path: Path) -> None:
     writer = TranscriptWriter(tmp_path)
     with pytest.raises(ValueError, match="cannot be a file name"):
         writer.path_for("../escape")
+
+
+def test_a_torn_last_line_is_cut_before_the_next_record(recorded_run: Path, tmp_path: Path) -> None:
+    record = read_transcripts(recorded_run)[0]
+    writer = TranscriptWriter(tmp_path)
+    writer.write(record)
+    path = writer.path_for(record.run)
+    with path.open("ab") as handle:
+        handle.write(b'{"format": 1, "key": "cut sho')  # a write killed half-way
+    writer.write(record)
+    assert [r.key for r in read_transcripts(path)] == [record.key, record.key]
+    assert path.read_bytes().count(b"\n") == 2

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Self
+from typing import BinaryIO, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -65,6 +65,17 @@ class TranscriptRecord(BaseModel):
         return self
 
 
+def _drop_torn_tail(handle: BinaryIO) -> None:
+    """A process killed mid-write leaves a last line without its newline; cut it so the next record starts clean."""
+    end = handle.seek(0, os.SEEK_END)
+    if end == 0:
+        return
+    with open(handle.name, "rb") as reader:
+        content = reader.read(end)
+    if not content.endswith(b"\n"):
+        handle.truncate(content.rfind(b"\n") + 1)
+
+
 def transcripts_dir(run_dir: Path | str) -> Path:
     return Path(run_dir) / TRANSCRIPTS_DIR
 
@@ -83,8 +94,9 @@ class TranscriptWriter:
     def write(self, record: TranscriptRecord) -> None:
         path = self.path_for(record.run)
         self.directory.mkdir(parents=True, exist_ok=True)
-        line = record.model_dump_json() + "\n"
-        with path.open("a", encoding="utf-8") as handle:
+        line = (record.model_dump_json() + "\n").encode("utf-8")
+        with path.open("ab") as handle:
+            _drop_torn_tail(handle)
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())

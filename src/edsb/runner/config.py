@@ -58,8 +58,13 @@ class RunConfig(BaseModel):
         return {name: getattr(self, name) for name in IDENTITY_FIELDS}
 
 
-def load_config_file(path: Path) -> dict[str, Any]:
-    """Options from a TOML (or JSON) file, with CLI spelling (`base-url` or `base_url`)."""
+# Command-line spellings that differ from the field they set, and options that belong to one invocation only.
+_ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
+SESSION_OPTIONS = ("out", "quiet")
+_NOT_OPTIONS = ("config",)
+
+
+def _read_options(path: Path) -> dict[str, Any]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -70,8 +75,46 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: invalid config file ({exc})") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: a config file holds a table of options")
-    raw = raw.get("run", raw)
-    return {str(key).replace("-", "_"): value for key, value in raw.items()}
+    table = raw.get("run", raw)
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: [run] must be a table of options")
+    options: dict[str, Any] = {}
+    for key, value in table.items():
+        name = str(key).replace("-", "_")
+        if name != "api_key_env" and any(word in name for word in ("key", "secret", "token", "password")):
+            raise UsageError(
+                f"{path}: option {key!r} is not accepted; API keys are read from environment variables "
+                "(name the variable with api-key-env)"
+            )
+        if name in _NOT_OPTIONS:
+            raise UsageError(f"{path}: option {key!r} cannot be set from a config file")
+        if name == "no_cache":
+            name, value = "cache", not value
+        name = _ALIASES.get(name, name)
+        if name == "variants" and isinstance(value, str):
+            value = [value]
+        if name in ("cases", "distraction"):
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            elif not isinstance(value, str | list):
+                raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
+        options[name] = value
+    options.pop("edsb_version", None)  # a previous run's config.json may be given: the version is this one's
+    return options
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """The run options of a TOML (or JSON) file, top level or in a `[run]` table, keyed by `RunConfig` field.
+
+    Keys use the command-line spelling (`base-url`, `variant`, `code-memory`, `no-cache`) or the field name
+    (`base_url`, `variants`, `code_memory_mb`, `cache`), so a run directory's `config.json` works as a config file.
+    """
+    return {name: value for name, value in _read_options(path).items() if name not in SESSION_OPTIONS}
+
+
+def load_session_options(path: Path) -> dict[str, Any]:
+    """`out` and `quiet` from a config file: they shape one invocation, not the run, so they stay out of config.json."""
+    return {name: value for name, value in _read_options(path).items() if name in SESSION_OPTIONS}
 
 
 def check_resume(run_dir: Path, config: RunConfig) -> None:

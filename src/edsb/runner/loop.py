@@ -2,28 +2,35 @@
 
 A run's own model calls stay sequential inside `execute`; up to `concurrency` runs are in flight at once. The order
 of lines on disk therefore varies with timing, never their content.
+
+Progress goes to a terminal as a live bar; to anything else (a CI log, a file) as plain lines now and then, since a
+live display only shows up there once it has finished.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from edsb.runner.keys import RunKey
 from edsb.runner.store import ResultStore
 
 Execute = Callable[[RunKey], Awaitable[dict[str, Any]]]
 
+LOG_EVERY_S = 30.0  # a plain progress line at least this often while runs finish
+LOG_STEPS = 10  # and one each time another tenth of the runs is done
+
 
 @dataclass
 class LoopStats:
     total: int = 0
-    skipped: int = 0
     done: int = 0
     passed: int = 0
     errors: int = 0
@@ -54,6 +61,109 @@ class LoopStats:
         )
 
 
+class _TwoLineProgress(Progress):
+    """The bar and its times on one line, the counts below it: a narrow terminal cuts the counts, not the bar."""
+
+    status = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        yield Text(self.status, no_wrap=True, overflow="ellipsis")
+
+
+class _LiveProgress:
+    """A rich progress bar, redrawn in place (terminals only)."""
+
+    def __init__(self, console: Console, stats: LoopStats) -> None:
+        self._progress = _TwoLineProgress(
+            TextColumn("[bold]runs"),
+            BarColumn(bar_width=40),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+            expand=False,
+        )
+        self._progress.status = stats.line()
+        self._task = self._progress.add_task("runs", total=stats.total)
+
+    def start(self) -> None:
+        self._progress.start()
+
+    def update(self, stats: LoopStats) -> None:
+        self._progress.status = stats.line()
+        self._progress.update(self._task, completed=stats.done)
+
+    def stop(self, stats: LoopStats) -> None:
+        self.update(stats)
+        self._progress.stop()
+
+
+class _LogProgress:
+    """Plain lines for consoles that are not terminals: every tenth of the runs or `every_s` seconds, and at the end."""
+
+    def __init__(self, console: Console, stats: LoopStats, every_s: float = LOG_EVERY_S) -> None:
+        self._console = console
+        self._every_s = every_s
+        self._step = max(1, -(-stats.total // LOG_STEPS))
+        self._started = self._last = time.monotonic()
+        self._printed_at = -1
+
+    def _print(self, stats: LoopStats) -> None:
+        elapsed = time.monotonic() - self._started
+        eta = (
+            f" | eta {_clock(elapsed / stats.done * (stats.total - stats.done))}"
+            if 0 < stats.done < stats.total
+            else ""
+        )
+        self._console.print(
+            f"runs {stats.done}/{stats.total} | {stats.line()} | {_clock(elapsed)} elapsed{eta}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        self._last = time.monotonic()
+        self._printed_at = stats.done
+
+    def start(self) -> None:
+        pass
+
+    def update(self, stats: LoopStats) -> None:
+        if stats.done % self._step == 0 or time.monotonic() - self._last >= self._every_s:
+            self._print(stats)
+
+    def stop(self, stats: LoopStats) -> None:
+        if stats.done != self._printed_at:
+            self._print(stats)
+
+
+def _clock(seconds: float) -> str:
+    minutes, whole_seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{whole_seconds:02d}"
+
+
+class _NoProgress:
+    def start(self) -> None:
+        pass
+
+    def update(self, stats: LoopStats) -> None:
+        pass
+
+    def stop(self, stats: LoopStats) -> None:
+        pass
+
+
+def _progress_for(console: Console, stats: LoopStats, quiet: bool) -> _LiveProgress | _LogProgress | _NoProgress:
+    if quiet or not stats.total:
+        return _NoProgress()
+    if console.is_terminal and not console.is_dumb_terminal:
+        return _LiveProgress(console, stats)
+    return _LogProgress(console, stats)
+
+
 async def run_keys(
     keys: Sequence[RunKey],
     execute: Execute,
@@ -63,24 +173,16 @@ async def run_keys(
     quiet: bool = False,
     console: Console | None = None,
 ) -> LoopStats:
-    """Execute every key once and append its record; returns the counts of this pass."""
+    """Execute every key once and append its record; returns the counts of this pass.
+
+    An exception from `execute` (a set-up failure that no run can survive) cancels the runs in flight and
+    propagates; every record appended before it stays on disk for the next pass.
+    """
     stats = LoopStats(total=len(keys))
     queue: asyncio.Queue[RunKey] = asyncio.Queue()
     for key in keys:
         queue.put_nowait(key)
-    progress = Progress(
-        TextColumn("[bold]runs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console or Console(stderr=True),
-        disable=quiet,
-        transient=False,
-    )
-    task = progress.add_task("runs", total=len(keys), status=stats.line())
+    progress = _progress_for(console or Console(stderr=True), stats, quiet)
 
     async def worker() -> None:
         while True:
@@ -95,13 +197,15 @@ async def run_keys(
                 stats.in_flight -= 1
             store.append(record)
             stats.note(record)
-            progress.update(task, advance=1, status=stats.line())
+            progress.update(stats)
 
-    with progress:
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(keys))))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for job in workers:
-                job.cancel()
+    progress.start()
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(keys))))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for job in workers:
+            job.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        progress.stop(stats)
     return stats

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
-from edsb.llm import TranscriptWriter, build_model, transcripts_dir
+from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.sandbox import SandboxLimits
 from edsb.planning.variants import get_variant
@@ -45,7 +45,18 @@ def prepare_out_dir(out: Path) -> None:
         raise UsageError(f"--out {out}: the run directory is not writable")
 
 
-def run_benchmark(config: RunConfig, out: Path, *, quiet: bool = False, console: Console | None = None) -> RunOutcome:
+def run_benchmark(
+    config: RunConfig,
+    out: Path,
+    *,
+    quiet: bool = False,
+    console: Console | None = None,
+    retry: RetryPolicy | None = None,
+) -> RunOutcome:
+    """Run every key of `config` that `out` does not hold yet, then summarise the whole directory.
+
+    `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply).
+    """
     benchmark = Benchmark.open(config.data)
     for variant in config.variants:
         get_variant(variant)  # unknown names fail before anything is written
@@ -58,7 +69,15 @@ def run_benchmark(config: RunConfig, out: Path, *, quiet: bool = False, console:
     finished = store.open()
     pending = [key for key in keys if key.id not in finished]
     try:
-        stats = asyncio.run(_execute(config, benchmark, out, pending, store, quiet, console))
+        stats = asyncio.run(_execute(config, benchmark, out, pending, store, quiet, console, retry))
+    except KeyboardInterrupt:
+        kept = len(load_results(out))
+        (console or Console(stderr=True)).print(
+            f"interrupted: {kept} of {len(keys)} results kept in {out}; rerun the same command to resume",
+            markup=False,
+            highlight=False,
+        )
+        raise
     finally:
         store.close()
     wanted = {key.id for key in keys}
@@ -79,6 +98,7 @@ async def _execute(
     store: ResultStore,
     quiet: bool,
     console: Console | None,
+    retry: RetryPolicy | None,
 ) -> LoopStats:
     if not pending:
         return LoopStats()
@@ -90,6 +110,7 @@ async def _execute(
         max_retries=config.max_retries,
         max_in_flight=config.concurrency,
         cache=config.cache,
+        retry=retry,
     )
     services = RunServices(
         benchmark=benchmark,

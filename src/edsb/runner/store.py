@@ -30,7 +30,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Whole records in file order and the byte length of the whole-line prefix (a torn tail lies beyond it)."""
+    """Whole records in file order and the byte length of the whole-line prefix (a torn tail lies beyond it).
+
+    Only a last line without its newline is torn: every write ends with one. Any other unreadable line is
+    corruption, which is refused rather than repaired.
+    """
     if not path.exists():
         return [], 0
     data = path.read_bytes()
@@ -41,14 +45,12 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
             break
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
-            break
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise EdsbError(f"{path}: corrupt line {len(records) + 1}; refusing to touch this file") from None
         if not isinstance(record, dict) or "key" not in record:
             raise EdsbError(f"{path}: line {len(records) + 1} is not a run record; refusing to touch this file")
         records.append(record)
         good += len(line)
-    if good < len(data) and data[good:].count(b"\n") > 1:
-        raise EdsbError(f"{path}: corrupt line {len(records) + 1} in the middle of the file; refusing to touch it")
     return records, good
 
 

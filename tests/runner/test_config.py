@@ -1,0 +1,199 @@
+"""`edsb run --config`: every option from a file, the command line on top, config.json as the run's identity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edsb.cli import _resolve_run_config, main
+from edsb.errors import UsageError
+from edsb.runner.config import CONFIG_FILE, RunConfig, load_config_file, load_session_options
+from tests.runner.conftest import DATA, records_by_key, run_cli
+from tests.support.openai_server import OpenAIServer
+
+# Every option of `edsb run` but --config itself, in command-line spelling.
+FULL_FILE = f"""
+# a comment, and a table other tools may share the file with
+[run]
+model = "openai:scripted"
+base-url = "http://127.0.0.1:9/v1"
+api-key-env = "EDSB_TEST_KEY"
+variant = ["scene-graph", "object-list"]
+cases = "OA,13"
+distraction = "0-1"
+repeats = 2
+temperature = 0.3
+seed = 7
+concurrency = 3
+timeout = 12.5
+max-retries = 1
+code-timeout = 4.0
+code-memory = 512
+no-cache = true
+data = "{DATA}"
+out = "runs/from-file"
+quiet = true
+
+[other-tool]
+ignored = 1
+"""
+
+NO_OPTIONS: dict[str, object] = {
+    name: None
+    for name in (
+        "model",
+        "base_url",
+        "api_key_env",
+        "variants",
+        "preset",
+        "cases",
+        "distraction",
+        "repeats",
+        "temperature",
+        "seed",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "code_timeout",
+        "code_memory_mb",
+        "cache",
+        "data",
+    )
+}
+
+
+def _write(tmp_path: Path, text: str, name: str = "run.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
+    config = _resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, FULL_FILE), None)
+    assert config.model == "openai:scripted"
+    assert config.base_url == "http://127.0.0.1:9/v1"
+    assert config.api_key_env == "EDSB_TEST_KEY"
+    assert config.variants == ["scene-graph", "object-list"]
+    assert config.cases == [0, 1, 2, 3, 4, 13, 30, 31, 32, 33, 34, 40, 41, 42, 43, 44]
+    assert config.distraction == [0, 1]
+    assert (config.repeats, config.temperature, config.seed, config.concurrency) == (2, 0.3, 7, 3)
+    assert (config.timeout, config.max_retries, config.code_timeout, config.code_memory_mb) == (12.5, 1, 4.0, 512)
+    assert config.cache is False
+    assert config.data == str(Path(DATA).resolve())
+    assert load_session_options(_write(tmp_path, FULL_FILE)) == {"out": "runs/from-file", "quiet": True}
+
+
+def test_command_line_options_override_the_file(tmp_path: Path) -> None:
+    options = {**NO_OPTIONS, "cases": "60-61", "seed": 11, "variants": ["direct"], "concurrency": 1}
+    config = _resolve_run_config(options, _write(tmp_path, FULL_FILE), None)
+    assert (config.cases, config.seed, config.variants, config.concurrency) == ([60, 61], 11, ["direct"], 1)
+    assert config.repeats == 2 and config.temperature == 0.3  # the rest still comes from the file
+
+
+def test_top_level_options_field_names_and_scalars(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'model = "openai:m"\nvariants = "wo-event"\ncases = 13\ndistraction = 2\ncache = false\n')
+    config = _resolve_run_config(dict(NO_OPTIONS), path, None)
+    assert (config.model, config.variants, config.cases, config.distraction) == ("openai:m", ["wo-event"], [13], [2])
+    assert config.cache is False
+
+
+def test_presets_file_then_command_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[run]\npreset = "table1"\nrepeats = 1\n')
+    from_file = _resolve_run_config(dict(NO_OPTIONS), path, None)
+    assert len(from_file.variants) == 4 and 60 not in from_file.cases and from_file.repeats == 1
+    from_command_line = _resolve_run_config({**NO_OPTIONS, "preset": "table2"}, path, None)
+    assert from_command_line.variants == ["scene-graph", "direct"] and from_command_line.cases == list(range(60, 70))
+    assert from_command_line.repeats == 1  # the file's explicit value still beats the preset's
+
+
+def test_a_previous_runs_config_json_works_as_a_config_file(tmp_path: Path) -> None:
+    original = RunConfig(model="openai:m", cases=[13], distraction=[1], seed=3, data=DATA, edsb_version="0.0.1")
+    path = _write(tmp_path, original.model_dump_json(), CONFIG_FILE)
+    again = _resolve_run_config(dict(NO_OPTIONS), path, None)
+    assert again.identity() == original.identity()
+    assert again.edsb_version != "0.0.1"  # the version is always the running one
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('api-key = "sk-secret"', "environment variables"),
+        ('[run]\nopenai_api_key = "sk-secret"', "environment variables"),
+        ("colour = 3", "colour"),
+        ("repeats = 0", "repeats"),
+        ("cases = true", "cases"),
+        ('config = "other.toml"', "config"),
+        ("run = 3", "[run] must be a table"),
+        ("model = ", "invalid config file"),
+    ],
+)
+def test_bad_files_are_refused_with_one_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")) as raised:
+        _resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, text), None)
+    assert "\n" not in str(raised.value).strip()
+    assert "sk-secret" not in str(raised.value)
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="cannot read config file"):
+        load_config_file(tmp_path / "absent.toml")
+
+
+def test_run_with_config_file_writes_the_resolved_config_without_secrets(
+    scripted_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_cache: Path
+) -> None:
+    secret = "sk-edsb-test-0123456789abcdef"
+    monkeypatch.setenv("EDSB_TEST_KEY", secret)
+    monkeypatch.chdir(tmp_path)
+    path = _write(
+        tmp_path,
+        '[run]\nmodel = "openai:scripted"\napi-key-env = "EDSB_TEST_KEY"\ncases = "13"\ndistraction = "0"\n'
+        'seed = 5\nconcurrency = 2\nout = "from-file"\nquiet = true\n',
+    )
+    result = run_cli(scripted_server, tmp_path / "unused", private_cache, "--config", str(path), "--out", "cli-out")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "cli-out"  # --out on the command line beats the file's `out`
+    assert not (tmp_path / "from-file").exists()
+    written = json.loads((out / CONFIG_FILE).read_text())
+    assert written["api_key_env"] == "EDSB_TEST_KEY" and written["seed"] == 5 and written["cases"] == [13]
+    assert written["base_url"] == scripted_server.base_url and "out" not in written and "quiet" not in written
+    assert RunConfig.model_validate(written).concurrency == 2
+    assert all(request.headers["authorization"] == f"Bearer {secret}" for request in scripted_server.chat_requests)
+    for file in out.rglob("*"):
+        if file.is_file():
+            assert secret not in file.read_text(encoding="utf-8", errors="replace"), file
+    assert "runs 1/1" not in result.stderr  # quiet from the file: no progress lines
+
+
+def _edsb(argv: list[str]) -> int:
+    """`edsb ...` in this process; its exit code."""
+    try:
+        main(argv)
+    except SystemExit as exited:
+        return int(exited.code or 0)
+    return 0
+
+
+def test_resume_refuses_a_different_run_and_accepts_other_settings(
+    scripted_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    base = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(out)]
+    selection = ["--cases", "13", "--distraction", "0", "--no-cache", "--quiet"]
+    assert _edsb([*base, *selection]) == 0
+    assert len(records_by_key(out)) == 1
+    capsys.readouterr()
+
+    assert _edsb([*base, *selection, "--seed", "1"]) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.count("\n") == 0 and "seed was 0, now 1" in message and str(out) in message
+
+    assert _edsb([*base, "--cases", "13-14", "--distraction", "0", "--quiet"]) == 2
+    assert "cases was [13], now [13, 14]" in capsys.readouterr().err
+
+    # Settings that do not change results may differ on a resume.
+    assert _edsb([*base, *selection, "--concurrency", "7", "--max-retries", "0"]) == 0
+    assert "1 runs planned, 1 already done, 0 executed" in capsys.readouterr().err
+    assert len(records_by_key(out)) == 1

@@ -1,0 +1,113 @@
+"""The loop: bounded concurrency, one appended record per key, progress for terminals, CI logs and quiet runs."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from edsb.runner.keys import RunKey
+from edsb.runner.loop import LoopStats, run_keys
+from edsb.runner.store import ResultStore
+from tests.runner.conftest import records_by_key
+
+KEYS = [RunKey("ours", case, 0, 0) for case in range(20)]
+
+
+def _record(key: RunKey) -> dict[str, Any]:
+    status = ("passed", "failed", "error", "incomplete")[key.case % 4]
+    return {
+        "key": key.id,
+        "status": status,
+        "passed": status == "passed",
+        "error_kind": "code_runtime" if status == "error" else None,
+        "prompt_tokens": 10,
+        "completion_tokens": 1,
+    }
+
+
+class Recorder:
+    """An `execute` that sleeps a little and notes how many runs overlap."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.peak = 0
+
+    async def __call__(self, key: RunKey) -> dict[str, Any]:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        await asyncio.sleep(0.002 * (key.case % 3))
+        self.active -= 1
+        return _record(key)
+
+
+def _run(tmp_path: Path, console: Console | None, *, quiet: bool = False, concurrency: int = 4) -> LoopStats:
+    tmp_path.mkdir(exist_ok=True)
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        return asyncio.run(run_keys(KEYS, Recorder(), store, concurrency=concurrency, quiet=quiet, console=console))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 50])
+def test_at_most_concurrency_runs_in_flight_and_each_key_once(tmp_path: Path, concurrency: int) -> None:
+    execute = Recorder()
+    store = ResultStore(tmp_path)
+    store.open()
+    stats = asyncio.run(run_keys(KEYS, execute, store, concurrency=concurrency, quiet=True))
+    store.close()
+    assert execute.peak == min(concurrency, len(KEYS))
+    assert sorted(records_by_key(tmp_path)) == sorted(key.id for key in KEYS)
+    assert (stats.done, stats.passed, stats.errors, stats.incomplete) == (20, 5, 5, 5)
+    assert stats.error_kinds == {"code_runtime": 5} and stats.tokens == 220
+    assert stats.line().startswith("success 0.33 | errors 5 | incomplete 5")  # 5 passes of 15 judged runs
+
+
+def test_non_terminal_console_gets_plain_progress_lines(tmp_path: Path) -> None:
+    log = io.StringIO()
+    _run(tmp_path, Console(file=log, force_terminal=False, width=80))
+    lines = log.getvalue().splitlines()
+    assert "\x1b" not in log.getvalue()  # no cursor movement or colour in a CI log
+    assert lines[-1].startswith("runs 20/20 | success 0.33 | errors 5 | incomplete 5 | tokens 220")
+    assert [line.split()[1] for line in lines] == [f"{n}/20" for n in range(2, 21, 2)]  # every tenth of the runs
+    assert all(len(line) > 80 for line in lines)  # one line each, not wrapped at the console width
+
+
+def test_quiet_prints_nothing(tmp_path: Path) -> None:
+    for terminal in (False, True):
+        log = io.StringIO()
+        _run(tmp_path / str(terminal), Console(file=log, force_terminal=terminal), quiet=True)
+        assert log.getvalue() == ""
+
+
+@pytest.mark.parametrize("width", [50, 160])
+def test_terminal_console_gets_a_live_bar(tmp_path: Path, width: int) -> None:
+    log = io.StringIO()
+    _run(tmp_path, Console(file=log, force_terminal=True, width=width))
+    final = log.getvalue().rsplit("\x1b[1A\x1b[2K", 1)[-1].split("\n")  # the last redraw: bar line, counts line
+    assert "20/20" in final[0] and "\x1b" in log.getvalue()
+    assert final[1].startswith("success 0.33 | errors 5")  # on a narrow terminal cut short, the bar intact
+
+
+def test_a_failure_that_is_no_run_result_stops_the_loop_and_keeps_what_was_written(tmp_path: Path) -> None:
+    async def execute(key: RunKey) -> dict[str, Any]:
+        await asyncio.sleep(0.001 * key.case)
+        if key.case == 5:
+            raise RuntimeError("set-up failed")
+        return _record(key)
+
+    store = ResultStore(tmp_path)
+    store.open()
+    with pytest.raises(RuntimeError, match="set-up failed"):
+        asyncio.run(run_keys(KEYS, execute, store, concurrency=2, quiet=True))
+    store.close()
+    written = records_by_key(tmp_path)
+    assert 0 < len(written) < len(KEYS) and "ours/tc05-d0-r0" not in written
+    assert all(json.dumps(record) for record in written.values())

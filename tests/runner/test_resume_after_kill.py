@@ -1,0 +1,148 @@
+"""`kill -9` at any moment, then the same command again: the directory ends up as if nothing had happened."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from edsb.data.benchmark import Benchmark
+from edsb.llm import read_transcripts
+from edsb.runner.config import RunConfig
+from edsb.runner.run import run_benchmark
+from edsb.runner.store import RESULTS_FILE
+from tests.runner.conftest import DATA, cli_command, cli_env, content, raw_lines, records_by_key
+from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.openai_server import OpenAIServer
+
+SELECTION = ("--cases", "0,13,60", "--repeats", "2", "--concurrency", "2", "--no-cache", "--quiet")
+KEYS = 14  # cases 0 and 13 at levels 0-2, case 60 at level 0; two repeats each
+
+
+@pytest.fixture
+def slow_server(benchmark: Benchmark) -> OpenAIServer:
+    with OpenAIServer(ScriptedPlanner(benchmark, delay_s=0.05)) as server:
+        yield server
+
+
+@pytest.fixture
+def uninterrupted(slow_server: OpenAIServer, tmp_path: Path) -> dict[str, dict]:
+    """The records of the same selection run in one go."""
+    config = RunConfig(
+        model="openai:scripted",
+        base_url=slow_server.base_url,
+        cases=[0, 13, 60],
+        repeats=2,
+        concurrency=2,
+        cache=False,
+        data=DATA,
+    )
+    run_benchmark(config, tmp_path / "uninterrupted", quiet=True)
+    records = records_by_key(tmp_path / "uninterrupted")
+    assert len(records) == KEYS
+    return records
+
+
+def _start(server: OpenAIServer, out: Path, cache: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        cli_command(server, out, *SELECTION),
+        env=cli_env(cache),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its sandbox workers share its process group, so they can be reaped below
+    )
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the run itself (nothing gets to clean up), then reap what it left behind."""
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.stderr is not None:
+        process.stderr.close()
+
+
+def _finish(server: OpenAIServer, out: Path, cache: Path) -> str:
+    process = _start(server, out, cache)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    return stderr.decode()
+
+
+def _assert_same_as(out: Path, uninterrupted: dict[str, dict]) -> None:
+    records = records_by_key(out)  # no torn line, no key twice
+    assert sorted(records) == sorted(uninterrupted)
+    for key, record in records.items():
+        assert content(record) == content(uninterrupted[key]), key
+    for record in read_transcripts(out):  # transcripts of killed passes stay readable
+        assert record.run
+
+
+def test_kill_after_k_results_then_resume(
+    slow_server: OpenAIServer, uninterrupted: dict[str, dict], tmp_path: Path
+) -> None:
+    out = tmp_path / "killed"
+    for k in (1, 5, 10):
+        process = _start(slow_server, out, tmp_path / "cache")
+        deadline = time.monotonic() + 60
+        while len(raw_lines(out)) < k:
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            assert time.monotonic() < deadline, f"no {k} results within 60 s"
+            time.sleep(0.005)
+        _kill(process)
+        lines = raw_lines(out)
+        assert k <= len(lines) < KEYS, "the kill must land mid-run"
+        if k == 5:  # what a kill in the middle of a write leaves: part of a line, here of a key already done
+            with (out / RESULTS_FILE).open("ab") as handle:
+                handle.write(lines[-1][: len(lines[-1]) // 2])
+    stderr = _finish(slow_server, out, tmp_path / "cache")
+    assert f"{KEYS} runs planned" in stderr
+    _assert_same_as(out, uninterrupted)
+
+
+def test_kill_at_random_times_then_resume(
+    slow_server: OpenAIServer, uninterrupted: dict[str, dict], tmp_path: Path
+) -> None:
+    """Random moments after each pass has started talking to the model: mid-request, mid-sandbox, mid-write."""
+    out = tmp_path / "killed"
+    rng = random.Random(20250607)
+    cut_short = 0
+    for _ in range(3):
+        asked = len(slow_server.chat_requests)
+        process = _start(slow_server, out, tmp_path / "cache")
+        deadline = time.monotonic() + 60
+        while len(slow_server.chat_requests) == asked and process.poll() is None:
+            assert time.monotonic() < deadline, "the run never reached the model"
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.2, 0.9))
+        cut_short += process.poll() is None
+        _kill(process)
+    assert cut_short >= 2, "most kills must land before the pass ends"
+    _finish(slow_server, out, tmp_path / "cache")
+    _assert_same_as(out, uninterrupted)
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
+    slow_server: OpenAIServer, uninterrupted: dict[str, dict], tmp_path: Path
+) -> None:
+    out = tmp_path / "interrupted"
+    process = _start(slow_server, out, tmp_path / "cache")
+    deadline = time.monotonic() + 60
+    while len(raw_lines(out)) < 3:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    kept = len(raw_lines(out))
+    assert f"interrupted: {kept} of {KEYS} results kept in {out}; rerun the same command to resume" in stderr.decode()
+    assert 3 <= kept < KEYS
+    _finish(slow_server, out, tmp_path / "cache")
+    _assert_same_as(out, uninterrupted)

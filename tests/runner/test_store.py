@@ -1,0 +1,110 @@
+"""results.jsonl: whole fsynced lines, a torn tail repaired, incomplete runs dropped for retry, corruption refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edsb.errors import EdsbError
+from edsb.runner.keys import RunKey, expand_keys
+from edsb.runner.store import RESULTS_FILE, ResultStore, encode, load_results, read_records
+from tests.runner.conftest import raw_lines
+
+
+def _record(case: int, status: str = "passed", **extra: Any) -> dict[str, Any]:
+    return {"key": RunKey("ours", case, 0, 0).id, "case": case, "status": status, "plan": {"Ann": "é"}, **extra}
+
+
+def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    store = ResultStore(tmp_path)
+    assert store.open() == {}
+    monkeypatch.setattr(os, "fsync", fsync)
+    for case in range(3):
+        store.append(_record(case))
+        # On disk (not in a buffer) and synced before append returns: the size fsync saw is the whole file so far.
+        assert synced[-1] == (tmp_path / RESULTS_FILE).stat().st_size
+    store.close()
+    assert len(synced) == 3
+    assert [line.endswith(b"\n") and line.count(b"\n") == 1 for line in raw_lines(tmp_path)] == [True] * 3
+    assert [r["case"] for r in load_results(tmp_path)] == [0, 1, 2]
+
+
+def test_a_torn_tail_is_cut_off_when_the_directory_is_reopened(tmp_path: Path) -> None:
+    path = tmp_path / RESULTS_FILE
+    whole = encode(_record(0)) + encode(_record(1))
+    path.write_bytes(whole + encode(_record(2))[:17])
+    records, good = read_records(path)
+    assert [r["case"] for r in records] == [0, 1] and good == len(whole)
+
+    store = ResultStore(tmp_path)
+    assert sorted(store.open()) == [_record(0)["key"], _record(1)["key"]]
+    store.append(_record(2))
+    store.close()
+    assert path.read_bytes() == whole + encode(_record(2))
+
+
+def test_a_whole_line_without_its_newline_counts_as_torn(tmp_path: Path) -> None:
+    path = tmp_path / RESULTS_FILE
+    path.write_bytes(encode(_record(0)) + encode(_record(1))[:-1])
+    assert list(ResultStore(tmp_path).open()) == [_record(0)["key"]]
+
+
+def test_incomplete_runs_are_dropped_on_reopen_so_the_next_pass_retries_them(tmp_path: Path) -> None:
+    path = tmp_path / RESULTS_FILE
+    path.write_bytes(encode(_record(0)) + encode(_record(1, "incomplete")) + encode(_record(2, "error")))
+    store = ResultStore(tmp_path)
+    finished = store.open()
+    store.close()
+    assert sorted(r["case"] for r in finished.values()) == [0, 2]
+    assert [r["case"] for r in read_records(path)[0]] == [0, 2]  # the file holds no key the next pass will append
+
+
+def test_an_untouched_file_is_not_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / RESULTS_FILE
+    path.write_bytes(encode(_record(0)))
+    before = path.stat().st_ino
+    ResultStore(tmp_path).open()
+    assert path.stat().st_ino == before
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (encode(_record(0)) + b"{not json\n" + encode(_record(1)), "corrupt line 2"),
+        (encode(_record(0)) + b"{not json\n", "corrupt line 2"),  # it has its newline: not a torn write
+        (encode(_record(0)) + b"\xff\xfe\n", "corrupt line 2"),
+        (encode(_record(0)) + b'["a list"]\n', "line 2 is not a run record"),
+        (b'{"no": "key"}\n', "line 1 is not a run record"),
+    ],
+)
+def test_corruption_other_than_a_torn_tail_is_refused(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / RESULTS_FILE
+    path.write_bytes(content)
+    with pytest.raises(EdsbError, match=message):
+        ResultStore(tmp_path).open()
+    assert path.read_bytes() == content  # left for the user to inspect
+
+
+def test_keys_follow_the_reference_loop_order_and_round_trip(benchmark: Any) -> None:
+    keys = expand_keys(["ours", "direct"], [60, 2, 13, 1], [2, 0], 2, benchmark.cases)
+    assert [k.id for k in keys[:6]] == [
+        "ours/tc13-d0-r0",  # House first
+        "ours/tc13-d0-r1",
+        "ours/tc13-d2-r0",
+        "ours/tc13-d2-r1",
+        "ours/tc60-d0-r0",  # PI cases have level 0 only
+        "ours/tc60-d0-r1",
+    ]
+    assert [k.case for k in keys[6:14]] == [1] * 4 + [2] * 4  # then Office, then Restaurant
+    assert len(keys) == 2 * 14 and keys[14].variant == "direct"
+    assert all(RunKey.from_id(k.id) == k for k in keys)
