@@ -86,7 +86,7 @@ def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> Non
     _, out, _ = invoke(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
     assert "| ours | 0.5 (0.75) [0.15, 0.85]" in out
     assert "| ours | code_runtime | 1 |" in out
-    assert "incomplete (no answer, not counted) | 1 |" in out
+    assert "incomplete: transport_timeout (not counted) | 1 |" in out
     # Built-in price for gpt-4o-2024-08-06: 5,000 prompt and 500 completion tokens over all ours runs.
     assert "$0.02" in out
     _, out, _ = invoke(

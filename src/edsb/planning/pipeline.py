@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.benchmark import Benchmark
-from edsb.errors import RunError
+from edsb.errors import EdsbError, RunError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import TransportError
 from edsb.llm.protocol import ChatModel, ChatResponse
@@ -63,7 +63,7 @@ class RunServices:
 
 
 @dataclass
-class _Trace:
+class RunTrace:
     """What a run accumulates on the way: per-module tokens, latency, the Narrator's event."""
 
     tokens: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -79,7 +79,7 @@ class _Trace:
         self.model = response.model
 
 
-async def _ask(services: RunServices, key: RunKey, request: ChatRequest, trace: _Trace) -> str:
+async def _ask(services: RunServices, key: RunKey, request: ChatRequest, trace: RunTrace) -> str:
     model_request = ModelRequest(
         messages=tuple(request.messages),
         temperature=services.temperature,
@@ -95,8 +95,12 @@ async def _ask(services: RunServices, key: RunKey, request: ChatRequest, trace: 
     return response.text
 
 
-async def plan_run(services: RunServices, key: RunKey, scenario: Scenario, trace: _Trace) -> dict[str, Any]:
-    """The plan the framework produces for one run (before judging); raises RunError kinds or TransportError."""
+async def plan_run(
+    services: RunServices, key: RunKey, scenario: Scenario, trace: RunTrace | None = None
+) -> dict[str, Any]:
+    """The plan the framework produces for one run (before judging); raises RunError kinds or TransportError.
+    `trace`, if given, collects tokens, latency and the Narrator's event as the run goes."""
+    trace = RunTrace() if trace is None else trace
     variant = scenario.variant
     case = scenario.case
     reason = variant.unsupported_reason(case.tags)
@@ -114,9 +118,14 @@ async def plan_run(services: RunServices, key: RunKey, scenario: Scenario, trace
         trace.event = {"characters": list(event.characters), "activity": event.activity}
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
         plan = await asyncio.to_thread(run_plan_code, code_reply, context, variant.planning_mode, services.limits)
-    if case.is_position_case and variant.samples_positions:
+    if samples_positions(scenario):
         plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan)
     return plan
+
+
+def samples_positions(scenario: Scenario) -> bool:
+    """PI cases get sampled positions in every variant but Direct Inference, where the model writes them."""
+    return scenario.case.is_position_case and scenario.variant.samples_positions
 
 
 def _sample_positions(services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]) -> dict[str, Any]:
@@ -133,12 +142,32 @@ def _judge(services: RunServices, scenario: Scenario, plan: dict[str, Any]):
     return Judge(scenario.case, scenario.level, services.scene(scenario.scene_name)).judge(plan)
 
 
+class EndpointRefused(EdsbError):
+    """The endpoint refuses every request (bad key, unknown model, forbidden): no run can succeed, so stop."""
+
+
+# HTTP statuses that mean the request itself was refused (prompt too long, invalid for this model): the model cannot
+# answer it however often it is asked, so the run is an execution error, as in the reference.
+REJECTED_STATUSES = frozenset({400, 413, 422})
+# Statuses that no rerun of this configuration can fix.
+FATAL_STATUSES = frozenset({401, 403, 404})
+
+
+def _transport_outcome(exc: TransportError) -> tuple[str, str, str]:
+    """(status, kind, message) of a run whose model gave no completion."""
+    if exc.kind == "http" and exc.status in FATAL_STATUSES:
+        raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
+    if exc.kind == "rejected" or (exc.kind == "http" and exc.status in REJECTED_STATUSES):
+        return "error", "request_rejected", f"request_rejected: {exc}"
+    return "incomplete", f"transport_{exc.kind}", f"transport_{exc.kind}: {exc}"
+
+
 async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
     """The result record of one run (a line of results.jsonl). Set-up errors (missing data) propagate and stop the
     benchmark, as in the reference; everything after set-up is recorded."""
     case = services.benchmark.case(key.case)
     scenario = build_scenario(services.benchmark, case, key.distraction, key.repeat, get_variant(key.variant))
-    trace = _Trace()
+    trace = RunTrace()
     started = time.perf_counter()
     record: dict[str, Any] = {
         "key": key.id,
@@ -157,12 +186,16 @@ async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
         error_kind = verdict.error.value if verdict.error else None
         message = verdict.describe_error()
     except TransportError as exc:
-        status, error_kind, message = "incomplete", f"transport_{exc.kind}", f"transport_{exc.kind}: {exc}"
+        status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
         status, error_kind, message = "error", exc.kind, f"{exc.kind}: {exc}"
     except (KeyError, ValueError, AttributeError, TypeError, AssertionError) as exc:
         # Anything else the reference's try-block would catch; named so it can be told apart from model faults.
         status, error_kind, message = "error", "runtime", f"runtime: {exception_text(exc)}"
+    except Exception as exc:
+        # A fault of edsb itself: neither the model's failure nor a verdict. Kept out of the rates, retried by the
+        # next rerun, and visible in the summary as `internal_error` (please report it).
+        status, error_kind, message = "incomplete", "internal_error", f"internal_error: {exception_text(exc)}"
     prompt = sum(t["prompt"] for t in trace.tokens.values())
     completion = sum(t["completion"] for t in trace.tokens.values())
     record.update(
@@ -179,7 +212,7 @@ async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
             "latency_s": round(trace.latency_s, 3),
             "wall_s": round(time.perf_counter() - started, 3),
             "model": trace.model or services.model.identity,
-            "sampler": {"collision": SAMPLER_COLLISION} if case.is_position_case else None,
+            "sampler": {"collision": SAMPLER_COLLISION} if samples_positions(scenario) else None,
         }
     )
     return record

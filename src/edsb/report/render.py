@@ -78,7 +78,8 @@ def error_rows(summary: Mapping[str, Any]) -> list[list[str]]:
         for kind, count in sorted(data.get("error_kinds", {}).items(), key=lambda kv: (-kv[1], kv[0])):
             rows.append([variant, kind, str(count)])
         if data.get("incomplete"):
-            rows.append([variant, "incomplete (no answer, not counted)", str(data["incomplete"])])
+            for kind, count in sorted(data.get("incomplete_kinds", {}).items()):
+                rows.append([variant, f"incomplete: {kind} (not counted)", str(count)])
     return rows
 
 

@@ -44,7 +44,13 @@ def cell_json(cell: Cell) -> dict[str, Any]:
 def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
     counted = judged(records)
-    summary: dict[str, Any] = {"runs": len(counted), "incomplete": len(records) - len(counted)}
+    summary: dict[str, Any] = {
+        "runs": len(counted),
+        "incomplete": len(records) - len(counted),
+        "incomplete_kinds": dict(
+            Counter(r.get("error_kind") or "unknown" for r in records if r.get("status") == "incomplete")
+        ),
+    }
     if not counted:
         return summary
     metric_records = [to_metric_record(r) for r in counted]
