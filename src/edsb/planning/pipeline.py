@@ -27,11 +27,11 @@ from edsb.planning.code import exception_text
 from edsb.planning.messages import ChatRequest, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
+from edsb.planning.runkey import RunKey
 from edsb.planning.sampler import sample_position
 from edsb.planning.sandbox import CodeContext, SandboxLimits, run_plan_code
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import get_variant
-from edsb.runner.keys import RunKey
 from edsb.scoring.judge import Judge
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)

@@ -1,30 +1,13 @@
-"""Run keys: one benchmark run = (variant, case, distraction level, repeat), expanded in the reference's order."""
+"""Expanding a run configuration into run keys, in the reference's loop order."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from edsb.data.models import SCENES, TestCase
+from edsb.planning.runkey import RunKey
 
-
-@dataclass(frozen=True, order=True)
-class RunKey:
-    variant: str
-    case: int
-    distraction: int
-    repeat: int
-
-    @property
-    def id(self) -> str:
-        """Stable identifier: `<variant>/tc<id>-d<level>-r<repeat>` (the reference's run name, plus the variant)."""
-        return f"{self.variant}/tc{self.case:02d}-d{self.distraction}-r{self.repeat}"
-
-    @classmethod
-    def from_id(cls, text: str) -> RunKey:
-        variant, run = text.split("/", 1)
-        case, level, repeat = run.split("-")
-        return cls(variant, int(case.removeprefix("tc")), int(level.removeprefix("d")), int(repeat.removeprefix("r")))
+__all__ = ["RunKey", "expand_keys"]
 
 
 def expand_keys(
