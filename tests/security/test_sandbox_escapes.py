@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edsb.planning.code import CodeError
-from edsb.planning.sandbox import CodeContext, SandboxLimits, SandboxPool
+from edsb.planning.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool
 
 DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
@@ -71,6 +71,8 @@ REFUSED = {
     "exception payload": "try:\n    get_character('A').nothing\nexcept AttributeError as e:\n    e.obj",
     "class statement": "class X:\n    pass",
     "type with three arguments": "type('X', (), {})",
+    "the real type, through type of a class": "T = type(type(1))",
+    "format of the str class": "f = getattr(type(''), 'format')",
     "setattr": "setattr(get_character('A'), 'name', 'B')",
     "attribute write on a handle": "c = get_character('A')\nc.name = 'B'",
     "attribute write on a builtin": "f = get_closest_object\nf.x = 1",
@@ -179,3 +181,35 @@ def test_no_file_can_be_written_even_by_accident(pool: SandboxPool, context: Cod
     assert file_size.split()[3:5] == ["0", "0"]
     address_space = next(line for line in limits.splitlines() if line.startswith("Max address space"))
     assert address_space.split()[3] == str(LIMITS.memory_bytes)
+
+
+def test_finalisers_run_inside_the_run_that_left_them(pool: SandboxPool, context: CodeContext) -> None:
+    """A generator suspended in `try/finally`, kept in a reference cycle, is finalised before the answer is sent:
+    its endless loop times out its own run, never a later one."""
+    body = (
+        "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\n"
+        "x = g()\nnext(x)\nkeep = [x]\nkeep.append(keep)\nget_character('A').set_target_action('idle')"
+    )
+    assert outcome(pool, context, body)[0] == "code_timeout"
+    for _ in range(3):  # allocate plenty: a leftover cycle would be collected (and loop) during these runs
+        assert outcome(pool, context, "x = [[i] for i in range(50000)]")[0] == "ok"
+    healthy(pool, context)
+
+
+def test_a_refusal_inside_a_finaliser_is_still_a_policy_violation(pool: SandboxPool, context: CodeContext) -> None:
+    body = (
+        "def g():\n    try:\n        yield 1\n    finally:\n        open('/tmp/x', 'w')\n"
+        "x = g()\nnext(x)\nkeep = [x]\nkeep.append(keep)\nget_character('A').set_target_action('idle')"
+    )
+    assert outcome(pool, context, body)[0] == "code_policy"
+
+
+def test_plans_are_capped_below_the_answer_size(pool: SandboxPool, context: CodeContext) -> None:
+    kind, message = outcome(pool, context, "get_character('A').set_position(['sit on chair_1'] * 2000)")
+    assert (kind, message.split(" (")[0]) == ("code_output", "the plan is too large")
+
+
+def test_a_memory_limit_below_the_workers_own_needs_is_refused_at_start(context: CodeContext) -> None:
+    tiny = SandboxPool(SandboxLimits(timeout=2.0, memory_bytes=64 << 20, workers=1))
+    with tiny, pytest.raises(SandboxError, match="the code memory limit of 64 MiB is too small"):
+        tiny.execute("def parse_event():\n    pass", context)

@@ -21,8 +21,24 @@ class _Model(BaseModel):
 
 
 class PlanDetail(_Model):
+    """One character's part of a past plan (history entries of cases and of the prompt pack's examples)."""
+
     character: StrictStr
     target_action: StrictStr
+    position: list[StrictStr]
+    orientation: list[StrictStr] = []
+
+    @property
+    def relationships(self) -> list[str]:
+        return [*self.position, *self.orientation]
+
+
+class CharacterSnapshot(_Model):
+    """A character as cases and prompt examples describe it now: state, current action, relationships."""
+
+    name: StrictStr
+    state: StrictStr
+    current_action: StrictStr
     position: list[StrictStr]
     orientation: list[StrictStr]
 
@@ -47,17 +63,8 @@ class HistoryEntry(_Filtered):
     details: list[PlanDetail]
 
 
-class CharacterState(_Filtered):
+class CharacterState(_Filtered, CharacterSnapshot):
     idx: StrictInt
-    name: StrictStr
-    state: StrictStr
-    current_action: StrictStr
-    position: list[StrictStr]
-    orientation: list[StrictStr]
-
-    @property
-    def relationships(self) -> list[str]:
-        return [*self.position, *self.orientation]
 
 
 class ExpectedPlan(_Model):

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from edsb.data.benchmark import PROMPTS_DIR, Benchmark, validation_message
 from edsb.data.manifest import verified_optional
+from edsb.data.models import CharacterSnapshot, PlanDetail
 from edsb.errors import DataError
 from edsb.planning.variants import DescriptionType, Module, PlanningMode
 
@@ -77,27 +78,9 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
 
-class ExampleCharacter(_Model):
-    name: StrictStr
-    state: StrictStr
-    current_action: StrictStr
-    position: list[StrictStr]
-    orientation: list[StrictStr]
-
-    @property
-    def relationships(self) -> list[str]:
-        return [*self.position, *self.orientation]
-
-
-class ExamplePlan(_Model):
-    character: StrictStr
-    target_action: StrictStr
-    position: list[StrictStr]
-    orientation: list[StrictStr] = []
-
-    @property
-    def relationships(self) -> list[str]:
-        return [*self.position, *self.orientation]
+# Characters and past plans of the examples have the shape of the test cases' own.
+ExampleCharacter = CharacterSnapshot
+ExamplePlan = PlanDetail
 
 
 class ExampleEvent(_Model):

@@ -6,15 +6,19 @@ The reference `exec`s model code unsandboxed, with no time limit (§9.9). Here e
   `os.environ` once more before running model code;
 * limits its address space (`RLIMIT_AS`), CPU time per run (`RLIMIT_CPU`, a backstop) and file writes
   (`RLIMIT_FSIZE` = 0), and is killed by the parent when a run exceeds its wall-clock timeout;
-* compiles the prepared code with RestrictedPython plus our policy (no imports, no classes, no names or
-  attributes starting with `_`, no `str.format`, no attribute writes except on `Area`) and executes it with a fresh
-  namespace holding only the API, `Area` and a short list of harmless builtins;
+* compiles the prepared code with RestrictedPython plus our policy (no imports, no classes, not even through the
+  real `type`, no names or attributes starting with `_`, no `str.format`, no attribute writes except on `Area`) and
+  executes it with a fresh namespace holding only the API, `Area` and a short list of harmless builtins;
+* bounds what it sends back (the plan, because the parent samples positions from it without a time limit, and the
+  printed text);
 * answers with JSON (never pickle) of bounded size.
 
 Workers are recycled: a run cannot change anything the next run sees (the namespace, the API object and the builtins
-are rebuilt per run; scene data is reachable only through underscore attributes), and a worker is replaced after a
-timeout, a memory error, a crash or a fixed number of runs. The public functions are thread-safe, so an asyncio
-runner can call them from a thread pool.
+are rebuilt per run; scene data is reachable only through underscore attributes; whatever the code leaves behind is
+garbage-collected, finalisers included, before its answer is sent, so none of its code runs during a later run), and
+a worker is replaced after a timeout, a memory error, a crash or a fixed number of runs. A worker refuses to start
+when the memory limit leaves it no room to run code, so a too-small `--code-memory` is a clear error rather than
+every run crashing. The public functions are thread-safe, so an asyncio runner can call them from a thread pool.
 
 Verdicts follow the reference where its `exec` fails: syntax errors, a missing or uncallable `parse_event`, and
 exceptions raised by the code keep their class name and message (`KeyError: 'chair_99'`). Where the reference would
@@ -27,6 +31,7 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
+import gc
 import hashlib
 import inspect
 import json
@@ -81,6 +86,9 @@ class SandboxLimits:
     memory_bytes: int = 1 << 30  # address space of the worker process
     cpu_seconds: float | None = None  # CPU seconds per run (backstop for a stalled parent); None = timeout + 5
     max_result_bytes: int = 1 << 20  # JSON size of what the code set, printed text included
+    # JSON size of the plan alone. Honest plans take a few hundred bytes; the parent samples positions for every
+    # character and relationship without a time limit, so this bounds the parent's work per run (about 2 s).
+    max_plan_bytes: int = 16 << 10
     max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
     runs_per_worker: int = 500  # a worker is replaced after this many runs
     workers: int = 0  # processes per pool; 0 = min(4, CPU count)
@@ -140,6 +148,12 @@ def run_plan_code(reply: str, context: CodeContext, mode: PlanningMode, limits: 
     return plan_from_raw(execute_plan_code(reply, context, limits), mode)
 
 
+def check_sandbox(limits: SandboxLimits | None = None) -> None:
+    """Start a worker with these limits now (it stays in the pool for the runs): a setting that cannot work, such as
+    a memory limit below what a worker needs, is then one SandboxError before any run instead of a failure of each."""
+    default_pool(limits or DEFAULT_LIMITS).warm_up()
+
+
 _pools: dict[SandboxLimits, SandboxPool] = {}
 _pools_lock = threading.Lock()
 
@@ -191,6 +205,10 @@ class SandboxPool:
                     self._checkin(worker)
         raise SandboxError("sandbox workers keep dying before they accept work")
 
+    def warm_up(self) -> None:
+        """Have at least one idle worker; raises SandboxError if none can start."""
+        self._checkin(self._checkout())
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -217,6 +235,7 @@ class SandboxPool:
             "cpu_seconds": self.limits.cpu_budget,
             "max_printed_chars": self.limits.max_printed_chars,
             "max_result_bytes": self.limits.max_result_bytes,
+            "max_plan_bytes": self.limits.max_plan_bytes,
         }
         return pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -341,7 +360,7 @@ class _Worker:
                 return _decode_raw_plan(response["plan"], response.get("output", ""))
             if status == "error":
                 raise CodeError(response["kind"], str(response["message"]))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
             self.stop()
             raise CodeError(CodeErrorKind.CRASH, f"the sandbox worker sent a malformed answer ({exc!r})") from None
         raise SandboxError(str(response.get("message", "the sandbox worker failed")))
@@ -383,7 +402,14 @@ class _Worker:
         (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
         if size > max_result_bytes + (1 << 16):
             raise _WorkerDied(f"it sent an oversized answer ({size} bytes)")
-        return json.loads(_read_exactly(fd, size, deadline).decode("utf-8"))
+        payload = _read_exactly(fd, size, deadline)
+        try:
+            message = json.loads(payload.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise _WorkerDied("it sent an answer that is not JSON") from None
+        if not isinstance(message, dict):
+            raise _WorkerDied("it sent an answer that is not a JSON object")
+        return message
 
 
 def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
@@ -469,11 +495,16 @@ def _worker_main() -> None:
     try:
         _warm_imports()
         memory = int(sys.argv[2])
+        in_use = _address_space_in_use()
+        if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
+            send({"status": "fatal", "message": _too_little_memory(memory, in_use)})
+            return
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with an OSError instead of killing us
         os.environ.clear()
+        _freeze_long_lived_objects()
     except Exception as exc:
         send({"status": "fatal", "message": exception_text(exc)})
         return
@@ -501,6 +532,41 @@ def _read_blocking(stream: Any, size: int) -> bytes | None:
             return None
         data += chunk
     return data
+
+
+_MIN_HEADROOM_BYTES = 32 << 20  # address space a run needs beyond the worker's own, at the very least
+
+
+def _address_space_in_use() -> int | None:
+    """The worker's current virtual memory size (what RLIMIT_AS counts), where /proc tells it."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _too_little_memory(limit: int, in_use: int) -> str:
+    need = math.ceil((in_use + _MIN_HEADROOM_BYTES) / (1 << 20) / 64) * 64
+    return (
+        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox worker already uses "
+        f"{in_use >> 20} MiB before running any code (use --code-memory {max(need, 256)} or more)"
+    )
+
+
+def _freeze_long_lived_objects() -> None:
+    """Move modules and cached scenes out of the collector's sight: the per-run collection then only scans what the
+    run itself created, and stays cheap."""
+    gc.collect()
+    gc.freeze()
+
+
+def _collect_run_garbage() -> None:
+    """Finalise everything a run left behind (generators suspended in `try/finally`, reference cycles) now, inside
+    the run's own deadline. A finaliser that creates new garbage forever keeps this loop busy until the parent's
+    timeout, which is then charged to the run that caused it."""
+    while gc.collect():
+        pass
 
 
 def _warm_imports() -> None:
@@ -531,9 +597,21 @@ def _serve(
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
     os.environ.clear()
+    guards = _Guards(int(request["max_printed_chars"]))
+    response = _execute(request, api_scene, guards)
+    try:
+        _collect_run_garbage()
+    except MemoryError:
+        return _error(CodeErrorKind.MEMORY, "MemoryError", recycle=True)
+    if response["status"] == "ok" and guards.violation is not None:  # a finaliser tried something refused
+        return _error(CodeErrorKind.POLICY, guards.violation)
+    return response
+
+
+def _execute(request: dict[str, Any], api_scene: ApiScene, guards: _Guards) -> dict[str, Any]:
+    """Run one program and pack what it set; everything it created is unreachable once this returns."""
     api = CodeApi(api_scene, dict(request["latest_plans"]))
     try:
-        guards = _Guards(int(request["max_printed_chars"]))
         _run(request["reply"], api, guards)
         characters = [
             {
@@ -544,6 +622,9 @@ def _serve(
             }
             for entry in api._plan_entries()
         ]
+        plan_size = len(json.dumps(characters, allow_nan=True))
+        if plan_size > int(request["max_plan_bytes"]):
+            return _error(CodeErrorKind.OUTPUT, f"the plan is too large ({plan_size} bytes)")
         response: dict[str, Any] = {"status": "ok", "plan": characters, "output": guards.printed()}
         size = len(json.dumps(response, allow_nan=True))
         if size > int(request["max_result_bytes"]):
@@ -576,11 +657,13 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
         key = spec[:3]
         if key not in cache:
             cache[key] = ApiScene(load_scene(Benchmark.open(spec[1]), spec[2]))
+            _freeze_long_lived_objects()
         return cache[key]
     key = ("inline", spec[1])
     if key not in cache:
         scene = pickle.loads(spec[2])
         cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        _freeze_long_lived_objects()
     return cache[key]
 
 
@@ -880,7 +963,7 @@ class _Guards:
             raise TypeError("attribute name must be string")
         if name.startswith("_") or name in INSPECT_ATTRIBUTES:
             self.refuse(f"access to the attribute {name!r} is not allowed")
-        if name in ("format", "format_map") and (isinstance(obj, str) or obj is str):
+        if name in ("format", "format_map") and _is_text(obj):
             self.refuse("str.format is not allowed in plan code (use f-strings)")
         if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES:
             self.refuse(f"access to the attribute {name!r} of an exception is not allowed")
@@ -903,7 +986,10 @@ class _Guards:
     def type_builtin(self, *args: Any) -> type:
         if len(args) != 1:
             self.refuse("type() with three arguments (making a class) is not allowed in plan code")
-        return type(args[0])
+        kind = type(args[0])
+        if issubclass(kind, type):  # the real `type` would make classes: `type(type(1))('S', (str,), {...})`
+            self.refuse("type() of a class is not available in plan code")
+        return kind
 
     def write(self, obj: Any) -> Any:
         if type(obj) in (list, dict, Area):
@@ -943,6 +1029,11 @@ class _Printer:
 
     def __call__(self) -> str:
         return self._guards.printed()
+
+
+def _is_text(obj: Any) -> bool:
+    """A string or a string class (a subclass too): `str.format` walks attributes (`{0.__globals__}`)."""
+    return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
 
 
 def _getitem(obj: Any, key: Any) -> Any:

@@ -1,0 +1,184 @@
+"""Every command, given bad input, fails with one clear line on stderr and a non-zero exit code (2 for usage errors),
+never a traceback, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import rewrite_case
+from tests.support.openai_server import OpenAIServer, Reply
+
+UNREACHABLE = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+RUN = ("run", "--model", "openai:x", "--base-url", UNREACHABLE, "--cases", "13", "--distraction", "0")
+
+# (arguments, expected exit code, text the error line must contain). `{tmp}` is the test's directory.
+USAGE_ERRORS = {
+    # The command line itself.
+    "unknown command": (("nosuch",), "No such command"),
+    "unknown option": (("cases", "--nosuch"), "No such option: --nosuch"),
+    "missing argument": (("score",), "Missing argument"),
+    "option without value": (("run", "--cases"), "requires an argument"),
+    # Unknown ids, tags, variants, levels, presets.
+    "cases: unknown id": (("cases", "--cases", "999"), "unknown case id 999"),
+    "cases: unknown selector": (("cases", "--cases", "ZZ"), "unknown case selector 'ZZ'"),
+    "cases: empty range": (("cases", "--cases", "5-3"), "empty case range"),
+    "cases: unknown tag": (("cases", "--tag", "XX"), "unknown tag 'XX'"),
+    "run: unknown id": ((*RUN[:-4], "--cases", "999", "--out", "{tmp}/run"), "unknown case id 999"),
+    "run: unknown tag": ((*RUN[:-4], "--cases", "ZZ", "--out", "{tmp}/run"), "unknown case selector"),
+    "run: unknown variant": ((*RUN, "--variant", "nope", "--out", "{tmp}/run"), "unknown variant 'nope'"),
+    "run: unknown level": ((*RUN[:-2], "--distraction", "7", "--out", "{tmp}/run"), "distraction level 7"),
+    "run: level not a number": ((*RUN[:-2], "--distraction", "x", "--out", "{tmp}/run"), "distraction levels"),
+    "run: unknown preset": ((*RUN, "--preset", "nope", "--out", "{tmp}/run"), "unknown preset 'nope'"),
+    # Numbers out of range.
+    "run: negative repeats": ((*RUN, "--repeats", "-1", "--out", "{tmp}/run"), "--repeats"),
+    "run: zero repeats": ((*RUN, "--repeats", "0", "--out", "{tmp}/run"), "--repeats"),
+    "run: zero concurrency": ((*RUN, "--concurrency", "0", "--out", "{tmp}/run"), "--concurrency"),
+    "run: negative temperature": ((*RUN, "--temperature", "-1", "--out", "{tmp}/run"), "--temperature"),
+    "run: zero timeout": ((*RUN, "--timeout", "0", "--out", "{tmp}/run"), "timeout"),
+    "run: negative retries": ((*RUN, "--max-retries", "-1", "--out", "{tmp}/run"), "--max-retries"),
+    "run: zero code timeout": ((*RUN, "--code-timeout", "0", "--out", "{tmp}/run"), "code_timeout"),
+    "run: negative code timeout": ((*RUN, "--code-timeout", "-1", "--out", "{tmp}/run"), "code_timeout"),
+    "run: tiny code memory": ((*RUN, "--code-memory", "10", "--out", "{tmp}/run"), "code_memory_mb"),
+    "run: repeats not a number": ((*RUN, "--repeats", "many", "--out", "{tmp}/run"), "--repeats"),
+    # Unusable --out.
+    "run: --out is a file": ((*RUN, "--out", "{tmp}/a-file"), "--out"),
+    "run: --out under a file": ((*RUN, "--out", "{tmp}/a-file/run"), "--out"),
+    "run: --out where nothing can be made": ((*RUN, "--out", "/proc/edsb-run"), "--out"),
+    # Config files.
+    "run: missing config": ((*RUN, "--config", "{tmp}/nope.toml", "--out", "{tmp}/run"), "nope.toml"),
+    "run: broken config": ((*RUN, "--config", "{tmp}/broken.toml", "--out", "{tmp}/run"), "invalid config file"),
+    "run: config value of a wrong type": ((*RUN, "--config", "{tmp}/wrong.toml", "--out", "{tmp}/run"), "repeats"),
+    "run: unknown config key": ((*RUN, "--config", "{tmp}/unknown.toml", "--out", "{tmp}/run"), "nosuch"),
+    # Models.
+    "run: malformed model": (("run", "--model", "bogus", "--cases", "13", "--out", "{tmp}/run"), "unknown model spec"),
+    "run: unset key variable": ((*RUN, "--api-key-env", "EDSB_NO_SUCH_KEY", "--out", "{tmp}/run"), "EDSB_NO_SUCH_KEY"),
+    "check-model: malformed model": (("check-model", "--model", "bogus"), "unknown model spec"),
+    "check-model: negative timeout": (("check-model", "--model", "openai:x", "--timeout", "-1"), "--timeout"),
+    # Files to score.
+    "score: missing file": (("score", "{tmp}/nope.jsonl"), "cannot read"),
+    "score: a directory": (("score", "{tmp}"), "cannot read"),
+}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    (tmp_path / "broken.toml").write_text("repeats = [\n")
+    (tmp_path / "wrong.toml").write_text('repeats = "x"\n')
+    (tmp_path / "unknown.toml").write_text("nosuch = 1\n")
+    return tmp_path
+
+
+# The runner writes config.json before it builds the model, so a model that cannot be built leaves a run directory
+# behind (harmless for a missing key: the same command resumes once the key is set; a replay path that changes does
+# not). Owner: edsb.runner.run (build the model before check_resume).
+WRITES_BEFORE_MODEL = pytest.mark.xfail(strict=True, reason="the runner writes config.json before building the model")
+
+
+@pytest.mark.parametrize(
+    ("args", "contains"),
+    [
+        pytest.param(*case, id=name, marks=[WRITES_BEFORE_MODEL] if name == "run: unset key variable" else [])
+        for name, case in USAGE_ERRORS.items()
+    ],
+)
+def test_usage_errors(edsb, files: Path, args: tuple[str, ...], contains: str) -> None:
+    before = sorted(p.name for p in files.iterdir())
+    outcome = edsb(*(arg.replace("{tmp}", str(files)) for arg in args))
+    outcome.assert_one_clear_error(2, contains=contains)
+    assert outcome.out == ""
+    assert sorted(p.name for p in files.iterdir()) == before  # no run directory, no stray file
+
+
+DATA_COMMANDS = {
+    "data check": ("data", "check"),
+    "cases": ("cases",),
+    "score": ("score", "{tmp}/plans.jsonl"),
+    "run": (*RUN, "--out", "{tmp}/run"),
+}
+
+
+@pytest.mark.parametrize("command", list(DATA_COMMANDS.values()), ids=list(DATA_COMMANDS))
+@pytest.mark.parametrize("where", ["missing", "a file"])
+def test_no_data_directory(edsb, files: Path, command: tuple[str, ...], where: str) -> None:
+    (files / "plans.jsonl").write_text('{"case": 13, "plan": {}}\n')
+    data = files / ("nope" if where == "missing" else "a-file")
+    outcome = edsb(*(arg.replace("{tmp}", str(files)) for arg in command), "--data", data)
+    outcome.assert_one_clear_error(1, contains=f"no benchmark data at {data}")
+    assert not (files / "run").exists()
+
+
+@pytest.mark.parametrize("command", list(DATA_COMMANDS.values()), ids=list(DATA_COMMANDS))
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (rewrite_case(tags="RC"), "tags: Input should be a valid list"),
+        (rewrite_case(id="thirteen"), "id:"),
+        (rewrite_case(expected_plans={"David": "eat"}), "expected_plans"),
+        (lambda path: path.write_text('{"id": 13, "tags": ['), "invalid JSON"),
+    ],
+    ids=["tags not a list", "id not a number", "plans not a list", "truncated JSON"],
+)
+def test_corrupt_case_file(edsb, files: Path, damaged_data, command: tuple[str, ...], damage, problem: str) -> None:
+    (files / "plans.jsonl").write_text('{"case": 13, "plan": {}}\n')
+    data = damaged_data(damage)
+    outcome = edsb(*(arg.replace("{tmp}", str(files)) for arg in command), "--data", data)
+    assert outcome.code == 1
+    errors = [line for line in outcome.err.splitlines() if line.startswith("edsb: error: ")]
+    assert len(errors) == 1 and "testcase_13.json" in errors[0] and problem in errors[0], outcome.err
+    assert "Traceback" not in outcome.err + outcome.out
+    assert not (files / "run").exists()
+
+
+def test_check_model_that_cannot_answer_prints_json_and_one_error_line(edsb) -> None:
+    with OpenAIServer(lambda request: Reply.error(403, "model not enabled for this key")) as server:
+        outcome = edsb("check-model", "--model", "openai:x", "--base-url", server.base_url)
+    outcome.assert_one_clear_error(1, contains="http 403 after 1 attempt: model not enabled for this key")
+    answer = json.loads(outcome.out)
+    assert answer["ok"] is False and answer["error"] in outcome.err
+
+
+@pytest.mark.parametrize(
+    ("option", "contains"),
+    [(("--api-key-env", "EDSB_NO_SUCH_KEY"), "EDSB_NO_SUCH_KEY"), (("--model", "replay:/nonexistent"), "replay")],
+    ids=["unset key variable", "missing replay directory"],
+)
+def test_check_model_bad_settings(edsb, option: tuple[str, str], contains: str) -> None:
+    args = ["check-model", "--model", "openai:x", *option]
+    outcome = edsb(*args)
+    outcome.assert_one_clear_error(1, contains=contains)
+    assert json.loads(outcome.out)["ok"] is False
+
+
+@pytest.mark.parametrize(
+    ("dest", "url", "contains"),
+    [
+        ("{tmp}/a-file/data", "http://127.0.0.1:9/archive.tar.gz", "a-file"),
+        ("{tmp}/data", "http://127.0.0.1:9/archive.tar.gz", "cannot reach"),
+        ("{tmp}/data", "not-a-url", "cannot reach"),
+        ("{tmp}/data", "{server}/archive.tar.gz", "download"),
+    ],
+    ids=["dest under a file", "unreachable", "not a URL", "404"],
+)
+def test_data_fetch_failures(edsb, files: Path, dest: str, url: str, contains: str) -> None:
+    with OpenAIServer() as server:
+        url = url.replace("{server}", server.base_url.removesuffix("/v1"))
+        outcome = edsb("data", "fetch", "--dest", dest.replace("{tmp}", str(files)), "--url", url)
+    outcome.assert_one_clear_error(1, contains=contains)
+    assert not (files / "data").exists()
+
+
+def test_score_reports_a_torn_last_line_on_its_own_line(edsb, files: Path) -> None:
+    """A plans file cut short: every whole line is scored, the torn one gets an `invalid_input` verdict."""
+    plans = files / "plans.jsonl"
+    good = {"case": 13, "plan": {"David": {"target_action": ["eat"], "relationships": ["sit on chair_2"]}}}
+    plans.write_text(json.dumps(good) + "\n" + json.dumps(good)[:25])
+    outcome = edsb("score", plans)
+    assert outcome.code == 0 and "Traceback" not in outcome.err
+    first, second = (json.loads(line) for line in outcome.out.splitlines())
+    assert first["passed"] is True
+    assert second["passed"] is False and second["error"].startswith("invalid_input: line 2")
+    assert "1 invalid lines skipped" in outcome.err

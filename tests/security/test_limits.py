@@ -1,0 +1,77 @@
+"""`edsb run --code-timeout / --code-memory` reach the sandbox; the defaults are safe; a limit too small to work is a
+clear error, not a run of crashes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edsb.planning.sandbox import DEFAULT_LIMITS
+from edsb.runner.config import RunConfig
+from tests.security.scripted import BENIGN_BODY, DATA, ScriptedModel, edsb, program, results, run_args
+from tests.support.openai_server import OpenAIServer
+
+WARM_UP = program("warm-up", BENIGN_BODY)
+LOOP = program("loop", "while True:\n    pass")
+# 400 MiB at once: beyond a 256 MiB limit, well within the default 1 GiB.
+ALLOCATE = program(
+    "allocate",
+    "block = ' ' * (400 << 20)\nget_character('David').set_target_action('eat')\n"
+    "get_character('David').set_position(get_area_to_sit_on('chair_2'))",
+)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    if not DATA.is_dir():
+        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    return {"EDSB_DATA": str(DATA), "EDSB_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def run_loop_and_allocation(tmp_path: Path, env: dict[str, str], *options: str) -> tuple[dict, dict, dict]:
+    """A warm-up run (so that the loop's time is not a worker's start-up), the loop, then the allocation."""
+    out = tmp_path / "run"
+    with OpenAIServer(ScriptedModel([WARM_UP, LOOP, ALLOCATE])) as server:
+        process = edsb([*run_args(server.base_url, out, 3, "--concurrency", "1"), *options], env=env, cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    by_repeat = {record["repeat"]: record for record in results(out)}
+    assert by_repeat[0]["status"] == "passed", by_repeat[0]["error"]
+    config = json.loads((out / "config.json").read_text())
+    return by_repeat[1], by_repeat[2], config
+
+
+def test_small_limits_reach_the_sandbox(tmp_path: Path, env: dict[str, str]) -> None:
+    loop, allocation, config = run_loop_and_allocation(tmp_path, env, "--code-timeout", "1", "--code-memory", "256")
+    assert (config["code_timeout"], config["code_memory_mb"]) == (1.0, 256)
+    assert loop["error_kind"] == "code_timeout"
+    assert 0.9 <= loop["wall_s"] < 2.5  # stopped after about one second
+    assert allocation["error_kind"] == "code_memory"
+
+
+def test_defaults_and_a_longer_timeout(tmp_path: Path, env: dict[str, str]) -> None:
+    loop, allocation, config = run_loop_and_allocation(tmp_path, env, "--code-timeout", "3")
+    assert (config["code_timeout"], config["code_memory_mb"]) == (3.0, 1024)
+    assert loop["error_kind"] == "code_timeout"
+    assert 2.9 <= loop["wall_s"] < 4.5
+    assert allocation["status"] == "passed", allocation["error"]
+
+
+def test_default_limits_are_safe() -> None:
+    config = RunConfig()
+    assert config.code_timeout == DEFAULT_LIMITS.timeout == 10.0
+    assert config.code_memory_mb << 20 == DEFAULT_LIMITS.memory_bytes == 1 << 30
+    assert DEFAULT_LIMITS.max_plan_bytes <= 16 << 10
+    assert DEFAULT_LIMITS.max_result_bytes <= 1 << 20
+
+
+def test_a_memory_limit_too_small_for_a_worker_is_one_clear_error(tmp_path: Path, env: dict[str, str]) -> None:
+    out = tmp_path / "run"
+    with OpenAIServer(ScriptedModel([ALLOCATE])) as server:
+        process = edsb([*run_args(server.base_url, out, 1), "--code-memory", "64"], env=env, cwd=tmp_path)
+    assert process.returncode == 1
+    assert process.stderr.startswith("edsb: error: a sandbox worker failed to start: the code memory limit of 64 MiB")
+    assert "--code-memory" in process.stderr and "Traceback" not in process.stderr
+    assert len(process.stderr.strip().splitlines()) == 1
+    assert not out.exists()  # refused before anything was written
