@@ -55,8 +55,14 @@ def resolve_api_key(base_url: str, api_key_env: str | None = None) -> str:
     return KEYLESS_PLACEHOLDER
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _one_line(text: str, limit: int = _SNIPPET) -> str:
-    flat = " ".join(text.split())
+    """Flattened and shortened for an error line. Shorten only after redacting secrets: a cut through a key
+    would leave part of it unrecognisable to the redaction."""
+    flat = _flat(text)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -82,10 +88,10 @@ def _status_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _one_line(error["message"])
+            return _flat(error["message"])
         if isinstance(error, str):
-            return _one_line(error)
-    return _one_line(exc.message)
+            return _flat(error)
+    return _flat(exc.message)
 
 
 def _classify(exc: openai.APIError | TimeoutError, timeout_s: float) -> _Failure:
@@ -100,23 +106,23 @@ def _classify(exc: openai.APIError | TimeoutError, timeout_s: float) -> _Failure
         )
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
-        return _Failure("connection", _one_line(f"{type(cause).__name__}: {cause}"))
-    return _Failure("invalid_response", _one_line(f"{type(exc).__name__}: {exc}"))
+        return _Failure("connection", _flat(f"{type(cause).__name__}: {cause}"))
+    return _Failure("invalid_response", _flat(f"{type(exc).__name__}: {exc}"))
 
 
 def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
     """A ChatResponse from a completion body; `_Failure` when the body is not a completion at all."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        snippet = _one_line(body.decode("utf-8", "replace"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        snippet = _one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
         raise _Failure("invalid_response", f"body is not JSON: {snippet!r}") from None
     if not isinstance(data, dict):
         raise _Failure("invalid_response", "body is not a JSON object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = data.get("error")
-        detail = f" (error: {_one_line(json.dumps(error))})" if error else ""
+        detail = f" (error: {_flat(json.dumps(error))})" if error else ""
         raise _Failure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
     message = first.get("message") if isinstance(first.get("message"), dict) else {}
@@ -216,7 +222,7 @@ class OpenAIChatModel:
                 return parse_completion(body, self.model, latency_s, attempt)
             except _Failure as failure:
                 if not failure.retryable or attempt > self.retry.max_retries:
-                    message = self._redact(failure.message)
+                    message = _one_line(self._redact(failure.message))
                     if failure.status == 404:
                         message += " (does --base-url end in /v1, and does the server serve this model name?)"
                     raise TransportError(failure.kind, message, attempts=attempt, status=failure.status) from None

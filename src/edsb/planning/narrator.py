@@ -66,6 +66,8 @@ def parse_narrator_reply(reply: str, character_names: Sequence[str]) -> Narrator
         data = json.loads(reply)
     except json.JSONDecodeError as exc:
         raise NarratorFormatError(f"reply is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise NarratorFormatError("reply is JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise NarratorFormatError(f"reply must be a JSON object, got {type(data).__name__}")
     event = data.get("event")
