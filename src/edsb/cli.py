@@ -283,12 +283,6 @@ def run_command(
         "data": str(data) if data else None,
     }
     resolved = _resolve_run_config(options, config, None)
-    from edsb.llm import parse_model_spec
-
-    parse_model_spec(resolved.model)  # a typo must not leave a run directory whose config.json names the typo
-    from edsb.planning.sandbox import SandboxLimits, check_sandbox
-
-    check_sandbox(SandboxLimits(timeout=resolved.code_timeout, memory_bytes=resolved.code_memory_mb << 20))
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None)
     quiet = quiet or bool(session.get("quiet"))

@@ -72,18 +72,9 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-# The runner writes config.json before it builds the model, so a model that cannot be built leaves a run directory
-# behind (harmless for a missing key: the same command resumes once the key is set; a replay path that changes does
-# not). Owner: edsb.runner.run (build the model before check_resume).
-WRITES_BEFORE_MODEL = pytest.mark.xfail(strict=True, reason="the runner writes config.json before building the model")
-
-
 @pytest.mark.parametrize(
     ("args", "contains"),
-    [
-        pytest.param(*case, id=name, marks=[WRITES_BEFORE_MODEL] if name == "run: unset key variable" else [])
-        for name, case in USAGE_ERRORS.items()
-    ],
+    [pytest.param(*case, id=name) for name, case in USAGE_ERRORS.items()],
 )
 def test_usage_errors(edsb, files: Path, args: tuple[str, ...], contains: str) -> None:
     before = sorted(p.name for p in files.iterdir())

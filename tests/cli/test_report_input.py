@@ -12,12 +12,6 @@ import pytest
 from tests.cli.conftest import RUNS
 from tests.cli.test_run_directory import snapshot
 
-REPORT_INPUT_IS_TRUSTED = pytest.mark.xfail(
-    strict=True,
-    reason="edsb.report reads config.json and result records without validating their types, so a damaged file "
-    "ends in a traceback (owner: edsb.report.render.load_run / edsb.report.summary)",
-)
-
 
 @pytest.mark.parametrize("command", ["report", "compare"])
 @pytest.mark.parametrize("where", ["missing", "a file", "an empty directory"])
@@ -69,7 +63,6 @@ def test_a_figure_that_cannot_be_written(edsb, finished, tmp_path: Path) -> None
     outcome.assert_one_clear_error(1, contains="a-file")
 
 
-@REPORT_INPUT_IS_TRUSTED
 @pytest.mark.parametrize(
     ("file", "text"),
     [

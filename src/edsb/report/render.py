@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from edsb.errors import UsageError
+from edsb.data.benchmark import validation_message
+from edsb.errors import EdsbError, UsageError
 from edsb.report.cost import estimate_cost, price_for
 from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
 from edsb.runner.config import CONFIG_FILE
@@ -22,17 +24,48 @@ from edsb.runner.store import RESULTS_FILE, load_results
 Format = Literal["table", "markdown", "csv", "json"]
 
 
+class _ReportedConfig(BaseModel):
+    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: StrictStr = ""
+    variants: list[StrictStr] = []
+
+
+class _ReportedRecord(BaseModel):
+    """The fields of a result line that the summary relies on; anything else is carried along untouched."""
+
+    model_config = ConfigDict(extra="allow")
+    key: StrictStr
+    variant: StrictStr
+    case: StrictInt
+    distraction: StrictInt
+    status: Literal["passed", "failed", "error", "incomplete"]
+    tags: list[StrictStr] = []
+    passed: StrictBool = False
+
+
 def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(config, summary) of a run directory, the summary recomputed from its results."""
+    """(config, summary) of a run directory, the summary recomputed from its results (files are only read)."""
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS_FILE).is_file():
         raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
+    config_path = run_dir / CONFIG_FILE
     try:
-        config = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        config = {}
-    records = load_results(run_dir)
-    summary = build_summary(records, config.get("variants", ()))
+        config = _ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8"))).model_dump()
+    except FileNotFoundError:
+        config = _ReportedConfig().model_dump()
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EdsbError(f"{config_path}: unreadable ({exc})") from None
+    except ValidationError as exc:
+        raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
+    records = []
+    for number, raw in enumerate(load_results(run_dir), start=1):
+        try:
+            records.append(_ReportedRecord.model_validate(raw).model_dump())
+        except ValidationError as exc:
+            raise EdsbError(f"{run_dir / RESULTS_FILE}: record {number}: {validation_message(exc)}") from None
+    summary = build_summary(records, config["variants"])
     return config, summary
 
 

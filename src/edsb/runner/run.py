@@ -16,7 +16,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
-from edsb.planning.sandbox import SandboxLimits
+from edsb.planning.sandbox import SandboxLimits, check_sandbox
 from edsb.planning.variants import get_variant
 from edsb.report.summary import build_summary
 from edsb.runner.config import RunConfig, check_resume
@@ -34,6 +34,19 @@ class RunOutcome:
     skipped: int
     stats: LoopStats
     summary: dict[str, Any]
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse an --out that can never become a writable directory, without creating anything yet."""
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == out and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if not existing.is_dir():
+        raise UsageError(f"--out {out}: cannot create the run directory ({existing} is not a directory)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: cannot create the run directory ({existing} is not writable)")
 
 
 def prepare_out_dir(out: Path) -> None:
@@ -63,13 +76,42 @@ def run_benchmark(
     keys = expand_keys(config.variants, config.cases, config.distraction, config.repeats, benchmark.cases)
     if not keys:
         raise UsageError("the selection contains no run (check --cases against --distraction: PI cases have level 0)")
+    # Everything that can refuse the configuration (model spec, API key, replay directory, sandbox limits) is
+    # checked before config.json is written, so a typo never leaves a run directory that blocks the fix.
+    check_out_dir(out)
+    created = not out.exists()
     prepare_out_dir(out)
+    limits = SandboxLimits(timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20)
+    try:
+        check_sandbox(limits)
+        model = build_model(
+            config.model,
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            max_in_flight=config.concurrency,
+            cache=config.cache,
+            retry=retry,
+        )
+    except BaseException:
+        if created:
+            out.rmdir()
+        raise
     check_resume(out, config)
     store = ResultStore(out)
     finished = store.open()
     pending = [key for key in keys if key.id not in finished]
+    services = RunServices(
+        benchmark=benchmark,
+        model=model,
+        temperature=config.temperature,
+        seed=config.seed,
+        limits=limits,
+        transcripts=TranscriptWriter(transcripts_dir(out)),
+    )
     try:
-        stats = asyncio.run(_execute(config, benchmark, out, pending, store, quiet, console, retry))
+        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console))
     except KeyboardInterrupt:
         kept = len(load_results(out))
         (console or Console(stderr=True)).print(
@@ -91,43 +133,23 @@ def run_benchmark(
 
 
 async def _execute(
-    config: RunConfig,
-    benchmark: Benchmark,
-    out: Path,
+    services: RunServices,
     pending: list[RunKey],
     store: ResultStore,
+    concurrency: int,
     quiet: bool,
     console: Console | None,
-    retry: RetryPolicy | None,
 ) -> LoopStats:
-    if not pending:
-        return LoopStats()
-    model = build_model(
-        config.model,
-        base_url=config.base_url,
-        api_key_env=config.api_key_env,
-        timeout=config.timeout,
-        max_retries=config.max_retries,
-        max_in_flight=config.concurrency,
-        cache=config.cache,
-        retry=retry,
-    )
-    services = RunServices(
-        benchmark=benchmark,
-        model=model,
-        temperature=config.temperature,
-        seed=config.seed,
-        limits=SandboxLimits(timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20),
-        transcripts=TranscriptWriter(transcripts_dir(out)),
-    )
     try:
+        if not pending:
+            return LoopStats()
         return await run_keys(
             pending,
             lambda key: execute_run(services, key),
             store,
-            concurrency=config.concurrency,
+            concurrency=concurrency,
             quiet=quiet,
             console=console,
         )
     finally:
-        await model.aclose()
+        await services.model.aclose()
