@@ -260,7 +260,7 @@ def run_command(
     data: DataOption = None,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
-    from edsb.report.tables import print_paper_table
+    from edsb.report.render import render_report
     from edsb.runner.run import run_benchmark
 
     options = {
@@ -290,7 +290,7 @@ def run_command(
         slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in resolved.model)
         out = Path("runs") / f"{slug}-{datetime.now():%y%m%d-%H%M%S}"
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
-    print_paper_table(outcome.summary, out)
+    render_report({}, outcome.summary, "table", console=Console(soft_wrap=True), brief=True)
     stats = outcome.stats
     err.print(
         f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "

@@ -105,15 +105,21 @@ def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tu
     return rows, price
 
 
+def _incomplete_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [variant, f"incomplete: {kind} (not counted)", str(count)]
+        for variant, data in summary["variants"].items()
+        for kind, count in sorted(data.get("incomplete_kinds", {}).items())
+    ]
+
+
 def error_rows(summary: Mapping[str, Any]) -> list[list[str]]:
-    rows = []
-    for variant, data in summary["variants"].items():
-        for kind, count in sorted(data.get("error_kinds", {}).items(), key=lambda kv: (-kv[1], kv[0])):
-            rows.append([variant, kind, str(count)])
-        if data.get("incomplete"):
-            for kind, count in sorted(data.get("incomplete_kinds", {}).items()):
-                rows.append([variant, f"incomplete: {kind} (not counted)", str(count)])
-    return rows
+    rows = [
+        [variant, kind, str(count)]
+        for variant, data in summary["variants"].items()
+        for kind, count in sorted(data.get("error_kinds", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return rows + _incomplete_rows(summary)
 
 
 def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -130,8 +136,10 @@ def render_report(
     intervals: bool = False,
     prices: tuple[float | None, float | None] = (None, None),
     console: Console | None = None,
+    brief: bool = False,
 ) -> str | None:
-    """Markdown/CSV/JSON as text; `table` prints to the console and returns None."""
+    """Markdown/CSV/JSON as text; `table` prints to the console and returns None. `brief` keeps the paper's
+    blocks only (what `edsb run` shows at the end)."""
     if fmt == "json":
         return json.dumps(summary, indent=2)
     levels = _levels_present(summary)
@@ -147,9 +155,11 @@ def render_report(
     for level in levels:
         title = "Success (execution), all distraction levels" if level == "Total" else f"Distraction level {level}"
         blocks.append((title, ["variant", *TAG_COLUMNS], paper_rows(summary, level, intervals=intervals)))
+    if brief:
+        blocks.append(("Not counted: the model never answered", ["variant", "kind", "runs"], _incomplete_rows(summary)))
     stats_rows = []
     for variant, data in summary["variants"].items():
-        if not data.get("runs"):
+        if brief or not data.get("runs"):
             continue
         se = data.get("success_se_clustered")
         pass_k = data.get("pass_hat_k", {})
@@ -166,6 +176,8 @@ def render_report(
     blocks.append(
         ("Statistics", ["variant", "runs", "success [95% CI]", "clustered SE", "pass^k", "incomplete"], stats_rows)
     )
+    if brief:
+        return _emit(blocks, fmt, console)
     tokens, price = token_rows(summary, config, prices)
     cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in/--price-out)"
     blocks.append(
@@ -177,6 +189,10 @@ def render_report(
     )
     blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
     blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
+    return _emit(blocks, fmt, console)
+
+
+def _emit(blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]], fmt: Format, console: Console | None):
     if fmt == "markdown":
         return "\n\n".join(f"### {title}\n\n{_markdown(header, rows)}" for title, header, rows in blocks if rows)
     console = console or Console()
