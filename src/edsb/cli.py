@@ -224,7 +224,7 @@ def _resolve_run_config(options: dict[str, Any], config_file: Path | None, prese
     merged["distraction"] = parse_levels(distraction if distraction is not None else None)
     variants = merged.get("variants") or ["ours"]
     merged["variants"] = [get_variant(v).name for v in variants]
-    merged["data"] = str(benchmark.root)
+    merged["data"] = str(benchmark.root.resolve())
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
