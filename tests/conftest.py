@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from edsb.data.benchmark import Benchmark
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer
 
 
@@ -14,3 +16,9 @@ def openai_server() -> Iterator[OpenAIServer]:
     """A fresh scriptable OpenAI-compatible server on 127.0.0.1 (random port), stopped after the test."""
     with OpenAIServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def benchmark() -> Benchmark:
+    """The official benchmark files the suite runs against (a missing data directory fails loudly, never skips)."""
+    return Benchmark.open(DATA)

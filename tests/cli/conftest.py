@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,10 +12,10 @@ import pytest
 
 from edsb.cli import main
 from tests.security.scripted import BENIGN_BODY, ScriptedModel, program, run_args
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer
 
 RUNS = 3
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
+from tests.support.data import DATA
+
+SHARED = DATA
 
 
 @pytest.fixture

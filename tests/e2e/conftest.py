@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -12,14 +11,7 @@ from typing import Any
 import pytest
 
 from edsb.cli import main
-from edsb.data.benchmark import Benchmark
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
-
-@pytest.fixture(scope="session")
-def benchmark() -> Benchmark:
-    return Benchmark.open(DATA)
+from tests.support.data import DATA
 
 
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:

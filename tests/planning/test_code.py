@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +19,7 @@ from edsb.planning.code import (
     prepare_code,
 )
 from edsb.planning.code_api import API_FUNCTIONS
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
+from tests.support.data import DATA
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,6 @@ Literal answers below were checked against the reference implementation run on t
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -19,15 +16,7 @@ from edsb.geometry.scene_graph import scene_graph_of
 from edsb.planning.code_api import ApiScene, Area, CodeApi, SceneObject
 from edsb.planning.scenario import LatestPlan
 
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 SCENES = ("House", "Office", "Restaurant")
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
 
 
 @pytest.fixture(scope="module")

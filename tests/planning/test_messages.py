@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -27,15 +25,7 @@ from edsb.planning.prompt_pack import (
 )
 from edsb.planning.scenario import Character, HistoryEvent, PlannedDetails, build_scenario
 from edsb.planning.variants import get_variant
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
+from tests.support.data import DATA
 
 
 @pytest.fixture(scope="module")

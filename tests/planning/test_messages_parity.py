@@ -21,9 +21,9 @@ from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
 from edsb.planning.variants import get_variant
+from tests.support.data import DATA
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("EDSB_DATA", REPO.parent / "shared" / "edsb-data"))
 HASH_FILE_CANDIDATES = [
     Path(os.environ.get("EDSB_RENDER_HASHES", REPO / "docs" / "reference-render-hashes.tsv")),
     REPO.parent / "shared" / "docs" / "reference-render-hashes.tsv",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 
 import pytest
 
@@ -16,15 +14,6 @@ from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
 from edsb.planning.variants import PRESETS, VARIANTS, get_preset, get_variant
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
 
 
 def test_variant_table() -> None:

@@ -3,9 +3,6 @@ cost follows the §6 table, the optimum is found, the seat rule is exact, errors
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -24,17 +21,8 @@ from edsb.planning.sampler import (
 from edsb.scoring.conditions import iter_atoms, parse_condition
 from edsb.scoring.judge import Judge
 
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
 # What a good model answers for each PI case: the expected condition's atoms (id 63: its feasible branch).
 GOOD_RELATIONSHIPS = {63: ["in front of couch_1", "in front of couch_3"]}
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,7 @@ rebuilt from their positions and sizes (used only for `get_closest_object`).
 from __future__ import annotations
 
 import json
-import os
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -33,15 +31,7 @@ from edsb.planning.sandbox import (
 )
 from edsb.planning.scenario import LatestPlan, cast_and_history, latest_plans
 
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 LIMITS = SandboxLimits(timeout=5.0, workers=2)
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
 
 
 @pytest.fixture(scope="module")

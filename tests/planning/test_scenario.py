@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,15 +18,6 @@ from edsb.planning.scenario import (
     latest_plans,
     main_action,
 )
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
-
-@pytest.fixture(scope="module")
-def benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return Benchmark.open(DATA)
 
 
 def state(name: str, state: str = "idle", action: str = "idle", position=(), orientation=(), level: int = 0) -> dict:

@@ -15,16 +15,12 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.runner.store import RESULTS_FILE
 from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.data import DATA as DATA_DIR
 from tests.support.openai_server import OpenAIServer
 
-DATA = os.environ.get("EDSB_DATA", "/work/shared/edsb-data")
+DATA = str(DATA_DIR)
 ROOT = Path(__file__).resolve().parents[2]
 TIMING_FIELDS = ("latency_s", "wall_s")
-
-
-@pytest.fixture(scope="session")
-def benchmark() -> Benchmark:
-    return Benchmark.open(DATA)
 
 
 @pytest.fixture(autouse=True)

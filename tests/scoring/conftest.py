@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.scoring.judge import Judge
-
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
-
-
-@pytest.fixture(scope="session")
-def benchmark() -> Benchmark:
-    return Benchmark.open(DATA)
 
 
 @pytest.fixture(scope="session")

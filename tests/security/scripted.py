@@ -23,7 +23,6 @@ from typing import Any
 
 from tests.support.openai_server import RecordedRequest, Reply
 
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 CASE = 13
 VARIANT = "object-list"
 NARRATOR_REPLY = json.dumps(

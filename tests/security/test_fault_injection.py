@@ -21,7 +21,6 @@ import pytest
 
 from tests.security.scripted import (
     BENIGN_BODY,
-    DATA,
     EdsbResult,
     ScriptedModel,
     edsb_in_process,
@@ -30,6 +29,7 @@ from tests.security.scripted import (
     run_args,
     transcript_records,
 )
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 RUNS = 12

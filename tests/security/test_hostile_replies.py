@@ -10,7 +10,6 @@ import pytest
 
 from tests.security.scripted import (
     BENIGN_BODY,
-    DATA,
     ScriptedModel,
     edsb,
     is_narrator_request,
@@ -18,6 +17,7 @@ from tests.security.scripted import (
     results,
     run_args,
 )
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 NESTED = "[" * 100_000 + "]" * 100_000  # valid JSON, deeper than any recursive decoder goes

@@ -10,7 +10,8 @@ import pytest
 
 from edsb.planning.sandbox import DEFAULT_LIMITS
 from edsb.runner.config import RunConfig
-from tests.security.scripted import BENIGN_BODY, DATA, ScriptedModel, edsb, program, results, run_args
+from tests.security.scripted import BENIGN_BODY, ScriptedModel, edsb, program, results, run_args
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer
 
 WARM_UP = program("warm-up", BENIGN_BODY)

@@ -17,7 +17,6 @@ import pytest
 
 from tests.security.scripted import (
     BENIGN_BODY,
-    DATA,
     EdsbResult,
     ScriptedModel,
     edsb,
@@ -27,6 +26,7 @@ from tests.security.scripted import (
     results,
     run_args,
 )
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer
 
 CODE_TIMEOUT = 1.0

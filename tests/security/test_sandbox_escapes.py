@@ -5,7 +5,6 @@ Everything runs through real worker processes with short limits; the whole file 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -13,8 +12,8 @@ import pytest
 
 from edsb.planning.code import CodeError
 from edsb.planning.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool
+from tests.support.data import DATA
 
-DATA = Path(os.environ.get("EDSB_DATA", Path(__file__).resolve().parents[3] / "shared" / "edsb-data"))
 LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
 
 

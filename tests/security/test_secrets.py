@@ -11,7 +11,6 @@ import pytest
 
 from tests.security.scripted import (
     BENIGN_BODY,
-    DATA,
     EdsbResult,
     ScriptedModel,
     edsb,
@@ -21,6 +20,7 @@ from tests.security.scripted import (
     results,
     run_args,
 )
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 
