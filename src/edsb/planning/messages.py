@@ -61,6 +61,26 @@ def _character_lines(characters: Sequence[Character], history: Sequence[HistoryE
     return "".join(f"- {c.name}\n" for c in available_characters(characters, history))
 
 
+def _story_query(
+    description: str,
+    labels: Sequence[str],
+    instruction: str | None,
+    characters: Sequence[Character],
+    history: Sequence[HistoryEvent],
+    past: tuple[str, str],
+) -> str:
+    """The Narrator's query layout; `past` is the history section (title, text), which differs between variants."""
+    title, text = past
+    return _sections(
+        _header("Scene Description", description),
+        _header("Available Activities", repr(list(labels))),
+        _header("User Instruction", instruction or "None"),
+        _header("Available Characters", _character_lines(characters, history)),
+        _header(title, text or "None"),
+        _header("Feedback", "None"),
+    )
+
+
 def narrator_query(
     description: str,
     labels: Sequence[str],
@@ -69,14 +89,7 @@ def narrator_query(
     history: Sequence[HistoryEvent],
 ) -> str:
     events = "".join(f"- Event {i}: {event.label} ({event.state})\n" for i, event in enumerate(history))
-    return _sections(
-        _header("Scene Description", description),
-        _header("Available Activities", repr(list(labels))),
-        _header("User Instruction", instruction or "None"),
-        _header("Available Characters", _character_lines(characters, history)),
-        _header("Event History", events or "None"),
-        _header("Feedback", "None"),
-    )
+    return _story_query(description, labels, instruction, characters, history, ("Event History", events))
 
 
 def planning_history_query(
@@ -97,14 +110,7 @@ def planning_history_query(
                 f"    - relationships: {list(details.relationships)!r}\n"
                 f"    - state: '{event.state}'\n"
             )
-    return _sections(
-        _header("Scene Description", description),
-        _header("Available Activities", repr(list(labels))),
-        _header("User Instruction", instruction or "None"),
-        _header("Available Characters", _character_lines(characters, history)),
-        _header("Planning History", plans or "None"),
-        _header("Feedback", "None"),
-    )
+    return _story_query(description, labels, instruction, characters, history, ("Planning History", plans))
 
 
 def parser_query(description: str, labels: Sequence[str], characters: Sequence[Character], event_label: str) -> str:
