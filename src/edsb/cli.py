@@ -315,6 +315,8 @@ def report_command(
     if fmt not in ("table", "markdown", "csv", "json"):
         raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv or json)")
     config, summary = load_run(run_dir)
+    for note in summary.get("notes", []):
+        err.print(f"note: {note}", markup=False, highlight=False)
     text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)  # type: ignore[arg-type]
     if text is not None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

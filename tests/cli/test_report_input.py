@@ -42,6 +42,7 @@ def test_a_torn_last_line_is_left_out_of_the_report(edsb, finished) -> None:
     outcome = edsb("report", out, "--format", "json")
     assert outcome.code == 0 and "Traceback" not in outcome.err
     assert json.loads(outcome.out)["variants"]["object-list"]["runs"] == RUNS - 1
+    assert "note:" in outcome.err and "last line is torn" in outcome.err
     assert snapshot(out) == before
 
 

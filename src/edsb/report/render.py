@@ -19,7 +19,7 @@ from edsb.errors import EdsbError, UsageError
 from edsb.report.cost import estimate_cost, price_for
 from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
 from edsb.runner.config import CONFIG_FILE
-from edsb.runner.store import RESULTS_FILE, load_results
+from edsb.runner.store import RESULTS_FILE, load_results, read_records
 
 Format = Literal["table", "markdown", "csv", "json"]
 
@@ -66,6 +66,9 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         except ValidationError as exc:
             raise EdsbError(f"{run_dir / RESULTS_FILE}: record {number}: {validation_message(exc)}") from None
     summary = build_summary(records, config["variants"])
+    results = run_dir / RESULTS_FILE
+    if read_records(results)[1] < results.stat().st_size:
+        summary["notes"] = [f"{results}: the last line is torn (a run was killed mid-write) and is left out"]
     return config, summary
 
 
