@@ -327,3 +327,30 @@ def test_mistakes_are_judged_as_the_reference_would(
     assert summary["success_rate"] == 0.0
     assert summary["execution_rate"] == (0.0 if status == "error" else 1.0)
     assert summary["error_kinds"] == ({error_kind: 1} if error_kind else {})
+
+
+def stranger_plan(case: TestCase) -> str:
+    """w/o Event code that plans only someone who is not in the scene (a misspelt name)."""
+    name = case.expected_plans[0].character[:-1]
+    body = [
+        "    # Let the newcomer wait by the door for now.",
+        f'    guest = get_character("{name}")',
+        '    guest.set_target_action("idle")',
+    ]
+    return fenced("def generate_next_plan():", body)
+
+
+@pytest.mark.parametrize(
+    ("case_id", "status", "error_kind"), [(21, "passed", None), (13, "error", "missing_character")]
+)
+def test_wo_event_plan_naming_no_kept_character_is_a_skip(
+    openai_server: OpenAIServer, benchmark: Benchmark, tmp_path: Path, case_id: int, status: str, error_kind: str | None
+) -> None:
+    # The reference keeps such a plan only if it names a character of the scene; otherwise the turn is skipped
+    # (plan `{}`), which passes the null-plan case 21 and misses the expected character elsewhere.
+    openai_server.handler = ScriptedModel(benchmark.cases, answers={("wo_event", case_id): stranger_plan})
+    out = tmp_path / "run"
+    args = ("--model", "openai:scripted", "--base-url", openai_server.base_url, "--cases", str(case_id))
+    assert run_edsb("run", *args, "--variant", "wo-event", "--distraction", "0", *COMMON, "--out", str(out)) == 0
+    (record,) = read_results(out)
+    assert (record["status"], record["error_kind"], record["plan"]) == (status, error_kind, {})

@@ -111,6 +111,8 @@ async def plan_run(
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
         plan = await asyncio.to_thread(run_plan_code, narration, context, variant.planning_mode, services.limits)
+        if not any(name in plan for name in scenario.character_names):
+            return {}  # a plan naming no kept character is the reference's way to skip a turn
     else:
         event = parse_narrator_reply(narration, scenario.character_names)
         if event is None:
