@@ -244,6 +244,54 @@ def parse_event():
     assert ryan.target_action == "use_smartphone"
 
 
+def test_pure_modules_can_be_imported_inside_the_entry_point(house: CodeContext) -> None:
+    # The reference's exec allows any import and exposes `re`; plan code may use math, re and itertools here.
+    code = """
+def parse_event():
+    import math
+    from itertools import combinations
+    pairs = list(combinations(["chair_1", "chair_3", "chair_4"], 2))
+    gaps = {pair: get_distance_between(*pair) for pair in pairs}
+    closest = min(gaps, key=gaps.get)
+    digits = re.findall(r"[0-9]+", closest[0])
+    print(len(pairs), math.isfinite(gaps[closest]), digits)
+    ryan = get_character("Ryan")
+    ryan.set_position(get_area_between(*closest))
+    ryan.set_target_action("use_smartphone")
+"""
+    raw = execute_plan_code(code, house, LIMITS)
+    assert raw.output == "3 True ['1']\n"
+    assert raw.characters[0].position[0].startswith("between chair_1 and ")
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "text"),
+    [
+        ("    import os", "code_policy", "import statements are not allowed"),
+        ("    import math, os", "code_policy", "import statements are not allowed"),
+        ("    from re import *", "code_syntax", "import *"),  # a SyntaxError inside a function, as in CPython
+        ("    import numpy as np", "code_policy", "import statements are not allowed"),
+        ("    return re.enum", "code_runtime", "AttributeError"),  # module attributes are not handed over
+        ("    import math\n    return math.sys", "code_runtime", "AttributeError"),
+        ("    return getattr(re.compile('a'), 'pattern')", None, None),
+    ],
+    ids=["os", "os-beside-math", "star", "numpy", "re-enum", "math-sys", "pattern-ok"],
+)
+def test_imports_reach_pure_functions_only(house: CodeContext, body: str, kind: str | None, text: str | None) -> None:
+    code = f"def parse_event():\n{body}\n"
+    if kind is None:
+        assert execute_plan_code(code, house, LIMITS).characters == ()
+        return
+    assert failure(code, house)[0] == kind
+    assert text in failure(code, house)[1]
+
+
+def test_a_top_level_import_is_invisible_inside_the_entry_point(house: CodeContext) -> None:
+    # As in the reference, where names bound at top level do not reach the function's globals.
+    code = "import math\ndef parse_event():\n    return math.sqrt(4)\n"
+    assert failure(code, house) == ("code_runtime", "NameError: name 'math' is not defined")
+
+
 def test_constructs_restrictedpython_refuses_without_a_security_reason_are_allowed(house: CodeContext) -> None:
     code = """
 def parse_event():

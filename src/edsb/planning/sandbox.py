@@ -34,11 +34,13 @@ import contextlib
 import gc
 import hashlib
 import inspect
+import itertools
 import json
 import math
 import operator
 import os
 import pickle
+import re
 import select
 import signal
 import struct
@@ -46,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -762,11 +765,16 @@ class _PlanCodePolicy(RestrictingNodeTransformer):
     refuses without a security reason: `d[k] += v`, annotated assignments and `nonlocal`."""
 
     def visit_Import(self, node: ast.Import) -> ast.AST:
-        self.error(node, "import statements are not allowed: plan code can only use the listed functions")
+        if all(alias.name in IMPORTABLE_MODULES for alias in node.names):
+            return super().visit_Import(node)
+        self.error(node, f"import statements are not allowed, except of {_IMPORTABLE_TEXT}")
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
-        self.error(node, "import statements are not allowed: plan code can only use the listed functions")
+        star = any(alias.name == "*" for alias in node.names)
+        if node.level == 0 and node.module in IMPORTABLE_MODULES and not star:
+            return super().visit_ImportFrom(node)
+        self.error(node, f"import statements are not allowed, except of {_IMPORTABLE_TEXT}")
         return node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
@@ -805,6 +813,26 @@ class _PlanCodePolicy(RestrictingNodeTransformer):
 
 
 # --- guards: the only objects model code reaches besides the API ------------------------------------------------------
+
+
+def _module_view(module: types.ModuleType) -> types.SimpleNamespace:
+    """A module's public functions and constants, without the modules it imported (`re.enum.sys` and the like are
+    the classic way out of a sandbox)."""
+    return types.SimpleNamespace(
+        **{
+            name: value
+            for name, value in vars(module).items()
+            if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        }
+    )
+
+
+# Pure modules whose import the reference's unsandboxed `exec` would allow and model code plausibly uses; each is
+# handed over as a view without module attributes. The reference's executor also exposes `re` without an import.
+IMPORTABLE_MODULES: dict[str, types.SimpleNamespace] = {
+    module.__name__: _module_view(module) for module in (math, re, itertools)
+}
+_IMPORTABLE_TEXT = ", ".join(sorted(IMPORTABLE_MODULES))
 
 
 class _PolicyViolation(Exception):
@@ -935,11 +963,17 @@ class _Guards:
         allowed: dict[str, Any] = {name: getattr(builtins, name) for name in (*_SAFE_BUILTINS, *_SAFE_EXCEPTIONS)}
         for name in _REFUSED_BUILTINS:
             allowed[name] = self._refusing(name)
-        allowed.update(getattr=self.getattr_builtin, hasattr=self.hasattr_builtin, type=self.type_builtin)
+        allowed.update(
+            getattr=self.getattr_builtin,
+            hasattr=self.hasattr_builtin,
+            type=self.type_builtin,
+            __import__=self.import_builtin,
+        )
         return {
             "__builtins__": allowed,
             "__name__": "plan_code",
             "Area": Area,
+            "re": IMPORTABLE_MODULES["re"],
             "_getattr_": self.getattr,
             "_getitem_": _getitem,
             "_getiter_": iter,
@@ -967,9 +1001,18 @@ class _Guards:
             self.refuse("str.format is not allowed in plan code (use f-strings)")
         if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES:
             self.refuse(f"access to the attribute {name!r} of an exception is not allowed")
-        if default is _MISSING:
-            return getattr(obj, name)
-        return getattr(obj, name, default)
+        value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if isinstance(value, types.ModuleType):
+            self.refuse(f"access to the module {name!r} is not allowed")
+        return value
+
+    def import_builtin(
+        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> types.SimpleNamespace:
+        view = IMPORTABLE_MODULES.get(name) if level == 0 else None
+        if view is None:
+            self.refuse(f"importing {name!r} is not allowed (only {_IMPORTABLE_TEXT})")
+        return view
 
     def getattr_builtin(self, obj: Any, name: Any, *default: Any) -> Any:
         if len(default) > 1:
