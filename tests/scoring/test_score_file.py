@@ -54,7 +54,6 @@ def test_invalid_lines_get_their_own_error_and_scoring_continues(benchmark: Benc
         line(case="0", plan=RYAN_OK),
         line(case=0),
         line(case=5, plan=RYAN_OK),
-        line(case=60, distraction=1, plan={}),
         line(case=0, distraction=-1, plan=RYAN_OK),
         line(case=0, distraction=1.0, plan=RYAN_OK),
         line(case=True, plan=RYAN_OK),
@@ -68,7 +67,7 @@ def test_invalid_lines_get_their_own_error_and_scoring_continues(benchmark: Benc
         assert f"line {number}" in output["error"]
     assert outputs[5]["case"] == 0 and "no 'plan'" in outputs[5]["error"]
     assert outputs[6]["error"] == "invalid_input: line 7: unknown case id 5"
-    assert outputs[7]["case"] == 60 and outputs[7]["distraction"] == 1
+    assert outputs[7]["case"] == 0 and outputs[7]["distraction"] == -1
     assert outputs[-1] == {"case": 0, "distraction": 0, "passed": True, "error": None}
 
 
@@ -99,3 +98,14 @@ def test_summary_of_nothing(benchmark: Benchmark) -> None:
     summary = summarize_scores(score_lines(["nope"], benchmark))
     assert summary.overall is None
     assert summary.text() == "scored 0 of 1 lines (1 invalid)"
+
+
+def test_a_level_above_the_cases_maximum_keeps_every_entry(benchmark: Benchmark) -> None:
+    # The reference filters entries with `level <= L`, so any L at or above a case's maximum keeps them all: a PI
+    # plan scored "at level 2" is judged exactly like one at level 0.
+    plan = {"Theodore": {"target_action": ["idle"], "relationships": [], "sampled_position": [1.0, 2.0]}}
+    at_0, at_2 = score_lines(
+        [line(case=60, distraction=0, plan=plan), line(case=60, distraction=2, plan=plan)], benchmark
+    )
+    assert at_2 == {**at_0, "distraction": 2}
+    assert at_2["error"] is None

@@ -6,8 +6,10 @@ Input, one object per line: `{"case": 0, "distraction": 1, "plan": {...}}`, the 
 level of the PI cases. Output, one object per input line and in the same order:
 `{"case": 0, "distraction": 1, "passed": true, "error": null}`, where `error` is `"<kind>: <message>"`.
 
-A line that cannot be scored (invalid JSON, no `case` or `plan`, an unknown case id, a level the case does not
-have) gets an `invalid_input` error line and does not count in the summary; scoring carries on with the next line.
+A level above the case's maximum is judged like the maximum (the official filter keeps entries up to the level, so
+nothing more is kept). A line that cannot be scored (invalid JSON, no `case` or `plan`, an unknown case id, a
+negative level) gets an `invalid_input` error line and does not count in the summary; scoring carries on with the
+next line.
 A plan that is present but null is judged like any other value (case 21 accepts it as an empty plan).
 """
 
@@ -87,12 +89,8 @@ class PlanScorer:
         case = self.benchmark.cases.get(case_id)
         if case is None:
             raise _InvalidLine(f"line {number}: unknown case id {case_id}", case_id, level)
-        if not 0 <= level <= case.max_distraction:
-            raise _InvalidLine(
-                f"line {number}: case {case_id} has distraction levels 0..{case.max_distraction}, not {level}",
-                case_id,
-                level,
-            )
+        if level < 0:
+            raise _InvalidLine(f"line {number}: distraction levels start at 0, not {level}", case_id, level)
         return case, level, record["plan"]
 
 
