@@ -38,7 +38,7 @@ class Outcome:
 def edsb(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """`edsb(*args) -> Outcome`, with the official data, a private cache and no ambient OpenAI settings."""
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     monkeypatch.setenv("EDSB_DATA", str(DATA))
     monkeypatch.setenv("EDSB_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):

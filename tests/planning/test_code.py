@@ -26,7 +26,7 @@ from tests.support.data import DATA
 def prompt_text() -> str:
     path = DATA / "src/action_planning/event_parser/system_messages/event_parser.txt"
     if not path.is_file():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     return path.read_text(encoding="utf-8")
 
 

@@ -78,7 +78,7 @@ def _sha256(text: str) -> str:
 @cache
 def _benchmark() -> Benchmark:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     return Benchmark.open(DATA)
 
 
@@ -99,7 +99,7 @@ def _request(row: Row) -> ChatRequest:
 
 def test_hash_file_is_complete() -> None:
     if not ROWS:
-        pytest.skip("reference-render-hashes.tsv not found (set EDSB_RENDER_HASHES)")
+        pytest.fail("reference-render-hashes.tsv not found (set EDSB_RENDER_HASHES)")
     counts = {
         (v, m): sum(r.variant == v and r.module == m for r in ROWS) for v, m in {(r.variant, r.module) for r in ROWS}
     }

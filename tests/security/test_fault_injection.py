@@ -126,7 +126,7 @@ def run_with_faults(
 @pytest.fixture(autouse=True)
 def data_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     monkeypatch.setenv("EDSB_DATA", str(DATA))
     monkeypatch.setenv("EDSB_CACHE_DIR", str(tmp_path / "cache"))
 

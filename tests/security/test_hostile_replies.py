@@ -41,7 +41,7 @@ class FirstReplyHostile:
 
 def run_two(tmp_path: Path, model: FirstReplyHostile, *options: str) -> tuple[dict, dict, str]:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     out = tmp_path / "run"
     env = {"EDSB_DATA": str(DATA), "EDSB_CACHE_DIR": str(tmp_path / "cache")}
     with OpenAIServer(model) as server:

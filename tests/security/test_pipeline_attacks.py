@@ -185,7 +185,7 @@ def attack_program(attack: Attack, targets: Path) -> str:
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     root = tmp_path_factory.mktemp("attacks")
     targets, cwd, out = root / "targets", root / "cwd", root / "run"
     targets.mkdir()

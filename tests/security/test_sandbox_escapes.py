@@ -20,7 +20,7 @@ LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
 @pytest.fixture(scope="module")
 def context() -> CodeContext:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     return CodeContext.for_benchmark(DATA, "House")
 
 

@@ -50,7 +50,7 @@ class EchoingServer:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     if not DATA.is_dir():
-        pytest.skip(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
     return {"EDSB_DATA": str(DATA), "EDSB_CACHE_DIR": str(tmp_path / "cache")}
 
 
