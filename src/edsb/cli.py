@@ -198,14 +198,14 @@ def check_model_command(
         raise typer.Exit(1)
 
 
-def _resolve_run_config(options: dict[str, Any], config_file: Path | None, preset: str | None) -> RunConfig:
+def _resolve_run_config(options: dict[str, Any], config_file: Path | None) -> RunConfig:
     """Defaults < preset < config file < explicit command-line options."""
     from edsb.planning.variants import get_preset
 
     merged: dict[str, Any] = {}
     file_options = load_config_file(config_file) if config_file else {}
     file_preset = file_options.pop("preset", None)
-    preset = options.get("preset") or file_preset or preset
+    preset = options.get("preset") or file_preset
     if preset:
         chosen = get_preset(preset)
         merged.update(
@@ -282,7 +282,7 @@ def run_command(
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }
-    resolved = _resolve_run_config(options, config, None)
+    resolved = _resolve_run_config(options, config)
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None)
     quiet = quiet or bool(session.get("quiet"))

@@ -21,21 +21,17 @@ DESCRIPTIONS_SUBDIR = Path("descriptions/openai-gpt-4o-2024-08-06-0.1")
 PROMPTS_DIR = Path("src/action_planning")
 
 
-def _display(path: Path) -> str:
-    return str(path)
-
-
 def read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise DataError(f"{_display(path)}: file not found") from None
+        raise DataError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{_display(path)}: cannot read ({exc})") from None
+        raise DataError(f"{path}: cannot read ({exc})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{_display(path)}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -53,7 +49,7 @@ def parse_file(path: Path, model: type[M] | Any) -> M:
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
-        raise DataError(f"{_display(path)}: {validation_message(exc)}") from None
+        raise DataError(f"{path}: {validation_message(exc)}") from None
 
 
 class Benchmark:
@@ -84,12 +80,12 @@ class Benchmark:
             case = parse_file(path, TestCase)
             expected_id = path.stem.removeprefix("testcase_")
             if str(case.id) != expected_id:
-                raise DataError(f"{_display(path)}: id {case.id} does not match the file name")
+                raise DataError(f"{path}: id {case.id} does not match the file name")
             if case.id in found:
-                raise DataError(f"{_display(path)}: duplicate case id {case.id}")
+                raise DataError(f"{path}: duplicate case id {case.id}")
             found[case.id] = case
         if not found:
-            raise DataError(f"{_display(self.root / CASES_DIR)}: no test cases found")
+            raise DataError(f"{self.root / CASES_DIR}: no test cases found")
         return dict(sorted(found.items()))
 
     def case(self, case_id: int) -> TestCase:
@@ -109,10 +105,10 @@ class Benchmark:
         path = self.scene_dir(scene) / "objects.json"
         records = sorted(parse_file(path, list[SceneObjectRecord]), key=lambda r: r.id)
         if [r.id for r in records] != list(range(len(records))):
-            raise DataError(f"{_display(path)}: object ids must be 0..{len(records) - 1}, each once")
+            raise DataError(f"{path}: object ids must be 0..{len(records) - 1}, each once")
         names = [r.name for r in records]
         if len(set(names)) != len(names):
-            raise DataError(f"{_display(path)}: object names (label_idx) are not unique")
+            raise DataError(f"{path}: object names (label_idx) are not unique")
         return records
 
     def scene_bounds(self, scene: str) -> SceneBounds:
@@ -139,5 +135,5 @@ class Benchmark:
         """A file of the official prompt pack, e.g. `narrator/system_messages/narrator.txt`."""
         path = self.root / PROMPTS_DIR / relative
         if not path.is_file():
-            raise DataError(f"{_display(path)}: prompt file not found")
+            raise DataError(f"{path}: prompt file not found")
         return path

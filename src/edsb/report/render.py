@@ -19,7 +19,7 @@ from edsb.errors import EdsbError, UsageError
 from edsb.report.cost import estimate_cost, price_for
 from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
 from edsb.runner.config import CONFIG_FILE
-from edsb.runner.store import RESULTS_FILE, load_results, read_records
+from edsb.runner.store import RESULTS_FILE, latest_by_key, read_records
 
 Format = Literal["table", "markdown", "csv", "json"]
 
@@ -59,15 +59,16 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise EdsbError(f"{config_path}: unreadable ({exc})") from None
     except ValidationError as exc:
         raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
+    results = run_dir / RESULTS_FILE
+    whole, whole_bytes = read_records(results)
     records = []
-    for number, raw in enumerate(load_results(run_dir), start=1):
+    for number, raw in enumerate(latest_by_key(whole), start=1):
         try:
             records.append(_ReportedRecord.model_validate(raw).model_dump())
         except ValidationError as exc:
             raise EdsbError(f"{run_dir / RESULTS_FILE}: record {number}: {validation_message(exc)}") from None
     summary = build_summary(records, config["variants"])
-    results = run_dir / RESULTS_FILE
-    if read_records(results)[1] < results.stat().st_size:
+    if whole_bytes < results.stat().st_size:
         summary["notes"] = [f"{results}: the last line is torn (a run was killed mid-write) and is left out"]
     return config, summary
 

@@ -55,6 +55,7 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
         return summary
     metric_records = [to_metric_record(r) for r in counted]
     overall = overall_cell(metric_records)
+    overall_json = cell_json(overall)
     cells = tag_level_cells(metric_records)
     clusters = [r.case_id for r in metric_records]
     by_task: dict[tuple[int, int], list[bool]] = defaultdict(list)
@@ -78,8 +79,8 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
         {
             "success_rate": overall.success_rate,
             "execution_rate": overall.execution_rate,
-            "success_interval": cell_json(overall)["success_interval"],
-            "execution_interval": cell_json(overall)["execution_interval"],
+            "success_interval": overall_json["success_interval"],
+            "execution_interval": overall_json["execution_interval"],
             "success_se_clustered": clustered_standard_error([float(r.passed) for r in metric_records], clusters),
             "execution_se_clustered": clustered_standard_error(
                 [float(not r.errored) for r in metric_records], clusters

@@ -101,10 +101,11 @@ def encode(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def latest_by_key(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per run key, the last one written."""
+    return list({record["key"]: record for record in records}.values())
+
+
 def load_results(run_dir: Path) -> list[dict[str, Any]]:
     """Finished records of a run directory (read-only; last record per key wins)."""
-    records, _ = read_records(Path(run_dir) / RESULTS_FILE)
-    latest: dict[str, dict[str, Any]] = {}
-    for record in records:
-        latest[record["key"]] = record
-    return list(latest.values())
+    return latest_by_key(read_records(Path(run_dir) / RESULTS_FILE)[0])
