@@ -30,6 +30,13 @@ class ReplayError(EdsbError):
     """A replay directory without usable transcripts, or a request that was never recorded."""
 
 
+# HTTP statuses that refuse the request itself (too long for the context, invalid for this model): asking again
+# cannot help, so the model's answer is as good as an execution error.
+REJECTED_REQUEST_STATUSES = frozenset({400, 413, 422})
+# Statuses that refuse the client (bad key, forbidden, unknown model or endpoint): no request of this run can succeed.
+REFUSED_CLIENT_STATUSES = frozenset({401, 403, 404})
+
+
 class TransportError(Exception):
     """The model gave no completion: timeouts, refused connections, HTTP errors, bodies that are not completions.
 
@@ -42,6 +49,14 @@ class TransportError(Exception):
         self.message = message
         self.attempts = attempts
         self.status = status
+
+    @property
+    def request_rejected(self) -> bool:
+        return self.kind == "rejected" or (self.kind == "http" and self.status in REJECTED_REQUEST_STATUSES)
+
+    @property
+    def client_refused(self) -> bool:
+        return self.kind == "http" and self.status in REFUSED_CLIENT_STATUSES
 
     def __str__(self) -> str:
         status = f" {self.status}" if self.status is not None else ""

@@ -148,18 +148,11 @@ class EndpointRefused(EdsbError):
     """The endpoint refuses every request (bad key, unknown model, forbidden): no run can succeed, so stop."""
 
 
-# HTTP statuses that mean the request itself was refused (prompt too long, invalid for this model): the model cannot
-# answer it however often it is asked, so the run is an execution error, as in the reference.
-REJECTED_STATUSES = frozenset({400, 413, 422})
-# Statuses that no rerun of this configuration can fix.
-FATAL_STATUSES = frozenset({401, 403, 404})
-
-
 def _transport_outcome(exc: TransportError) -> tuple[str, str, str]:
     """(status, kind, message) of a run whose model gave no completion."""
-    if exc.kind == "http" and exc.status in FATAL_STATUSES:
+    if exc.client_refused:
         raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
-    if exc.kind == "rejected" or (exc.kind == "http" and exc.status in REJECTED_STATUSES):
+    if exc.request_rejected:  # an execution error, as any API failure is in the reference
         return "error", "request_rejected", f"request_rejected: {exc}"
     return "incomplete", f"transport_{exc.kind}", f"transport_{exc.kind}: {exc}"
 
