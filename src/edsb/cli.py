@@ -298,6 +298,8 @@ def run_command(
         markup=False,
         highlight=False,
     )
+    if stats.incomplete:  # a sweep with holes must not look like a finished one to a script or CI
+        raise EdsbError(f"{stats.incomplete} runs are incomplete (the model never answered); see {out}")
 
 
 @app.command("report")

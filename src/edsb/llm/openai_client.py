@@ -27,6 +27,9 @@ API_KEY_ENV = "OPENAI_API_KEY"
 KEYLESS_PLACEHOLDER = "no-key"
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_IN_FLIGHT = 16
+# Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
+# down: retry them only briefly, so a dead endpoint fails in seconds instead of minutes of backoff per run.
+UNREACHED_MAX_RETRIES = 2
 _SNIPPET = 160
 
 
@@ -168,6 +171,7 @@ class OpenAIChatModel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
         self._gate: asyncio.Semaphore | None = None
+        self._answered = False  # has any request reached the server (any HTTP response)?
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -219,9 +223,15 @@ class OpenAIChatModel:
             try:
                 async with gate:
                     body, latency_s = await self._attempt(client, params)
+                self._answered = True
                 return parse_completion(body, self.model, latency_s, attempt)
             except _Failure as failure:
-                if not failure.retryable or attempt > self.retry.max_retries:
+                if failure.kind != "connection":
+                    self._answered = True
+                max_retries = self.retry.max_retries
+                if failure.kind == "connection" and not self._answered:
+                    max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
+                if not failure.retryable or attempt > max_retries:
                     message = _one_line(self._redact(failure.message))
                     if failure.status == 404:
                         message += " (does --base-url end in /v1, and does the server serve this model name?)"
