@@ -47,11 +47,15 @@ DataOption = Annotated[
 def data_fetch(
     dest: Annotated[Path | None, typer.Option(help="Where to install the files (default: the data directory).")] = None,
     url: Annotated[str, typer.Option(help="Archive of the reference repository at the pinned commit.")] = DEFAULT_URL,
+    archive: Annotated[
+        Path | None,
+        typer.Option(help="A local copy of that archive (.tar.gz or .zip), for machines without network access."),
+    ] = None,
     force: Annotated[bool, typer.Option(help="Download again even if a verified copy exists.")] = False,
 ) -> None:
-    """Download the benchmark files at the pinned commit and verify every sha256."""
+    """Download the benchmark files at the pinned commit (or read --archive) and verify every sha256."""
     target = dest or resolve_data_dir(None)
-    installed = fetch_data(target, url, force=force)
+    installed = fetch_data(target, url, archive=archive, force=force)
     err.print(f"benchmark data verified at {installed}")
     err.print(f"use it with --data {installed} or export EDSB_DATA={installed}" if dest else "")
 
