@@ -49,10 +49,8 @@ class ReplayChatModel:
         return self._identity
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        record = next(
-            (found for i in self._identities if (found := self._answers.get(request_key(i, request))) is not None),
-            None,
-        )
+        found = [r for i in self._identities if (r := self._answers.get(request_key(i, request))) is not None]
+        record = next((r for r in found if r.response is not None), found[0] if found else None)
         if record is None:
             raise ReplayError(
                 f"replay stopped: a request is not recorded in {self.directory} (sample {request.sample_index}, "

@@ -130,7 +130,8 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
             )
     notes = []
     if previous.base_url != config.base_url:
-        notes.append(f"endpoint changed from {previous.base_url or 'the default'} to {config.base_url or 'the default'}")
+        before, after = previous.base_url or "the default", config.base_url or "the default"
+        notes.append(f"endpoint changed from {before} to {after}")
     grown = {
         "variants": previous.variants + [v for v in config.variants if v not in previous.variants],
         "cases": sorted(set(previous.cases) | set(config.cases)),

@@ -127,7 +127,8 @@ def run_benchmark(
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
         raise
     except EndpointUnreachable as exc:
-        raise EndpointUnreachable(f"{exc}; is the server up and the address right ({model.identity})? {kept()}") from None
+        hint = f"is the server up and the address right ({model.identity})?"
+        raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
     finally:
         store.close()
     # The summary covers everything the directory holds: a directory extended by several passes reports it all.
@@ -163,10 +164,9 @@ def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -
         console.print("finishing in-flight requests; Ctrl-C again to stop now", markup=False, highlight=False)
         loop.add_signal_handler(signal.SIGINT, second)
 
-    try:
+    # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
+    with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, first)
-    except (NotImplementedError, RuntimeError):  # no loop signal handlers (Windows, not the main thread)
-        pass
 
 
 async def _execute(
