@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from edsb.errors import EdsbError
@@ -83,6 +83,17 @@ class _TwoLineProgress(Progress):
         yield Text(self.status, no_wrap=True, overflow="ellipsis")
 
 
+class _EtaColumn(ProgressColumn):
+    """Time left from the mean time per finished run so far. Rich's own estimate only looks at the last 30 s, so a
+    run that takes a minute (the embedded model, a slow endpoint) would show no ETA at all."""
+
+    def render(self, task: Task) -> Text:
+        elapsed, done = task.elapsed, task.completed
+        if not elapsed or not done or task.total is None or done >= task.total:
+            return Text("eta -:--:--", style="progress.remaining")
+        return Text(f"eta {_clock(elapsed / done * (task.total - done))}", style="progress.remaining")
+
+
 class _LiveProgress:
     """A rich progress bar, redrawn in place (terminals only)."""
 
@@ -92,8 +103,7 @@ class _LiveProgress:
             BarColumn(bar_width=40),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
+            _EtaColumn(),
             console=console,
             transient=False,
             expand=False,
