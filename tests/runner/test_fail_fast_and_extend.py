@@ -143,3 +143,17 @@ def _wait_for(condition, process: subprocess.Popen) -> None:  # type: ignore[no-
         assert process.poll() is None, "the run ended early"
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
+
+
+def test_a_replay_miss_stops_the_replay_with_one_line(scripted_server: OpenAIServer, tmp_path: Path) -> None:
+    recorded, cache = tmp_path / "recorded", tmp_path / "cache"
+    assert run_cli(scripted_server, recorded, cache, "--cases", "13", "--distraction", "0", *QUIET).returncode == 0
+    out = tmp_path / "replayed"
+    command = [sys.executable, "-m", "edsb", "run", "--model", f"replay:{recorded}", "--out", str(out)]
+    options = ["--cases", "13,60", "--distraction", "0", "--concurrency", "1", *QUIET]  # case 60 was never recorded
+    result = subprocess.run([*command, *options], env=cli_env(cache), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("edsb: error: replay stopped: a request is not recorded in")
+    records = records_by_key(out)  # the recorded case replayed; nothing was filed as an internal error
+    assert list(records) == ["ours/tc13-d0-r0"] and records["ours/tc13-d0-r0"]["status"] != "incomplete"
