@@ -117,8 +117,10 @@ def run_benchmark(
         transcripts=TranscriptWriter(transcripts_dir(out)),
     )
 
+    wanted = {key.id for key in keys}
+
     def kept() -> str:
-        done = sum(is_complete(record) for record in load_results(out))
+        done = sum(is_complete(record) and record["key"] in wanted for record in load_results(out))
         return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
 
     try:
@@ -134,7 +136,7 @@ def run_benchmark(
     # The summary covers everything the directory holds: a directory extended by several passes reports it all.
     records = load_results(out)
     summary = build_summary(records, config.variants)
-    planned = {key.id for key in keys} | {record["key"] for record in records}
+    planned = wanted | {record["key"] for record in records}
     summary["config"] = {"model": config.model, "runs_planned": len(planned)}
     path = out / SUMMARY_FILE
     path.with_suffix(".tmp").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
