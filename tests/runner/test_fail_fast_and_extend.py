@@ -44,7 +44,7 @@ def test_a_dead_endpoint_stops_the_sweep_with_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     records = records_by_key(out)
     assert len(records) < 15, "the sweep must stop before trying every run"
-    assert {r["error_kind"] for r in records.values()} == {"transport_connection"}
+    assert {r["error_kind"] for r in records.values()} == {"transport_unreachable"}
     # The requests themselves gave up quickly: an endpoint that never answered gets only a few attempts.
     assert all("after 3 attempts" in r["error"] for r in records.values())
 

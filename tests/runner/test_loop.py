@@ -146,7 +146,7 @@ def test_connection_failures_in_a_row_stop_the_loop(tmp_path: Path) -> None:
         await asyncio.sleep(0)
         if key.case == 1:  # one success resets the streak
             return _record(RunKey("ours", 0, 0, 0)) | {"key": key.id}
-        return {"key": key.id, "status": "incomplete", "error_kind": "transport_connection", "error": "refused"}
+        return {"key": key.id, "status": "incomplete", "error_kind": "transport_unreachable", "error": "refused"}
 
     store = ResultStore(tmp_path)
     store.open()

@@ -109,7 +109,11 @@ def _classify(exc: openai.APIError | TimeoutError, timeout_s: float) -> _Failure
         )
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
-        return _Failure("connection", _flat(f"{type(cause).__name__}: {cause}"))
+        # The SDK's HTTP library (httpx, or the copy it vendors) says ConnectError / ConnectTimeout when no
+        # connection could be opened at all; matched by name so either library is recognised.
+        opened = not any(k.__name__ in ("ConnectError", "ConnectTimeout") for k in type(cause).__mro__)
+        kind: TransportKind = "connection" if opened else "unreachable"
+        return _Failure(kind, _flat(f"{type(cause).__name__}: {cause}"))
     return _Failure("invalid_response", _flat(f"{type(exc).__name__}: {exc}"))
 
 
@@ -226,10 +230,10 @@ class OpenAIChatModel:
                 self._answered = True
                 return parse_completion(body, self.model, latency_s, attempt)
             except _Failure as failure:
-                if failure.kind != "connection":
+                if failure.kind != "unreachable":
                     self._answered = True
                 max_retries = self.retry.max_retries
-                if failure.kind == "connection" and not self._answered:
+                if failure.kind == "unreachable" and not self._answered:
                     max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
                 if not failure.retryable or attempt > max_retries:
                     message = _one_line(self._redact(failure.message))

@@ -30,7 +30,7 @@ LOG_STEPS = 10  # and one each time another tenth of the runs is done
 # This many runs in a row that could not connect to the model stop the sweep: the endpoint is down or the address is
 # wrong, and every further run would only wait through its retries to fail the same way.
 UNREACHABLE_STREAK = 3
-CONNECTION_FAILURE = "transport_connection"
+CONNECTION_FAILURE = "transport_unreachable"
 
 
 class EndpointUnreachable(EdsbError):
