@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from edsb import __version__
 from edsb.data.benchmark import Benchmark, validation_message
 from edsb.data.check import check_data
 from edsb.data.download import DEFAULT_URL, fetch_data
@@ -32,6 +33,22 @@ app = typer.Typer(
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the official benchmark files.")
 app.add_typer(data_app, name="data")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"edsb {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Event-Driven Storytelling Benchmark harness: run, score and report LLM planners."""
+
+
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -47,11 +64,15 @@ DataOption = Annotated[
 def data_fetch(
     dest: Annotated[Path | None, typer.Option(help="Where to install the files (default: the data directory).")] = None,
     url: Annotated[str, typer.Option(help="Archive of the reference repository at the pinned commit.")] = DEFAULT_URL,
+    archive: Annotated[
+        Path | None,
+        typer.Option(help="A local copy of that archive (.tar.gz or .zip), for machines without network access."),
+    ] = None,
     force: Annotated[bool, typer.Option(help="Download again even if a verified copy exists.")] = False,
 ) -> None:
-    """Download the benchmark files at the pinned commit and verify every sha256."""
+    """Download the benchmark files at the pinned commit (or read --archive) and verify every sha256."""
     target = dest or resolve_data_dir(None)
-    installed = fetch_data(target, url, force=force)
+    installed = fetch_data(target, url, archive=archive, force=force)
     err.print(f"benchmark data verified at {installed}")
     err.print(f"use it with --data {installed} or export EDSB_DATA={installed}" if dest else "")
 
@@ -105,7 +126,10 @@ def cases_command(
     cases: Annotated[
         str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")
     ] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only cases with this tag (repeatable).")] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="Only cases with this tag; repeated, any of them (`--tag OA --tag SS`: OA or SS)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """List the test cases: id, scene, tags, max distraction level, instruction."""
@@ -153,7 +177,7 @@ def score_command(
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
     Input lines: {"case": 0, "distraction": 1, "plan": {character: {"target_action": [...], "relationships": [...],
-    "sampled_position": [x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
+    "sampled_position": \\[x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
     """
     from edsb.scoring.score_file import score_lines, summarize_scores
 
@@ -250,7 +274,9 @@ def run_command(
     seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
-    max_retries: Annotated[int | None, typer.Option(min=0, help="Retries per request on 429/5xx/timeouts.")] = None,
+    max_retries: Annotated[
+        int | None, typer.Option(min=0, help="Retries per request on 429/5xx/timeouts/connection errors (default 6).")
+    ] = None,
     code_timeout: Annotated[float | None, typer.Option(help="Seconds model code may run (default 10).")] = None,
     code_memory: Annotated[int | None, typer.Option(help="MiB of memory model code may use (default 1024).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
@@ -298,6 +324,8 @@ def run_command(
         markup=False,
         highlight=False,
     )
+    if stats.incomplete:  # a sweep with holes must not look like a finished one to a script or CI
+        raise EdsbError(f"{stats.incomplete} runs are incomplete (the model never answered); see {out}")
 
 
 @app.command("report")
@@ -333,7 +361,7 @@ def compare_command(
     fmt: Annotated[str, typer.Option("--format", help="table, markdown or csv.")] = "table",
 ) -> None:
     """Side by side per variant and tag: success (execution), difference to the first run, interval overlap."""
-    from edsb.report.render import compare_header, compare_rows, load_run
+    from edsb.report.render import compare_header, compare_rows, coverage_differences, load_run
 
     if len(run_dirs) < 2:
         raise UsageError("compare needs at least two run directories")
@@ -343,6 +371,8 @@ def compare_command(
     if len(set(names)) != len(names):
         names = [str(path) for path in run_dirs]
     summaries = [(name, load_run(path)[1]) for name, path in zip(names, run_dirs, strict=True)]
+    for note in coverage_differences(summaries):
+        err.print(f"warning: {note}", markup=False, highlight=False)
     header, rows = compare_header(names), compare_rows(summaries)
     if fmt == "table":
         table = Table(*header, title="success (execution), all distraction levels")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import http.server
 import io
+import os
 import socket
+import subprocess
+import sys
 import tarfile
 import threading
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,3 +134,59 @@ def test_optional_runner_file_is_verified_too(tmp_path: Path, archive_server: di
     with pytest.raises(DataError, match=r"benchmark/runner\.py does not match its pinned sha256"):
         fetch_data(tmp_path / "data", archive_server["url"])
     assert not (tmp_path / "data").exists()
+
+
+def _edsb(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "edsb", *argv], env=env, capture_output=True, text=True, timeout=120)
+
+
+def _cli_env(tmp_path: Path) -> dict[str, str]:
+    root = Path(__file__).resolve().parents[2]
+    env = {key: value for key, value in os.environ.items() if key != "EDSB_DATA"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "src"), env.get("PYTHONPATH")]))
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")  # the per-user data directory, inside the test's tmp dir
+    return env
+
+
+def test_fetch_from_a_local_archive_through_the_cli(tmp_path: Path) -> None:
+    archive = tmp_path / "pinned.tar.gz"
+    archive.write_bytes(build_archive())
+    dest = tmp_path / "deep" / "data"
+    env = _cli_env(tmp_path)
+    result = _edsb("data", "fetch", "--archive", str(archive), "--dest", str(dest), env=env)
+    assert result.returncode == 0, result.stderr
+    assert verify_tree(dest) == [] and not (dest / "main.py").exists()
+    checked = _edsb("data", "check", "--data", str(dest), env=env)
+    assert checked.returncode == 0 and "cases: 40" in checked.stdout
+
+
+def test_fetch_from_a_local_zip_archive(tmp_path: Path) -> None:
+    """GitHub also serves the archive as a zip; the same top folder layout is expected."""
+    archive = tmp_path / "pinned.zip"
+    with tarfile.open(fileobj=io.BytesIO(build_archive()), mode="r:gz") as tar, zipfile.ZipFile(archive, "w") as z:
+        for member in tar:
+            source = tar.extractfile(member)
+            assert source is not None
+            z.writestr(member.name, source.read())
+    fetch_data(tmp_path / "data", archive=archive)
+    assert verify_tree(tmp_path / "data") == []
+
+
+def test_a_missing_or_bad_local_archive_leaves_no_directory(tmp_path: Path) -> None:
+    env = _cli_env(tmp_path)
+    missing = _edsb("data", "fetch", "--archive", str(tmp_path / "nope.tar.gz"), env=env)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"edsb: error: --archive {tmp_path / 'nope.tar.gz'}: no such file"
+    garbage = tmp_path / "garbage.tar.gz"
+    garbage.write_bytes(b"<html>not an archive</html>")
+    bad = _edsb("data", "fetch", "--archive", str(garbage), env=env)
+    assert bad.returncode == 1 and "is not a readable archive" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "xdg").exists()  # the default data directory and its parents were not left behind
+
+
+def test_unreachable_url_suggests_a_local_archive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/archive.tar.gz"
+    with pytest.raises(SystemExit):
+        main(["data", "fetch", "--dest", str(tmp_path / "a" / "b" / "data"), "--url", url])
+    assert "--archive FILE" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

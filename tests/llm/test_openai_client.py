@@ -198,7 +198,7 @@ def test_refused_connection_is_a_transport_error() -> None:
     )
     with pytest.raises(TransportError) as caught:
         complete(model)
-    assert (caught.value.kind, caught.value.attempts) == ("connection", 2)
+    assert (caught.value.kind, caught.value.attempts) == ("unreachable", 2)
 
 
 def test_requests_in_flight_are_limited() -> None:

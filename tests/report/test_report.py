@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -73,13 +74,21 @@ def test_json_report_counts_and_excludes_incomplete(run_dir: Path, capsys) -> No
     assert summary["scene-graph"]["success_rate"] == 0.0
 
 
-def test_csv_report_has_the_paper_layout(run_dir: Path, capsys) -> None:
+def test_csv_report_is_tidy(run_dir: Path, capsys) -> None:
+    """One header, then one row per cell: no section rows, every row as wide as the header."""
     _, out, _ = invoke(["report", str(run_dir), "--format", "csv"], capsys)
-    rows = list(csv.reader(io.StringIO(out)))
-    assert rows[0] == ["config", "Total", "OA", "RC", "SS", "PI"]
-    assert rows[1] == ["distraction Total"]
-    assert rows[2] == ["ours", "0.5 (0.75)", "0.5 (0.75)", "0.0 (0.5)", "-", "-"]
-    assert rows[3] == ["scene-graph", "0.0 (1.0)", "0.0 (1.0)", "-", "-", "-"]
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert out.count("variant,tag,distraction") == 1
+    assert all(None not in row and None not in row.values() for row in rows)
+    cells = {(r["variant"], r["tag"], r["distraction"]): r for r in rows}
+    assert len(cells) == len(rows)
+    total = cells[("ours", "Total", "Total")]
+    assert (total["runs"], total["passes"], total["errors"]) == ("4", "2", "1")
+    assert (total["success_rate"], total["execution_rate"]) == ("0.5", "0.75")
+    assert float(total["success_low"]) < 0.5 < float(total["success_high"])
+    assert cells[("ours", "RC", "1")]["success_rate"] == "0.0"
+    assert ("ours", "SS", "2") not in cells  # its only run is incomplete
+    assert cells[("scene-graph", "OA", "0")]["runs"] == "1"
 
 
 def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> None:
@@ -103,6 +112,16 @@ def test_compare_flags_non_overlapping_intervals(run_dir: Path, tmp_path: Path, 
     assert code == 0
     assert rows[("ours", "OA")][2:] == ["0.5 (0.75)", "1.0 (1.0)", "+0.50", "NO"]
     assert rows[("scene-graph", "OA")][2:] == ["0.0 (1.0)", "-", "-", "-"]
+
+
+def test_compare_warns_when_runs_cover_different_cases_or_levels(run_dir: Path, tmp_path: Path, capsys) -> None:
+    other = write_run(tmp_path / "run-b", [record("ours", 0, ["OA"], 0, r, "passed") for r in range(2)])
+    code, out, err = invoke(["compare", str(run_dir), str(other)], capsys)
+    assert code == 0 and "ours" in out
+    assert "warning: run-b and run-a cover different cases (in one only: 30)" in err
+    assert "warning: run-b and run-a cover different distraction levels (0 vs 0, 1)" in err
+    _, _, err = invoke(["compare", str(run_dir), str(shutil.copytree(run_dir, tmp_path / "run-c"))], capsys)
+    assert err == ""
 
 
 def test_report_of_a_non_run_directory_is_one_line(tmp_path: Path, capsys) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from rich.progress import Progress
 
 from edsb.runner.keys import RunKey
-from edsb.runner.loop import LoopStats, run_keys
+from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
 from edsb.runner.store import ResultStore
 from tests.runner.conftest import records_by_key
 
@@ -111,3 +112,45 @@ def test_a_failure_that_is_no_run_result_stops_the_loop_and_keeps_what_was_writt
     written = records_by_key(tmp_path)
     assert 0 < len(written) < len(KEYS) and "ours/tc05-d0-r0" not in written
     assert all(json.dumps(record) for record in written.values())
+
+
+def test_eta_comes_from_the_mean_time_per_finished_run() -> None:
+    """Runs a minute apart still get an ETA (rich's own estimate forgets samples older than 30 s)."""
+    clock = [0.0]
+    progress = Progress(_EtaColumn(), get_time=lambda: clock[0])
+    task = progress.add_task("runs", total=10)
+    assert _EtaColumn()(progress.tasks[0]).plain == "eta -:--:--"  # nothing finished yet: no estimate
+    clock[0] = 120.0
+    progress.update(task, completed=2)
+    assert _EtaColumn()(progress.tasks[0]).plain == "eta 0:08:00"  # 60 s per run, 8 to go
+
+
+def test_stop_lets_runs_in_flight_finish_and_starts_no_new_one(tmp_path: Path) -> None:
+    stop = asyncio.Event()
+
+    async def execute(key: RunKey) -> dict[str, Any]:
+        await asyncio.sleep(0.001)
+        stop.set()  # as if Ctrl-C came while the first three runs were in flight
+        await asyncio.sleep(0.01)
+        return _record(key)
+
+    store = ResultStore(tmp_path)
+    store.open()
+    stats = asyncio.run(run_keys(KEYS, execute, store, concurrency=3, quiet=True, stop=stop))
+    store.close()
+    assert stats.done == 3 and sorted(records_by_key(tmp_path)) == sorted(key.id for key in KEYS[:3])
+
+
+def test_connection_failures_in_a_row_stop_the_loop(tmp_path: Path) -> None:
+    async def execute(key: RunKey) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        if key.case == 1:  # one success resets the streak
+            return _record(RunKey("ours", 0, 0, 0)) | {"key": key.id}
+        return {"key": key.id, "status": "incomplete", "error_kind": "transport_unreachable", "error": "refused"}
+
+    store = ResultStore(tmp_path)
+    store.open()
+    with pytest.raises(EndpointUnreachable, match=rf"{UNREACHABLE_STREAK} runs in a row could not connect"):
+        asyncio.run(run_keys(KEYS, execute, store, concurrency=1, quiet=True))
+    store.close()
+    assert len(records_by_key(tmp_path)) == 2 + UNREACHABLE_STREAK

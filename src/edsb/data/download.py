@@ -30,7 +30,10 @@ def _download(url: str, target: Path, timeout: float) -> None:
                 for chunk in response.iter_bytes():
                     handle.write(chunk)
     except httpx.HTTPError as exc:
-        raise DataError(f"download failed: cannot reach {url} ({type(exc).__name__}: {exc})") from None
+        raise DataError(
+            f"download failed: cannot reach {url} ({type(exc).__name__}: {exc}); without network access, download "
+            "that archive elsewhere and pass it with --archive FILE"
+        ) from None
 
 
 def _strip_top(name: str) -> str | None:
@@ -41,7 +44,7 @@ def _strip_top(name: str) -> str | None:
     return str(PurePosixPath(*parts[1:]))
 
 
-def _extract_wanted(archive: Path, wanted: set[str], scratch: Path) -> None:
+def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) -> None:
     """Copy the wanted members (by path inside the top folder) into scratch; nothing else is written."""
 
     def write(relative: str, source) -> None:
@@ -67,26 +70,62 @@ def _extract_wanted(archive: Path, wanted: set[str], scratch: Path) -> None:
                     if source is not None:
                         write(relative, source)
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"download is not a readable archive ({exc})") from None
+        raise DataError(f"{label} is not a readable archive ({exc})") from None
 
 
-def fetch_data(dest: Path, url: str = DEFAULT_URL, *, force: bool = False, timeout: float = 120.0) -> Path:
-    """Download, verify and install the benchmark files into dest; returns dest.
+def _missing_parents(path: Path) -> list[Path]:
+    """The ancestors of path that do not exist yet, deepest first (what a failed fetch must remove again)."""
+    return [parent for parent in path.parents if not parent.exists()]
 
-    An existing complete copy is kept unless force is set. On any failure dest is left as it was.
+
+def fetch_data(
+    dest: Path,
+    url: str = DEFAULT_URL,
+    *,
+    archive: Path | None = None,
+    force: bool = False,
+    timeout: float = 120.0,
+) -> Path:
+    """Download (or read `archive`, a local copy of the same archive), verify and install the benchmark files into
+    dest; returns dest.
+
+    An existing complete copy is kept unless force is set. On any failure dest is left as it was, and directories
+    created for it are removed again.
     """
     dest = Path(dest).expanduser()
+    if archive is not None:
+        archive = Path(archive).expanduser()
+        if not archive.is_file():
+            raise DataError(f"--archive {archive}: no such file")
     manifest = load_manifest()
     if dest.exists() and not force and not verify_tree(dest, manifest):
         return dest
+    created = _missing_parents(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _install(dest, url, archive, manifest, timeout)
+    except BaseException:
+        for parent in created:  # deepest first; a directory someone else filled meanwhile stays
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        raise
+    return dest
+
+
+def _install(dest: Path, url: str, local_archive: Path | None, manifest: dict[str, str], timeout: float) -> None:
     with tempfile.TemporaryDirectory(prefix=".edsb-fetch-", dir=dest.parent) as work:
         work_dir = Path(work)
-        archive = work_dir / "archive"
-        _download(url, archive, timeout)
+        if local_archive is None:
+            archive = work_dir / "archive"
+            _download(url, archive, timeout)
+        else:
+            archive = local_archive
         scratch = work_dir / "tree"
         scratch.mkdir()
-        _extract_wanted(archive, set(manifest) | set(OPTIONAL_FILES), scratch)
+        label = "download" if local_archive is None else str(local_archive)
+        _extract_wanted(archive, set(manifest) | set(OPTIONAL_FILES), scratch, label)
         for name, expected in manifest.items():
             path = scratch / name
             if not path.is_file():
@@ -103,4 +142,3 @@ def fetch_data(dest: Path, url: str = DEFAULT_URL, *, force: bool = False, timeo
             backup = work_dir / "previous"
             dest.rename(backup)
         scratch.rename(dest)
-    return dest

@@ -11,7 +11,8 @@ from typing import Literal
 
 from edsb.errors import EdsbError, UsageError
 
-TransportKind = Literal["timeout", "connection", "http", "invalid_response", "rejected"]
+# `unreachable`: no connection could be opened (nothing listens, wrong host); `connection`: one broke after opening.
+TransportKind = Literal["timeout", "unreachable", "connection", "http", "invalid_response", "rejected"]
 
 
 class ModelSpecError(UsageError):

@@ -27,6 +27,9 @@ API_KEY_ENV = "OPENAI_API_KEY"
 KEYLESS_PLACEHOLDER = "no-key"
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_IN_FLIGHT = 16
+# Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
+# down: retry them only briefly, so a dead endpoint fails in seconds instead of minutes of backoff per run.
+UNREACHED_MAX_RETRIES = 2
 _SNIPPET = 160
 
 
@@ -106,7 +109,11 @@ def _classify(exc: openai.APIError | TimeoutError, timeout_s: float) -> _Failure
         )
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
-        return _Failure("connection", _flat(f"{type(cause).__name__}: {cause}"))
+        # The SDK's HTTP library (httpx, or the copy it vendors) says ConnectError / ConnectTimeout when no
+        # connection could be opened at all; matched by name so either library is recognised.
+        opened = not any(k.__name__ in ("ConnectError", "ConnectTimeout") for k in type(cause).__mro__)
+        kind: TransportKind = "connection" if opened else "unreachable"
+        return _Failure(kind, _flat(f"{type(cause).__name__}: {cause}"))
     return _Failure("invalid_response", _flat(f"{type(exc).__name__}: {exc}"))
 
 
@@ -168,6 +175,7 @@ class OpenAIChatModel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
         self._gate: asyncio.Semaphore | None = None
+        self._answered = False  # has any request reached the server (any HTTP response)?
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -219,9 +227,15 @@ class OpenAIChatModel:
             try:
                 async with gate:
                     body, latency_s = await self._attempt(client, params)
+                self._answered = True
                 return parse_completion(body, self.model, latency_s, attempt)
             except _Failure as failure:
-                if not failure.retryable or attempt > self.retry.max_retries:
+                if failure.kind != "unreachable":
+                    self._answered = True
+                max_retries = self.retry.max_retries
+                if failure.kind == "unreachable" and not self._answered:
+                    max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
+                if not failure.retryable or attempt > max_retries:
                     message = _one_line(self._redact(failure.message))
                     if failure.status == 404:
                         message += " (does --base-url end in /v1, and does the server serve this model name?)"

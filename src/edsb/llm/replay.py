@@ -24,10 +24,13 @@ class ReplayChatModel:
         records = read_transcripts(self.directory)
         if not records:
             raise ReplayError(f"no transcripts (*.jsonl) under {self.directory}")
+        # A run resumed at a moved endpoint records one model under several addresses (`openai:<model>@<url>`).
         identities = sorted({record.model for record in records})
-        if len(identities) > 1:
+        models = {identity.partition("@")[0] for identity in identities}
+        if len(models) > 1:
             raise ReplayError(f"{self.directory} mixes transcripts of several models: {', '.join(identities)}")
         self._identity = identities[0]
+        self._identities = identities
         self._answers: dict[str, TranscriptRecord] = {}
         for record in records:  # a later success replaces anything earlier; a failure never replaces a success
             key = request_key(record.model, record.request)
@@ -46,11 +49,13 @@ class ReplayChatModel:
         return self._identity
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        record = self._answers.get(request_key(self._identity, request))
+        found = [r for i in self._identities if (r := self._answers.get(request_key(i, request))) is not None]
+        record = next((r for r in found if r.response is not None), found[0] if found else None)
         if record is None:
             raise ReplayError(
-                f"request not recorded in {self.directory} (sample {request.sample_index}, "
-                f"{len(request.messages)} messages, json_mode={request.json_mode}): it differs from the recorded run"
+                f"replay stopped: a request is not recorded in {self.directory} (sample {request.sample_index}, "
+                f"{len(request.messages)} messages, json_mode={request.json_mode}); the code, the data or the "
+                "options differ from the recorded run"
             )
         if record.response is None:
             assert record.error is not None

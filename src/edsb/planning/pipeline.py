@@ -19,7 +19,7 @@ import numpy as np
 from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError, RunError
 from edsb.geometry.scene import Scene, load_scene
-from edsb.llm.errors import TransportError
+from edsb.llm.errors import ReplayError, TransportError
 from edsb.llm.protocol import ChatModel, ChatResponse
 from edsb.llm.protocol import ChatRequest as ModelRequest
 from edsb.llm.transcripts import TranscriptWriter
@@ -184,6 +184,8 @@ async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
         status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
         status, error_kind, message = "error", exc.kind, f"{exc.kind}: {exc}"
+    except ReplayError:
+        raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
     except (KeyError, ValueError, AttributeError, TypeError, AssertionError) as exc:
         # Anything else the reference's try-block would catch; named so it can be told apart from model faults.
         status, error_kind, message = "error", "runtime", f"runtime: {exception_text(exc)}"

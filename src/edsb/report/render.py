@@ -132,6 +132,55 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+CSV_HEADER = (
+    "variant", "tag", "distraction", "runs", "passes", "errors", "success_rate", "execution_rate",
+    "success_low", "success_high", "execution_low", "execution_high",
+)  # fmt: skip
+
+
+def tidy_csv(summary: Mapping[str, Any]) -> str:
+    """One header and one row per cell (variant × tag × distraction level, `Total` included): ready for pandas or
+    a spreadsheet. Intervals are Wilson 95% (four decimals); rates are rounded as in the paper."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for variant, data in summary["variants"].items():
+        for tag in TAG_COLUMNS:
+            for level, cell in data.get("cells", {}).get(tag, {}).items():
+                writer.writerow(
+                    [variant, tag, level, cell["runs"], cell["passes"], cell["errors"], cell["success_rate"],
+                     cell["execution_rate"], *cell["success_interval"], *cell["execution_interval"]]
+                )  # fmt: skip
+    return buffer.getvalue()
+
+
+def coverage_differences(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """What differs between the runs compared: which cases and distraction levels each one judged. Runs over
+    different selections are not comparable cell by cell, so `edsb compare` warns."""
+    covered = []
+    for _, summary in named:
+        cases = {case for data in summary["variants"].values() for case in data.get("by_case", {})}
+        levels = {
+            level
+            for data in summary["variants"].values()
+            for level in data.get("cells", {}).get("Total", {})
+            if level != "Total"
+        }
+        covered.append((cases, levels))
+    (base_name, _), (base_cases, base_levels) = named[0], covered[0]
+    notes = []
+    for (name, _), (cases, levels) in zip(named[1:], covered[1:], strict=True):
+        if cases != base_cases:
+            only = sorted(base_cases ^ cases, key=int)
+            notes.append(f"{name} and {base_name} cover different cases (in one only: {', '.join(only)})")
+        if levels != base_levels:
+            notes.append(
+                f"{name} and {base_name} cover different distraction levels ({', '.join(sorted(levels)) or 'none'} "
+                f"vs {', '.join(sorted(base_levels)) or 'none'})"
+            )
+    return notes
+
+
 def render_report(
     config: Mapping[str, Any],
     summary: Mapping[str, Any],
@@ -148,13 +197,7 @@ def render_report(
         return json.dumps(summary, indent=2)
     levels = _levels_present(summary)
     if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["config", *TAG_COLUMNS])
-        for level in levels:
-            writer.writerow([f"distraction {level}"])
-            writer.writerows(paper_rows(summary, level, intervals=intervals))
-        return buffer.getvalue()
+        return tidy_csv(summary)
     blocks: list[tuple[str, Sequence[str], list[list[str]]]] = []
     for level in levels:
         title = "Success (execution), all distraction levels" if level == "Total" else f"Distraction level {level}"
@@ -246,4 +289,4 @@ def compare_header(names: Sequence[str]) -> list[str]:
     return header
 
 
-__all__ = ["compare_header", "compare_rows", "load_run", "render_report"]
+__all__ = ["compare_header", "compare_rows", "coverage_differences", "load_run", "render_report", "tidy_csv"]

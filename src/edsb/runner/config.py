@@ -15,20 +15,12 @@ from edsb.errors import EdsbError, UsageError
 
 CONFIG_FILE = "config.json"
 
-# Settings that change what a run produces. Everything else (concurrency, cache, output verbosity, retries) may
-# differ between the first pass and a resume.
-IDENTITY_FIELDS = (
-    "model",
-    "base_url",
-    "variants",
-    "cases",
-    "distraction",
-    "repeats",
-    "temperature",
-    "seed",
-    "code_timeout",
-    "code_memory_mb",
-)
+# The identity of a run: the model and the settings that change what it produces. Where the model is served
+# (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
+# (variants, cases, levels, repeats) may grow: a directory can be resumed at a moved endpoint and extended.
+IDENTITY_FIELDS = ("model", "temperature", "seed", "code_timeout", "code_memory_mb")
+# The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
+SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
 
 class RunConfig(BaseModel):
@@ -117,12 +109,13 @@ def load_session_options(path: Path) -> dict[str, Any]:
     return {name: value for name, value in _read_options(path).items() if name in SESSION_OPTIONS}
 
 
-def check_resume(run_dir: Path, config: RunConfig) -> None:
-    """Refuse to mix two different runs in one directory; write config.json the first time."""
+def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
+    """Refuse to mix two different runs in one directory; write config.json (the selection grown to cover every
+    pass, the latest endpoint and settings). Returns notes for the user: a moved endpoint, a grown selection."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         write_config(run_dir, config)
-        return
+        return []
     try:
         previous = RunConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValidationError) as exc:
@@ -133,8 +126,23 @@ def check_resume(run_dir: Path, config: RunConfig) -> None:
         if old[name] != new[name]:
             raise UsageError(
                 f"{run_dir} holds a different run: {name} was {old[name]!r}, now {new[name]!r} "
-                "(use a new --out directory, or the same options to resume)"
+                "(use a new --out directory, or the same model and settings to resume or extend)"
             )
+    notes = []
+    if previous.base_url != config.base_url:
+        before, after = previous.base_url or "the default", config.base_url or "the default"
+        notes.append(f"endpoint changed from {before} to {after}")
+    grown = {
+        "variants": previous.variants + [v for v in config.variants if v not in previous.variants],
+        "cases": sorted(set(previous.cases) | set(config.cases)),
+        "distraction": sorted(set(previous.distraction) | set(config.distraction)),
+        "repeats": max(previous.repeats, config.repeats),
+    }
+    added = [name for name in SELECTION_FIELDS if grown[name] != getattr(previous, name)]
+    if added:
+        notes.append(f"extending the run directory ({', '.join(added)})")
+    write_config(run_dir, config.model_copy(update=grown))
+    return notes
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from edsb.errors import EdsbError
 from edsb.runner.keys import RunKey
 from edsb.runner.store import ResultStore
 
@@ -26,6 +27,14 @@ Execute = Callable[[RunKey], Awaitable[dict[str, Any]]]
 
 LOG_EVERY_S = 30.0  # a plain progress line at least this often while runs finish
 LOG_STEPS = 10  # and one each time another tenth of the runs is done
+# This many runs in a row that could not connect to the model stop the sweep: the endpoint is down or the address is
+# wrong, and every further run would only wait through its retries to fail the same way.
+UNREACHABLE_STREAK = 3
+CONNECTION_FAILURE = "transport_unreachable"
+
+
+class EndpointUnreachable(EdsbError):
+    """Several runs in a row could not connect to the model endpoint."""
 
 
 @dataclass
@@ -37,11 +46,14 @@ class LoopStats:
     incomplete: int = 0
     tokens: int = 0
     in_flight: int = 0
+    interrupted: bool = False  # stopped by Ctrl-C before every run was done
+    connection_streak: int = 0  # consecutive finished runs that could not connect to the model
     error_kinds: dict[str, int] = field(default_factory=dict)
 
     def note(self, record: dict[str, Any]) -> None:
         self.done += 1
         status = record.get("status")
+        self.connection_streak = self.connection_streak + 1 if record.get("error_kind") == CONNECTION_FAILURE else 0
         if status == "incomplete":
             self.incomplete += 1
         elif status == "error":
@@ -71,6 +83,17 @@ class _TwoLineProgress(Progress):
         yield Text(self.status, no_wrap=True, overflow="ellipsis")
 
 
+class _EtaColumn(ProgressColumn):
+    """Time left from the mean time per finished run so far. Rich's own estimate only looks at the last 30 s, so a
+    run that takes a minute (the embedded model, a slow endpoint) would show no ETA at all."""
+
+    def render(self, task: Task) -> Text:
+        elapsed, done = task.elapsed, task.completed
+        if not elapsed or not done or task.total is None or done >= task.total:
+            return Text("eta -:--:--", style="progress.remaining")
+        return Text(f"eta {_clock(elapsed / done * (task.total - done))}", style="progress.remaining")
+
+
 class _LiveProgress:
     """A rich progress bar, redrawn in place (terminals only)."""
 
@@ -80,8 +103,7 @@ class _LiveProgress:
             BarColumn(bar_width=40),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
+            _EtaColumn(),
             console=console,
             transient=False,
             expand=False,
@@ -172,11 +194,14 @@ async def run_keys(
     concurrency: int,
     quiet: bool = False,
     console: Console | None = None,
+    stop: asyncio.Event | None = None,
 ) -> LoopStats:
     """Execute every key once and append its record; returns the counts of this pass.
 
-    An exception from `execute` (a set-up failure that no run can survive) cancels the runs in flight and
-    propagates; every record appended before it stays on disk for the next pass.
+    Once `stop` is set no new run starts; the runs in flight finish and are recorded (a graceful Ctrl-C).
+    An exception from `execute` (a set-up failure that no run can survive), or `EndpointUnreachable` after
+    `UNREACHABLE_STREAK` connection failures in a row, cancels the runs in flight and propagates; every record
+    appended before it stays on disk for the next pass.
     """
     stats = LoopStats(total=len(keys))
     queue: asyncio.Queue[RunKey] = asyncio.Queue()
@@ -185,7 +210,7 @@ async def run_keys(
     progress = _progress_for(console or Console(stderr=True), stats, quiet)
 
     async def worker() -> None:
-        while True:
+        while stop is None or not stop.is_set():
             try:
                 key = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -198,6 +223,11 @@ async def run_keys(
             store.append(record)
             stats.note(record)
             progress.update(stats)
+            if stats.connection_streak >= UNREACHABLE_STREAK:
+                raise EndpointUnreachable(
+                    f"stopped: {stats.connection_streak} runs in a row could not connect to the model "
+                    f"({record.get('error')})"
+                )
 
     progress.start()
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(keys))))]

@@ -4,8 +4,12 @@ and write `summary.json`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,13 +20,13 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
-from edsb.planning.sandbox import SandboxLimits, check_sandbox
+from edsb.planning.sandbox import SandboxLimits, check_sandbox, shutdown_sandboxes
 from edsb.planning.variants import get_variant
 from edsb.report.summary import build_summary
 from edsb.runner.config import RunConfig, check_resume
 from edsb.runner.keys import RunKey, expand_keys
-from edsb.runner.loop import LoopStats, run_keys
-from edsb.runner.store import ResultStore, load_results
+from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
+from edsb.runner.store import ResultStore, is_complete, load_results
 
 SUMMARY_FILE = "summary.json"
 
@@ -98,7 +102,9 @@ def run_benchmark(
         if created:
             out.rmdir()
         raise
-    check_resume(out, config)
+    console = console or Console(stderr=True)
+    for note in check_resume(out, config):
+        console.print(f"note: {note}", markup=False, highlight=False)
     store = ResultStore(out)
     finished = store.open()
     pending = [key for key in keys if key.id not in finished]
@@ -110,26 +116,59 @@ def run_benchmark(
         limits=limits,
         transcripts=TranscriptWriter(transcripts_dir(out)),
     )
+
+    wanted = {key.id for key in keys}
+
+    def kept() -> str:
+        done = sum(is_complete(record) and record["key"] in wanted for record in load_results(out))
+        return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
+
     try:
-        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console))
+        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console, kept))
     except KeyboardInterrupt:
-        kept = len(load_results(out))
-        (console or Console(stderr=True)).print(
-            f"interrupted: {kept} of {len(keys)} results kept in {out}; rerun the same command to resume",
-            markup=False,
-            highlight=False,
-        )
+        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
         raise
+    except EndpointUnreachable as exc:
+        hint = f"is the server up and the address right ({model.identity})?"
+        raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
     finally:
         store.close()
-    wanted = {key.id for key in keys}
-    records = [r for r in load_results(out) if r["key"] in wanted]
+    # The summary covers everything the directory holds: a directory extended by several passes reports it all.
+    records = load_results(out)
     summary = build_summary(records, config.variants)
-    summary["config"] = {"model": config.model, "runs_planned": len(keys)}
+    planned = wanted | {record["key"] for record in records}
+    summary["config"] = {"model": config.model, "runs_planned": len(planned)}
     path = out / SUMMARY_FILE
     path.with_suffix(".tmp").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     path.with_suffix(".tmp").replace(path)
+    if stats.interrupted:
+        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
+        raise KeyboardInterrupt
     return RunOutcome(out, keys, len(keys) - len(pending), stats, summary)
+
+
+def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
+    """First Ctrl-C: start no new run and let the ones in flight finish (their results are kept). Second Ctrl-C:
+    stop now. Every result line is already fsynced, so exiting at once loses only the runs in flight, exactly as
+    a kill would, and the next pass redoes them."""
+    loop = asyncio.get_running_loop()
+
+    def second() -> None:
+        console.print(f"stopped: {kept()}", markup=False, highlight=False)
+        with contextlib.suppress(Exception):
+            shutdown_sandboxes()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+
+    def first() -> None:
+        stop.set()
+        console.print("finishing in-flight requests; Ctrl-C again to stop now", markup=False, highlight=False)
+        loop.add_signal_handler(signal.SIGINT, second)
+
+    # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, first)
 
 
 async def _execute(
@@ -138,18 +177,26 @@ async def _execute(
     store: ResultStore,
     concurrency: int,
     quiet: bool,
-    console: Console | None,
+    console: Console,
+    kept: Callable[[], str],
 ) -> LoopStats:
+    stop = asyncio.Event()
+    _on_ctrl_c(stop, console, kept)
     try:
         if not pending:
             return LoopStats()
-        return await run_keys(
+        stats = await run_keys(
             pending,
             lambda key: execute_run(services, key),
             store,
             concurrency=concurrency,
             quiet=quiet,
             console=console,
+            stop=stop,
         )
+        stats.interrupted = stop.is_set() and stats.done < len(pending)
+        return stats
     finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         await services.model.aclose()
