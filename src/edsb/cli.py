@@ -327,6 +327,68 @@ def report_command(
         err.print(f"figure written to {written}", markup=False, highlight=False)
 
 
+@app.command("show")
+def show_command(
+    case_id: Annotated[int, typer.Argument(metavar="CASE", help="Test case id.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Picture to write: .png, .svg or .pdf.")],
+    distraction: Annotated[int, typer.Option("--distraction", min=0, help="Distraction level.")] = 0,
+    run: Annotated[Path | None, typer.Option("--run", help="Run directory whose plan to draw.")] = None,
+    repeat: Annotated[int, typer.Option(min=0, help="Repeat of the run to draw (with --run).")] = 0,
+    variant: Annotated[
+        str | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
+    from edsb.geometry.scene import load_scene
+    from edsb.report.topdown import case_figure, save_figure
+
+    benchmark = Benchmark.open(data)
+    if case_id not in benchmark.cases:
+        raise UsageError(f"unknown case id {case_id}")
+    case = benchmark.cases[case_id]
+    level = min(distraction, case.max_distraction)
+    scene = load_scene(benchmark, case.scene_name)
+    if run is None:
+        figure = case_figure(case, level, scene)
+    else:
+        from edsb.report.render import find_record
+
+        record = find_record(run, case_id, distraction, repeat, variant)
+        if record.get("plan") is None:
+            from edsb.report.topdown import case_marks, floor_plan_figure
+
+            title = f"case {case_id} · level {level} · {record['status'].upper()}\n{record.get('error') or ''}"
+            figure = floor_plan_figure(scene, [case_marks(case, level, scene)], title=title)
+        else:
+            figure = case_figure(case, level, scene, record["plan"], has_plan=True)
+    written = save_figure(figure, output)
+    err.print(f"picture written to {written}", markup=False, highlight=False)
+
+
+@app.command("scenes")
+def scenes_command(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Directory for one PNG per scene.")],
+    scene: Annotated[
+        list[str] | None, typer.Option("--scene", help="House, Office or Restaurant (repeatable).")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
+    from edsb.data.models import SCENES
+    from edsb.geometry.scene import load_scene
+    from edsb.report.topdown import regions_figure, save_figure
+
+    names = scene or list(SCENES)
+    for name in names:
+        if name not in SCENES:
+            raise UsageError(f"unknown scene {name!r} (scenes: {', '.join(SCENES)})")
+    benchmark = Benchmark.open(data)
+    for name in names:
+        written = save_figure(regions_figure(load_scene(benchmark, name)), output / f"{name}.png")
+        err.print(f"{name}: {written}", markup=False, highlight=False)
+
+
 @app.command("compare")
 def compare_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="Two or more run directories; the first is the baseline.")],
