@@ -16,7 +16,7 @@ from edsb.geometry.scene import load_scene
 from edsb.report.topdown import EXPECTED_COLOUR, case_figure, plan_marks
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def image_colours(path: Path) -> int:
