@@ -303,17 +303,28 @@ def run_command(
 @app.command("report")
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `edsb run`.")],
-    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html.")] = "table",
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
     price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also write a figure (PNG) of success by tag and level.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File for --format html.")] = None,
+    data: DataOption = None,
 ) -> None:
-    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts."""
+    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
+    `--format html -o report.html` writes one self-contained page with a drill-down per run."""
     from edsb.report.render import load_run, render_report
 
+    if fmt == "html":
+        from edsb.report.html import write_html_report
+
+        if output is None:
+            raise UsageError("--format html needs -o FILE.html")
+        written = write_html_report(run_dir, output, Benchmark.open(data))
+        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+        return
     if fmt not in ("table", "markdown", "csv", "json"):
-        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv or json)")
+        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv, json or html)")
     config, summary = load_run(run_dir)
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)

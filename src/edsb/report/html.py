@@ -1,0 +1,244 @@
+"""`edsb report RUN_DIR --format html`: one self-contained page to browse a run (no network, no other files).
+
+The page holds the paper's tables with intervals, the figures by tag and level, a case × level × repeat grid per
+variant coloured by verdict or error kind, and a drill-down per run (instruction, prompts, replies, executed code,
+plan, verdict and reason, top-down picture).
+
+Kept small for a full Table 1 run (1,800 runs): prompt texts repeat across runs (system prompts, few-shot examples,
+scene descriptions), so every message is split into its blank-line-separated sections and each distinct section is
+stored once in a JSON table that a few lines of inline script join back when a run is opened. Pictures are one
+background per (case, level), rendered once by matplotlib, with each run's plan drawn over it as a few SVG shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from edsb.data.benchmark import Benchmark
+from edsb.errors import UsageError
+from edsb.geometry.scene import Scene, load_scene
+from edsb.llm.transcripts import read_transcript, transcripts_dir
+from edsb.planning.code import extract_code
+from edsb.report.render import load_run
+from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, paper_rows
+from edsb.report.topdown import (
+    CHARACTER_COLOUR,
+    PLAN_COLOUR,
+    Marks,
+    case_marks,
+    floor_plan_figure,
+    plan_marks,
+    scene_extent,
+)
+from edsb.runner.store import load_results
+
+STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
+ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")
+PICTURE_WIDTH_IN = 4.0
+PICTURE_DPI = 72
+
+
+def _require_jinja():
+    try:
+        import jinja2
+    except ImportError:
+        raise UsageError("the HTML report needs jinja2: pip install 'edsb[plots]'") from None
+    return jinja2
+
+
+class _Sections:
+    """A table of distinct text sections; a message becomes the list of its sections' indices."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return [self.index.setdefault(part, len(self.index)) for part in text.split("\n\n")]
+
+    def table(self) -> list[str]:
+        return list(self.index)
+
+
+def _rgb(colour: tuple[float, float, float]) -> str:
+    return "#" + "".join(f"{round(c * 255):02x}" for c in colour)
+
+
+def _png_data_uri(figure: Any, dpi: int) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    plt.close(figure)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _overlay_svg(marks: Marks, scene: Scene) -> str:
+    """The plan's marks as SVG in scene coordinates (y flipped), laid over the (case, level) background."""
+    x0, x1, y0, y1 = scene_extent(scene)
+    shapes = []
+    for name, role in marks.objects.items():
+        points = " ".join(f"{x:.2f},{-y:.2f}" for x, y in scene.by_name[name].footprint.astype(float))
+        shapes.append(f'<polygon points="{points}" class="{role}"><title>{name}</title></polygon>')
+    for label, x, y, kind in marks.points:
+        colour = _rgb(PLAN_COLOUR if kind == "plan" else CHARACTER_COLOUR)
+        shapes.append(
+            f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="0.1" fill="{colour}"/>'
+            f'<text x="{x + 0.2:.2f}" y="{-y - 0.1:.2f}" fill="{colour}">{_escape(label)}</text>'
+        )
+    return (
+        f'<svg viewBox="{x0:.2f} {-y1:.2f} {x1 - x0:.2f} {y1 - y0:.2f}" preserveAspectRatio="none">'
+        + "".join(shapes)
+        + "</svg>"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _transcripts(run_dir: Path, key: str, sections: _Sections) -> list[dict[str, Any]]:
+    path = transcripts_dir(run_dir) / f"{key.replace('/', '__')}.jsonl"
+    if not path.is_file():
+        return []
+    exchanges = []
+    for record in read_transcript(path):
+        reply = record.response.text if record.response is not None else None
+        exchanges.append(
+            {
+                "module": record.module,
+                "messages": [[m.role, sections.encode(m.content)] for m in record.request.messages],
+                "reply": sections.encode(reply) if reply is not None else None,
+                "error": record.error.message if record.error is not None else None,
+            }
+        )
+    return exchanges
+
+
+def _executed_code(exchanges: list[dict[str, Any]], table: list[str]) -> str | None:
+    """The code the sandbox ran: from the last reply that was code (the Event Parser's, or w/o Event's Narrator)."""
+    for exchange in reversed(exchanges):
+        reply = exchange["reply"]
+        if reply is None or (exchange["module"] == "narrator" and len(exchanges) > 1):
+            continue
+        return extract_code("\n\n".join(table[i] for i in reply))
+    return None
+
+
+def build_page(run_dir: Path, benchmark: Benchmark) -> str:
+    """The whole HTML document of one run directory."""
+    jinja2 = _require_jinja()
+    config, summary = load_run(run_dir)
+    records = sorted(
+        load_results(run_dir),
+        key=lambda r: (str(r.get("variant")), int(r.get("case", 0)), int(r.get("distraction", 0)), r.get("repeat", 0)),
+    )
+    sections = _Sections()
+    backgrounds: dict[str, str] = {}
+    error_kinds = sorted({str(r.get("error_kind")) for r in records if r.get("status") == "error"})
+    error_colours = {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(error_kinds)}
+    runs = []
+    grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
+    for record in records:
+        case = benchmark.cases.get(int(record["case"]))
+        status = str(record.get("status"))
+        colour = error_colours.get(str(record.get("error_kind"))) if status == "error" else STATUS_COLOURS.get(status)
+        anchor = "run-" + str(record["key"]).replace("/", "__")
+        entry: dict[str, Any] = {
+            "anchor": anchor,
+            "key": record["key"],
+            "status": status,
+            "colour": colour or "#555",
+            "reason": record.get("error") or record.get("reason") or "",
+            "instruction": case.user_instruction if case else "",
+            "plan": json.dumps(record.get("plan"), indent=1) if record.get("plan") is not None else None,
+            "event": json.dumps(record.get("event")) if record.get("event") else None,
+        }
+        exchanges = _transcripts(run_dir, str(record["key"]), sections)
+        entry["exchanges"] = exchanges
+        entry["code"] = _executed_code(exchanges, sections.table()) if exchanges else None
+        if case is not None:
+            level = min(int(record["distraction"]), case.max_distraction)
+            scene = load_scene(benchmark, case.scene_name)
+            background = f"bg-{case.id}-{level}"
+            if background not in backgrounds:
+                figure = floor_plan_figure(
+                    scene, [case_marks(case, level, scene)], width_in=PICTURE_WIDTH_IN, chrome=False
+                )
+                backgrounds[background] = _png_data_uri(figure, PICTURE_DPI)
+            x0, x1, y0, y1 = scene_extent(scene)
+            entry["picture"] = {
+                "background": background,
+                "ratio": f"{(y1 - y0) / (x1 - x0) * 100:.2f}",
+                "overlay": _overlay_svg(plan_marks(record.get("plan"), scene), scene),
+            }
+        runs.append(entry)
+        grid[str(record["variant"])][int(record["case"])].setdefault(int(record["distraction"]), []).append(entry)
+    levels = sorted({int(r["distraction"]) for r in records})
+    repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
+    blocks = [
+        (level, paper_rows(summary, level, intervals=True))
+        for level in LEVEL_ROWS
+        if any(row[1:] != ["-"] * len(TAG_COLUMNS) for row in paper_rows(summary, level))
+    ]
+    stats = [
+        {
+            "variant": variant,
+            "runs": data.get("runs", 0),
+            "success": data.get("success_rate"),
+            "interval": data.get("success_interval"),
+            "execution": data.get("execution_rate"),
+            "se": data.get("success_se_clustered"),
+            "pass_k": data.get("pass_hat_k", {}),
+            "incomplete": data.get("incomplete", 0),
+            "errors": data.get("error_kinds", {}),
+        }
+        for variant, data in summary["variants"].items()
+    ]
+    chart = _chart(summary, f"{config.get('model', '')} — {Path(run_dir).name}")
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
+    return environment.get_template("report.html.j2").render(
+        title=f"edsb report — {Path(run_dir).resolve().name}",
+        model=config.get("model", ""),
+        columns=TAG_COLUMNS,
+        blocks=blocks,
+        stats=stats,
+        chart=chart,
+        grid={variant: dict(sorted(cases.items())) for variant, cases in grid.items()},
+        levels=levels,
+        repeats=repeats,
+        runs=runs,
+        legend={**{k: v for k, v in STATUS_COLOURS.items()}, **{f"error: {k}": v for k, v in error_colours.items()}},
+        backgrounds=backgrounds,
+        sections=json.dumps(sections.table()).replace("</", "<\\/"),
+        exchanges=json.dumps({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}).replace("</", "<\\/"),
+        expected_colour="#21a040",
+        plan_colour=_rgb(PLAN_COLOUR),
+    )
+
+
+def _chart(summary: Mapping[str, Any], title: str) -> str | None:
+    """The by-tag / by-level figure of `edsb report --plot` as a data URI, or None when nothing was judged."""
+    import tempfile
+
+    from edsb.report.plots import plot_summary
+
+    if not any(data.get("cells") for data in summary["variants"].values()):
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        path = plot_summary(summary, Path(directory) / "chart.png", title=title, dpi=80)
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def write_html_report(run_dir: Path, output: Path, benchmark: Benchmark) -> Path:
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(build_page(run_dir, benchmark), encoding="utf-8")
+    return output
