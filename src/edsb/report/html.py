@@ -40,8 +40,8 @@ from edsb.runner.store import load_results
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
 ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")
-PICTURE_WIDTH_IN = 4.0
-PICTURE_DPI = 72
+PICTURE_WIDTH_IN = 5.0
+PICTURE_DPI = 80
 
 
 def _require_jinja():
@@ -174,7 +174,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             x0, x1, y0, y1 = scene_extent(scene)
             entry["picture"] = {
                 "background": background,
-                "ratio": f"{(y1 - y0) / (x1 - x0) * 100:.2f}",
+                "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
                 "overlay": _overlay_svg(plan_marks(record.get("plan"), scene), scene),
             }
         runs.append(entry)

@@ -250,7 +250,7 @@ def floor_plan_figure(
         figure = plt.figure(figsize=(width_in, height_in))
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
-    draw_scene(ax, scene, highlight=highlight)
+    draw_scene(ax, scene, highlight=highlight, fontsize=5.0 if chrome else 7.0)
     for mark in marks:
         draw_marks(ax, mark)
     ax.set_xlim(x0, x1)
