@@ -116,3 +116,16 @@ def test_plot_is_written(run_dir: Path, tmp_path: Path, capsys) -> None:
     code, _, err = invoke(["report", str(run_dir), "--format", "json", "--plot", str(figure)], capsys)
     assert code == 0 and "figure written" in err
     assert figure.read_bytes().startswith(b"\x89PNG") and figure.stat().st_size > 10_000
+
+
+def test_html_report_of_hand_written_records(run_dir: Path, tmp_path: Path, capsys) -> None:
+    # Records without plans or transcripts (an older edsb, a crash) still get their grid cells and drill-downs.
+    code, _, err = invoke(["report", str(run_dir), "--format", "html"], capsys)
+    assert code == 2 and "--format html needs -o FILE.html" in err
+    page = tmp_path / "report.html"
+    code, _, err = invoke(["report", str(run_dir), "--format", "html", "-o", str(page)], capsys)
+    assert code == 0, err
+    html = page.read_text()
+    assert html.count('<details class="run"') == 6
+    assert 'id="run-ours__tc30-d1-r1"' in html and "code_runtime: KeyError" in html
+    assert "error: code_runtime" in html  # the grid's legend names the error kind's colour
