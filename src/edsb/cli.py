@@ -352,7 +352,7 @@ def show_command(
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
     from edsb.geometry.scene import load_scene
-    from edsb.report.topdown import case_figure, save_figure
+    from edsb.report.topdown import case_figure, record_figure, save_figure
 
     benchmark = Benchmark.open(data)
     if case_id not in benchmark.cases:
@@ -366,13 +366,7 @@ def show_command(
         from edsb.report.render import find_record
 
         record = find_record(run, case_id, distraction, repeat, variant)
-        if record.get("plan") is None:
-            from edsb.report.topdown import case_marks, floor_plan_figure
-
-            title = f"case {case_id} · level {level} · {record['status'].upper()}\n{record.get('error') or ''}"
-            figure = floor_plan_figure(scene, [case_marks(case, level, scene)], title=title)
-        else:
-            figure = case_figure(case, level, scene, record["plan"], has_plan=True)
+        figure = record_figure(case, level, scene, record)
     written = save_figure(figure, output)
     err.print(f"picture written to {written}", markup=False, highlight=False)
 

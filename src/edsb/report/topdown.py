@@ -268,10 +268,13 @@ def floor_plan_figure(
 
 
 def _legend(ax: Axes, marks: list[Marks]) -> None:
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor=(*OBJECT_FILL, 0.55), edgecolor="0.3", label="object (dashed: not on the floor)")]
+    handles: list[Artist] = [
+        Patch(facecolor=(*OBJECT_FILL, 0.55), edgecolor="0.3", label="object (dashed: not on the floor)")
+    ]
     if any(m.area is not None for m in marks):
         handles.append(Patch(facecolor=(*EXPECTED_COLOUR, EXPECTED_AREA_ALPHA), label="where the judge accepts"))
     if any("expected" in m.objects.values() for m in marks):
@@ -310,6 +313,16 @@ def case_figure(
     return floor_plan_figure(scene, marks, title=verdict_title(case, level, verdict))
 
 
+def record_figure(case: TestCase, level: int, scene: Scene, record: Mapping[str, Any]) -> Figure:
+    """The picture of one run from its result line: the plan judged again (same verdict, with its reason), or,
+    for a run that produced no plan, the case with the run's status and error."""
+    if record.get("plan") is None:
+        status = str(record.get("status", "no plan"))
+        title = verdict_title(case, level, None, status) + (f"\n{record['error']}" if record.get("error") else "")
+        return floor_plan_figure(scene, [case_marks(case, level, scene)], title=title)
+    return case_figure(case, level, scene, record["plan"], has_plan=True)
+
+
 # --- regions ---------------------------------------------------------------------------------------------------------
 def regions_figure(scene: Scene) -> Figure:
     """The scene with its DBSCAN regions (scene-graph clustering) filled in one colour each; noise stays plain."""
@@ -318,8 +331,8 @@ def regions_figure(scene: Scene) -> Figure:
     plt = _require_matplotlib()
     clusters = object_clusters(scene)
     palette = plt.get_cmap("tab20")
-    colours = {
-        name: tuple(float(c) for c in palette(index % 20)[:3]) for index, names in enumerate(clusters) for name in names
+    colours: dict[str, tuple[float, float, float]] = {
+        name: palette(index % 20)[:3] for index, names in enumerate(clusters) for name in names
     }
     x0, x1, y0, y1 = scene_extent(scene)
     figure, ax = plt.subplots(figsize=(9.0, 9.0 * (y1 - y0) / (x1 - x0) + 1.0))
