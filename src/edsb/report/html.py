@@ -6,8 +6,9 @@ plan, verdict and reason, top-down picture).
 
 Kept small for a full Table 1 run (1,800 runs): prompt texts repeat across runs (system prompts, few-shot examples,
 scene descriptions), so every message is split into its blank-line-separated sections and each distinct section is
-stored once in a JSON table that a few lines of inline script join back when a run is opened. Pictures are one
-background per (case, level), rendered once by matplotlib, with each run's plan drawn over it as a few SVG shapes.
+stored once in a JSON table that a few lines of inline script join back when a run is opened. Pictures are layered:
+each scene is drawn once by matplotlib (an inline PNG), each (case, level) once as SVG (characters, expected anchors,
+the judge's accepted area for PI), and each run adds only its plan's few SVG shapes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
@@ -29,6 +32,8 @@ from edsb.report.render import load_run
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
+    EXPECTED_AREA_ALPHA,
+    EXPECTED_COLOUR,
     PLAN_COLOUR,
     Marks,
     case_marks,
@@ -84,24 +89,40 @@ def _png_data_uri(figure: Any, dpi: int, colours: int = 64) -> str:
     return "data:image/png;base64," + base64.b64encode(small.getvalue()).decode("ascii")
 
 
-def _overlay_svg(marks: Marks, scene: Scene) -> str:
-    """The plan's marks as SVG in scene coordinates (y flipped), laid over the (case, level) background."""
-    x0, x1, y0, y1 = scene_extent(scene)
-    shapes = []
+def _area_image(area: tuple[Any, tuple[float, float, float, float]]) -> str:
+    """A PI case's accepted area as an SVG image: the judge's mask as a tiny two-colour PNG, top row = highest y."""
+    from PIL import Image
+
+    mask, (x0, x1, y0, y1) = area
+    rgba = np.zeros((*mask.shape, 4), dtype=np.uint8)
+    rgba[mask] = (*(round(c * 255) for c in EXPECTED_COLOUR), round(EXPECTED_AREA_ALPHA * 255))
+    buffer = io.BytesIO()
+    Image.fromarray(rgba[::-1]).save(buffer, format="PNG", optimize=True)
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return (
+        f'<image href="{uri}" x="{x0:.3f}" y="{-y1:.3f}" width="{x1 - x0:.3f}" height="{y1 - y0:.3f}" '
+        'preserveAspectRatio="none" style="image-rendering: pixelated"/>'
+    )
+
+
+def _svg_shapes(marks: Marks, scene: Scene) -> str:
+    """Marks as SVG shapes in scene coordinates with y flipped (the area first, so the rest stays on top)."""
+    shapes = [_area_image(marks.area)] if marks.area is not None else []
     for name, role in marks.objects.items():
         points = " ".join(f"{x:.2f},{-y:.2f}" for x, y in scene.by_name[name].footprint.astype(float))
-        shapes.append(f'<polygon points="{points}" class="{role}"><title>{name}</title></polygon>')
+        shapes.append(f'<polygon points="{points}" class="{role}"><title>{_escape(name)}</title></polygon>')
     for label, x, y, kind in marks.points:
         colour = _rgb(PLAN_COLOUR if kind == "plan" else CHARACTER_COLOUR)
         shapes.append(
             f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="0.1" fill="{colour}"/>'
-            f'<text x="{x + 0.2:.2f}" y="{-y - 0.1:.2f}" fill="{colour}">{_escape(label)}</text>'
+            f'<text x="{x + 0.15:.2f}" y="{-y - 0.1:.2f}" fill="{colour}">{_escape(label)}</text>'
         )
-    return (
-        f'<svg viewBox="{x0:.2f} {-y1:.2f} {x1 - x0:.2f} {y1 - y0:.2f}" preserveAspectRatio="none">'
-        + "".join(shapes)
-        + "</svg>"
-    )
+    return "".join(shapes)
+
+
+def _view_box(scene: Scene) -> str:
+    x0, x1, y0, y1 = scene_extent(scene)
+    return f"{x0:.2f} {-y1:.2f} {x1 - x0:.2f} {y1 - y0:.2f}"
 
 
 def _escape(text: str) -> str:
@@ -145,7 +166,8 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         key=lambda r: (str(r.get("variant")), int(r.get("case", 0)), int(r.get("distraction", 0)), r.get("repeat", 0)),
     )
     sections = _Sections()
-    backgrounds: dict[str, str] = {}
+    backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
+    case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
     error_kinds = sorted({str(r.get("error_kind")) for r in records if r.get("status") == "error"})
     error_colours = {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(error_kinds)}
     runs = []
@@ -171,17 +193,19 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         if case is not None:
             level = min(int(record["distraction"]), case.max_distraction)
             scene = load_scene(benchmark, case.scene_name)
-            background = f"bg-{case.id}-{level}"
-            if background not in backgrounds:
-                figure = floor_plan_figure(
-                    scene, [case_marks(case, level, scene)], width_in=PICTURE_WIDTH_IN, chrome=False
-                )
-                backgrounds[background] = _png_data_uri(figure, PICTURE_DPI)
+            if f"bg-{scene.name}" not in backgrounds:
+                figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False)
+                backgrounds[f"bg-{scene.name}"] = _png_data_uri(figure, PICTURE_DPI)
+            layer = f"case-{case.id}-{level}"
+            if layer not in case_layers:
+                case_layers[layer] = _svg_shapes(case_marks(case, level, scene), scene)
             x0, x1, y0, y1 = scene_extent(scene)
             entry["picture"] = {
-                "background": background,
+                "background": f"bg-{scene.name}",
                 "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
-                "overlay": _overlay_svg(plan_marks(record.get("plan"), scene), scene),
+                "view_box": _view_box(scene),
+                "layer": layer,
+                "plan": _svg_shapes(plan_marks(record.get("plan"), scene), scene),
             }
         runs.append(entry)
         grid[str(record["variant"])][int(record["case"])].setdefault(int(record["distraction"]), []).append(entry)
@@ -223,9 +247,10 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         runs=runs,
         legend={**{k: v for k, v in STATUS_COLOURS.items()}, **{f"error: {k}": v for k, v in error_colours.items()}},
         backgrounds=backgrounds,
+        case_layers=case_layers,
         sections=json.dumps(sections.table()).replace("</", "<\\/"),
         exchanges=json.dumps({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}).replace("</", "<\\/"),
-        expected_colour="#21a040",
+        expected_colour=_rgb(EXPECTED_COLOUR),
         plan_colour=_rgb(PLAN_COLOUR),
     )
 
