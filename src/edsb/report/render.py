@@ -216,6 +216,12 @@ def render_report(
         )
     )
     blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
+    reasons = [
+        [variant, reason, str(count)]
+        for variant, data in summary["variants"].items()
+        for reason, count in data.get("failure_reasons", {}).items()
+    ]
+    blocks.append(("Why plans failed (most frequent reasons)", ["variant", "reason", "runs"], reasons))
     blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
     return _emit(blocks, fmt, console)
 
