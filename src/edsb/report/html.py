@@ -28,6 +28,7 @@ from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import read_transcript, transcripts_dir
 from edsb.planning.code import extract_code
+from edsb.planning.variants import get_variant
 from edsb.report.render import load_run
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, paper_rows
 from edsb.report.topdown import (
@@ -147,13 +148,16 @@ def _transcripts(run_dir: Path, key: str, sections: _Sections) -> list[dict[str,
     return exchanges
 
 
-def _executed_code(exchanges: list[dict[str, Any]], table: list[str]) -> str | None:
-    """The code the sandbox ran: from the last reply that was code (the Event Parser's, or w/o Event's Narrator)."""
+def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: str) -> str | None:
+    """The code the sandbox ran: the Event Parser's reply, or the Narrator's for w/o Event (whose Narrator writes
+    the plan code). None when no such reply exists (the Narrator waited, or the run failed before)."""
+    try:
+        code_module = "narrator" if get_variant(variant).parser is None else "event_parser"
+    except UsageError:  # a variant this edsb does not know: show no code rather than guess
+        return None
     for exchange in reversed(exchanges):
-        reply = exchange["reply"]
-        if reply is None or (exchange["module"] == "narrator" and len(exchanges) > 1):
-            continue
-        return extract_code("\n\n".join(table[i] for i in reply))
+        if exchange["module"] == code_module and exchange["reply"] is not None:
+            return extract_code("\n\n".join(table[i] for i in exchange["reply"]))
     return None
 
 
@@ -189,7 +193,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         }
         exchanges = _transcripts(run_dir, str(record["key"]), sections)
         entry["exchanges"] = exchanges
-        entry["code"] = _executed_code(exchanges, sections.table()) if exchanges else None
+        entry["code"] = _executed_code(exchanges, sections.table(), str(record["variant"])) if exchanges else None
         if case is not None:
             level = min(int(record["distraction"]), case.max_distraction)
             scene = load_scene(benchmark, case.scene_name)
