@@ -330,9 +330,9 @@ def regions_figure(scene: Scene) -> Figure:
 
     plt = _require_matplotlib()
     clusters = object_clusters(scene)
-    palette = plt.get_cmap("tab20")
+    palette = plt.get_cmap("tab10")
     colours: dict[str, tuple[float, float, float]] = {
-        name: palette(index % 20)[:3] for index, names in enumerate(clusters) for name in names
+        name: palette(index % 10)[:3] for index, names in enumerate(clusters) for name in names
     }
     x0, x1, y0, y1 = scene_extent(scene)
     figure, ax = plt.subplots(figsize=(9.0, 9.0 * (y1 - y0) / (x1 - x0) + 1.0))
