@@ -331,17 +331,28 @@ def run_command(
 @app.command("report")
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `edsb run`.")],
-    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html.")] = "table",
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
     price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also write a figure (PNG) of success by tag and level.")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File for --format html.")] = None,
+    data: DataOption = None,
 ) -> None:
-    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts."""
+    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
+    `--format html -o report.html` writes one self-contained page with a drill-down per run."""
     from edsb.report.render import load_run, render_report
 
+    if fmt == "html":
+        from edsb.report.html import write_html_report
+
+        if output is None:
+            raise UsageError("--format html needs -o FILE.html")
+        written = write_html_report(run_dir, output, Benchmark.open(data))
+        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+        return
     if fmt not in ("table", "markdown", "csv", "json"):
-        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv or json)")
+        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv, json or html)")
     config, summary = load_run(run_dir)
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)
@@ -353,6 +364,62 @@ def report_command(
 
         written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
+
+
+@app.command("show")
+def show_command(
+    case_id: Annotated[int, typer.Argument(metavar="CASE", help="Test case id.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Picture to write: .png, .svg or .pdf.")],
+    distraction: Annotated[int, typer.Option("--distraction", min=0, help="Distraction level.")] = 0,
+    run: Annotated[Path | None, typer.Option("--run", help="Run directory whose plan to draw.")] = None,
+    repeat: Annotated[int, typer.Option(min=0, help="Repeat of the run to draw (with --run).")] = 0,
+    variant: Annotated[
+        str | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
+    from edsb.geometry.scene import load_scene
+    from edsb.report.topdown import case_figure, record_figure, save_figure
+
+    benchmark = Benchmark.open(data)
+    if case_id not in benchmark.cases:
+        raise UsageError(f"unknown case id {case_id}")
+    case = benchmark.cases[case_id]
+    level = min(distraction, case.max_distraction)
+    scene = load_scene(benchmark, case.scene_name)
+    if run is None:
+        figure = case_figure(case, level, scene)
+    else:
+        from edsb.report.render import find_record
+
+        record = find_record(run, case_id, distraction, repeat, variant)
+        figure = record_figure(case, level, scene, record)
+    written = save_figure(figure, output)
+    err.print(f"picture written to {written}", markup=False, highlight=False)
+
+
+@app.command("scenes")
+def scenes_command(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Directory for one PNG per scene.")],
+    scene: Annotated[
+        list[str] | None, typer.Option("--scene", help="House, Office or Restaurant (repeatable).")
+    ] = None,
+    data: DataOption = None,
+) -> None:
+    """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
+    from edsb.data.models import SCENES
+    from edsb.geometry.scene import load_scene
+    from edsb.report.topdown import regions_figure, save_figure
+
+    names = scene or list(SCENES)
+    for name in names:
+        if name not in SCENES:
+            raise UsageError(f"unknown scene {name!r} (scenes: {', '.join(SCENES)})")
+    benchmark = Benchmark.open(data)
+    for name in names:
+        written = save_figure(regions_figure(load_scene(benchmark, name)), output / f"{name}.png")
+        err.print(f"{name}: {written}", markup=False, highlight=False)
 
 
 @app.command("compare")

@@ -25,6 +25,7 @@ def record(variant: str, case: int, tags: list[str], level: int, repeat: int, st
         "passed": status == "passed",
         "error_kind": extra.get("error_kind"),
         "error": extra.get("error"),
+        "reason": extra.get("reason"),
         "prompt_tokens": 1000,
         "completion_tokens": 100,
         "tokens": {"narrator": {"prompt": 600, "completion": 60}, "event_parser": {"prompt": 400, "completion": 40}},
@@ -43,7 +44,9 @@ def run_dir(tmp_path: Path) -> Path:
     records = [
         record("ours", 0, ["OA"], 0, 0, "passed"),
         record("ours", 0, ["OA"], 0, 1, "passed"),
-        record("ours", 30, ["OA", "RC"], 1, 0, "failed"),
+        record(
+            "ours", 30, ["OA", "RC"], 1, 0, "failed", reason="Ann: relationships [] do not satisfy 'sit on chair_1'"
+        ),
         record("ours", 30, ["OA", "RC"], 1, 1, "error", error_kind="code_runtime", error="code_runtime: KeyError"),
         record("ours", 20, ["SS"], 2, 0, "incomplete", error_kind="transport_timeout"),
         record("scene-graph", 0, ["OA"], 0, 0, "failed"),
@@ -95,6 +98,8 @@ def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> Non
     _, out, _ = invoke(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
     assert "| ours | 0.5 (0.75) [0.15, 0.85]" in out
     assert "| ours | code_runtime | 1 |" in out
+    assert "### Why plans failed (most frequent reasons)" in out
+    assert "| ours | Ann: relationships [] do not satisfy 'sit on chair_1' | 1 |" in out
     assert "incomplete: transport_timeout (not counted) | 1 |" in out
     # Built-in price for gpt-4o-2024-08-06: 5,000 prompt and 500 completion tokens over all ours runs.
     assert "$0.02" in out
@@ -135,3 +140,16 @@ def test_plot_is_written(run_dir: Path, tmp_path: Path, capsys) -> None:
     code, _, err = invoke(["report", str(run_dir), "--format", "json", "--plot", str(figure)], capsys)
     assert code == 0 and "figure written" in err
     assert figure.read_bytes().startswith(b"\x89PNG") and figure.stat().st_size > 10_000
+
+
+def test_html_report_of_hand_written_records(run_dir: Path, tmp_path: Path, capsys) -> None:
+    # Records without plans or transcripts (an older edsb, a crash) still get their grid cells and drill-downs.
+    code, _, err = invoke(["report", str(run_dir), "--format", "html"], capsys)
+    assert code == 2 and "--format html needs -o FILE.html" in err
+    page = tmp_path / "report.html"
+    code, _, err = invoke(["report", str(run_dir), "--format", "html", "-o", str(page)], capsys)
+    assert code == 0, err
+    html = page.read_text()
+    assert html.count('<details class="run"') == 6
+    assert 'id="run-ours__tc30-d1-r1"' in html and "code_runtime: KeyError" in html
+    assert "error: code_runtime" in html  # the grid's legend names the error kind's colour

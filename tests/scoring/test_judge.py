@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edsb.data.models import ExpectedPlan
-from edsb.geometry.collision import floor_collisions
+from edsb.geometry.collision import first_collision, floor_collisions
 from edsb.scoring.judge import Judge
 from edsb.scoring.position import position_atom_mask
 from edsb.scoring.verdict import ErrorKind, Verdict
@@ -475,3 +475,41 @@ def test_single_point_verdicts_agree_with_the_lattice_mask(judge_for) -> None:
     points = lattice(judge)[::37]
     mask = judge.position_pass_mask(points)
     assert [judge.judge(pi_plan(judge, p.tolist())).passed for p in points] == mask.tolist()
+
+
+# --- failure reasons -----------------------------------------------------------------------------------------------
+
+
+def test_a_failure_names_the_character_and_the_condition_it_missed(judge_for) -> None:
+    judge = judge_for(13)
+    wrong_chair = judge.judge(plan_of("David", ["eat", "sit"], ["sit on chair_3"]))
+    condition = judge.case.expected_plans[0].relationships
+    assert wrong_chair == FAIL
+    assert wrong_chair.reason == f"David: relationships ['sit on chair_3'] do not satisfy {condition!r}"
+    wrong_action = judge.judge(plan_of("David", ["sit"], ["sit on chair_6"]))
+    assert wrong_action.reason.startswith("David: action ['sit'] does not satisfy ")
+    assert judge.judge(plan_of("David", ["eat", "sit"], ["sit on chair_6"])).reason is None
+
+
+def test_errors_carry_no_failure_reason(judge_for) -> None:
+    verdict = judge_for(0).judge({})
+    assert verdict.errored and verdict.reason is None
+    assert verdict.explain() == verdict.describe_error()
+
+
+def test_a_pi_failure_says_whether_the_point_missed_the_area_or_hit_an_object(judge_for) -> None:
+    judge = judge_for(61)  # adjacent to coffee_maker_1, which stands on a counter
+    box = anchor_of(judge)
+    far = world_point(box, (0.0, box.half_depth + 3.0))
+    missed = judge.judge(pi_plan(judge, far))
+    assert missed == FAIL
+    assert missed.reason.startswith("Franklin: position (") and "'adjacent to coffee_maker_1' holds" in missed.reason
+    xs = np.linspace(box.center[0] - 1.5, box.center[0] + 1.5, 31)
+    ys = np.linspace(box.center[1] - 1.5, box.center[1] + 1.5, 31)
+    grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2).astype(np.float32)
+    inside = grid[
+        position_atom_mask(judge.scene, grid, "adjacent to coffee_maker_1") & floor_collisions(judge.scene, grid)
+    ]
+    blocked = judge.judge(pi_plan(judge, inside[0].tolist()))
+    hit = judge.scene.objects[int(first_collision(judge.scene, inside[:1])[0])].name
+    assert blocked == FAIL and blocked.reason.endswith(f"stands inside {hit}")

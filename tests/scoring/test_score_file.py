@@ -22,16 +22,31 @@ def test_one_output_per_line_in_order(benchmark: Benchmark) -> None:
         line(case=21, distraction=2, plan={}),
     ]
     assert list(score_lines(lines, benchmark)) == [
-        {"case": 0, "distraction": 1, "passed": True, "error": None},
-        {"case": 0, "distraction": 2, "passed": False, "error": None},
-        {"case": 0, "distraction": 0, "passed": False, "error": "unknown_action: unavailable action label 'text'"},
-        {"case": 21, "distraction": 2, "passed": True, "error": None},
+        {"case": 0, "distraction": 1, "passed": True, "error": None, "reason": None},
+        {
+            "case": 0,
+            "distraction": 2,
+            "passed": False,
+            "error": None,
+            "reason": (
+                "Ryan: relationships ['look at table_3'] do not satisfy "
+                "'close to table_3 || between chair_1 and chair_3'"
+            ),
+        },
+        {
+            "case": 0,
+            "distraction": 0,
+            "passed": False,
+            "error": "unknown_action: unavailable action label 'text'",
+            "reason": None,
+        },
+        {"case": 21, "distraction": 2, "passed": True, "error": None, "reason": None},
     ]
 
 
 def test_distraction_defaults_to_level_0(benchmark: Benchmark) -> None:
     [missing, null] = score_lines([line(case=0, plan=RYAN_OK), line(case=0, distraction=None, plan=RYAN_OK)], benchmark)
-    assert missing == null == {"case": 0, "distraction": 0, "passed": True, "error": None}
+    assert missing == null == {"case": 0, "distraction": 0, "passed": True, "error": None, "reason": None}
 
 
 def test_null_plan_is_judged_not_rejected(benchmark: Benchmark) -> None:
@@ -42,7 +57,8 @@ def test_null_plan_is_judged_not_rejected(benchmark: Benchmark) -> None:
 
 def test_python_json_literals_are_accepted(benchmark: Benchmark) -> None:
     [output] = score_lines(['{"case": 61, "plan": {"Franklin": {"sampled_position": [NaN, 1.0]}}}'], benchmark)
-    assert output == {"case": 61, "distraction": 0, "passed": False, "error": None}
+    assert output["passed"] is False and output["error"] is None
+    assert output["reason"] == "Franklin: position (nan, 1.00) stands inside cabinet_1"  # NaN is never outside
 
 
 def test_invalid_lines_get_their_own_error_and_scoring_continues(benchmark: Benchmark) -> None:
@@ -68,7 +84,7 @@ def test_invalid_lines_get_their_own_error_and_scoring_continues(benchmark: Benc
     assert outputs[5]["case"] == 0 and "no 'plan'" in outputs[5]["error"]
     assert outputs[6]["error"] == "invalid_input: line 7: unknown case id 5"
     assert outputs[7]["case"] == 0 and outputs[7]["distraction"] == -1
-    assert outputs[-1] == {"case": 0, "distraction": 0, "passed": True, "error": None}
+    assert outputs[-1] == {"case": 0, "distraction": 0, "passed": True, "error": None, "reason": None}
 
 
 def test_deeply_nested_json_does_not_crash(benchmark: Benchmark) -> None:

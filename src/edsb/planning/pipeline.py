@@ -174,12 +174,14 @@ async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
         "tags": list(case.tags),
     }
     plan: dict[str, Any] | None = None
+    reason: str | None = None
     try:
         plan = await plan_run(services, key, scenario, trace)
         verdict = await asyncio.to_thread(_judge, services, scenario, plan)
         status = "error" if verdict.errored else ("passed" if verdict.passed else "failed")
         error_kind = verdict.error.value if verdict.error else None
         message = verdict.describe_error()
+        reason = verdict.reason
     except TransportError as exc:
         status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
@@ -201,6 +203,7 @@ async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
             "passed": status == "passed",
             "error_kind": error_kind,
             "error": message,
+            "reason": reason,
             "plan": plan,
             "event": trace.event,
             "prompt_tokens": prompt,

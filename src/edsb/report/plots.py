@@ -27,7 +27,7 @@ def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], b
     return values, [low, high]
 
 
-def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "") -> Path:
+def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: int = 120) -> Path:
     """Write a PNG (or any format matplotlib infers from the suffix) with two panels: by tag, by level."""
     try:
         import matplotlib
@@ -58,6 +58,6 @@ def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "") -> Pat
     figure.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=dpi)
     plt.close(figure)
     return path

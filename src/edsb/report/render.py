@@ -73,6 +73,30 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, summary
 
 
+def find_record(run_dir: Path, case: int, distraction: int, repeat: int, variant: str | None = None) -> dict[str, Any]:
+    """The result record of one run of a run directory; `variant` defaults to the directory's first variant."""
+    from edsb.runner.store import load_results
+
+    run_dir = Path(run_dir)
+    if not (run_dir / RESULTS_FILE).is_file():
+        raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
+    records = load_results(run_dir)
+    variants = list(dict.fromkeys(str(r.get("variant")) for r in records))
+    chosen = variant or (variants[0] if variants else "")
+    for record in records:
+        if (record.get("variant"), record.get("case"), record.get("distraction"), record.get("repeat")) == (
+            chosen,
+            case,
+            distraction,
+            repeat,
+        ):
+            return record
+    raise UsageError(
+        f"{run_dir}: no run of case {case} at level {distraction}, repeat {repeat}, variant {chosen!r}"
+        f" (variants: {', '.join(variants) or 'none'})"
+    )
+
+
 def _levels_present(summary: Mapping[str, Any]) -> list[str]:
     return [
         level
@@ -235,6 +259,12 @@ def render_report(
         )
     )
     blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
+    reasons = [
+        [variant, reason, str(count)]
+        for variant, data in summary["variants"].items()
+        for reason, count in data.get("failure_reasons", {}).items()
+    ]
+    blocks.append(("Why plans failed (most frequent reasons)", ["variant", "reason", "runs"], reasons))
     blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
     return _emit(blocks, fmt, console)
 

@@ -13,6 +13,7 @@ from edsb.scoring.metrics import TOTAL, Cell, RunRecord, overall_cell, tag_level
 TAG_COLUMNS = (TOTAL, "OA", "RC", "SS", "PI")
 LEVEL_ROWS = (TOTAL, "0", "1", "2")
 MODULES = ("narrator", "event_parser")
+FAILURE_REASONS_SHOWN = 10
 
 
 def judged(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -93,6 +94,12 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
                 str(k): pass_hat_k([(sum(v), len(v)) for v in by_task.values()], k) for k in range(1, max_repeats + 1)
             },
             "error_kinds": dict(Counter(r.get("error_kind") or "error" for r in counted if r.get("status") == "error")),
+            # The judge's explanation of each failed plan (character and condition), most frequent first.
+            "failure_reasons": dict(
+                Counter(r["reason"] for r in counted if r.get("status") == "failed" and r.get("reason")).most_common(
+                    FAILURE_REASONS_SHOWN
+                )
+            ),
             "tokens": {
                 "total_prompt": sum(int(r.get("prompt_tokens") or 0) for r in records),
                 "total_completion": sum(int(r.get("completion_tokens") or 0) for r in records),

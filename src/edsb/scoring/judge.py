@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.models import ExpectedPlan, TestCase
-from edsb.geometry.collision import floor_collisions
+from edsb.geometry.collision import first_collision, floor_collisions
 from edsb.geometry.relations import (
     ADJACENT_TO,
     CLOSE_TO,
@@ -37,7 +37,7 @@ from edsb.scoring.conditions import (
     parse_condition,
 )
 from edsb.scoring.position import area_box_mask, position_atom_mask
-from edsb.scoring.verdict import FAILED, PASSED, ErrorKind, PlanRejected, Verdict
+from edsb.scoring.verdict import PASSED, ErrorKind, PlanRejected, Verdict
 
 # Postures the evaluator accepts on top of a case's action labels.
 POSTURE_ACTIONS = ("sit", "lie")
@@ -94,12 +94,14 @@ class Judge:
         if self.case.allow_null_plan and not plan:
             return PASSED
         try:
-            results = [self._judge_character(expected, plan) for expected in self.case.expected_plans]
+            failures = [self._judge_character(expected, plan) for expected in self.case.expected_plans]
         except PlanRejected as rejection:
             return rejection.verdict()
-        return PASSED if all(results) else FAILED
+        reasons = [reason for reason in failures if reason is not None]
+        return PASSED if not reasons else Verdict(False, reason="; ".join(reasons))
 
-    def _judge_character(self, expected: ExpectedPlan, plan: object) -> bool:
+    def _judge_character(self, expected: ExpectedPlan, plan: object) -> str | None:
+        """None when this character's part of the plan holds, else why not (the first check that failed)."""
         if not isinstance(plan, dict):
             raise PlanRejected(ErrorKind.MALFORMED_PLAN, f"planning result is {type(plan).__name__}, not an object")
         name = expected.character
@@ -107,12 +109,14 @@ class Judge:
             raise PlanRejected(ErrorKind.MISSING_CHARACTER, f"{name} not found in the planning result")
         entry = plan[name]
         if self.case.is_position_case:
-            return self._position_holds(expected, entry)
-        actions = _field(entry, "target_action", name)
-        if not self._actions_hold(expected.target_action, _items(actions, "target_action", name)):
-            return False
-        relationships = _field(entry, "relationships", name)
-        return self._relationships_hold(expected.relationships, _items(relationships, "relationships", name))
+            return self._position_failure(expected, entry)
+        actions = _items(_field(entry, "target_action", name), "target_action", name)
+        if not self._actions_hold(expected.target_action, actions):
+            return f"{name}: action {_shown(actions)} does not satisfy {expected.target_action!r}"
+        relationships = _items(_field(entry, "relationships", name), "relationships", name)
+        if not self._relationships_hold(expected.relationships, relationships):
+            return f"{name}: relationships {_shown(relationships)} do not satisfy {expected.relationships!r}"
+        return None
 
     # --- action check (§7.2) -----------------------------------------------------------------------------------
     def _actions_hold(self, condition: str | None, actions: Collection[Any]) -> bool:
@@ -188,6 +192,22 @@ class Judge:
             return np.ones(len(xy), dtype=bool)
         return evaluate_condition(_parse(condition), lambda atom: _position_mask(self.scene, xy, atom))
 
+    def _position_failure(self, expected: ExpectedPlan, entry: object) -> str | None:
+        """None when the sampled position passes, else whether it missed the expected area or hit an object."""
+        if self._position_holds(expected, entry):
+            return None
+        name = expected.character
+        point = _as_float32(entry["sampled_position"], name)  # type: ignore[index]  # _position_holds read it
+        where = f"({float(point[0]):.2f}, {float(point[1]):.2f})"
+        if isinstance(expected.sampled_position, list) or expected.sampled_position:
+            with np.errstate(all="ignore"):
+                missed = not bool(self._condition_mask(expected.sampled_position, point.reshape(1, 2))[0])
+            if missed:
+                return f"{name}: position {where} is not where {_shown_condition(expected.sampled_position)} holds"
+        with np.errstate(all="ignore"):
+            hit = int(first_collision(self.scene, point.reshape(1, 2))[0])
+        return f"{name}: position {where} stands inside {self.scene.objects[hit].name}"
+
     def _position_holds(self, expected: ExpectedPlan, entry: object) -> bool:
         name = expected.character
         raw = _field(entry, "sampled_position", name)
@@ -205,6 +225,15 @@ class Judge:
             point = _as_float32(raw, name)
             _require_pair(point, name)
             return holds and not bool(floor_collisions(self.scene, point.reshape(1, 2))[0])
+
+
+def _shown(items: Collection[Any]) -> str:
+    """A plan's actions or relationships as a reason quotes them (a string stays a string: it was read by letter)."""
+    return repr(items) if isinstance(items, str) else repr(list(items))
+
+
+def _shown_condition(condition: str | list[float]) -> str:
+    return f"area {condition}" if isinstance(condition, list) else repr(condition)
 
 
 def _position_mask(scene: Scene, points: np.ndarray, atom: str) -> np.ndarray:

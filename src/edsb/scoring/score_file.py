@@ -4,7 +4,8 @@ Input, one object per line: `{"case": 0, "distraction": 1, "plan": {...}}`, the 
 `{character: {"target_action": [...], "relationships": [...], "sampled_position": [x, y] | null}}`.
 `distraction` may be omitted (or null): it then means level 0, which every case has (§1.4) and which is the only
 level of the PI cases. Output, one object per input line and in the same order:
-`{"case": 0, "distraction": 1, "passed": true, "error": null}`, where `error` is `"<kind>: <message>"`.
+`{"case": 0, "distraction": 1, "passed": true, "error": null, "reason": null}`, where `error` is
+`"<kind>: <message>"` and `reason` says why a judged plan failed (which character, which condition).
 
 A level above the case's maximum is judged like the maximum (the official filter keeps entries up to the level, so
 nothing more is kept). A line that cannot be scored (invalid JSON, no `case` or `plan`, an unknown case id, a
@@ -68,7 +69,7 @@ class PlanScorer:
             verdict: Verdict = self.judge_for(case, level).judge(plan)
         except Exception as exc:  # a bug of ours must not stop a long scoring job; it is reported on its line
             return _output(case.id, level, False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}")
-        return _output(case.id, level, verdict.passed, verdict.describe_error())
+        return _output(case.id, level, verdict.passed, verdict.describe_error(), verdict.reason)
 
     def _read(self, line: str, number: int) -> tuple[TestCase, int, object]:
         try:
@@ -94,8 +95,11 @@ class PlanScorer:
         return case, level, record["plan"]
 
 
-def _output(case: int | None, level: int | None, passed: bool, error: str | None) -> dict[str, Any]:
-    return {"case": case, "distraction": level, "passed": passed, "error": error}
+def _output(
+    case: int | None, level: int | None, passed: bool, error: str | None, reason: str | None = None
+) -> dict[str, Any]:
+    """`reason` says why a judged plan failed (character and condition); an error explains itself in `error`."""
+    return {"case": case, "distraction": level, "passed": passed, "error": error, "reason": reason}
 
 
 def score_lines(lines: Iterable[str], benchmark: Benchmark) -> Iterator[dict[str, Any]]:

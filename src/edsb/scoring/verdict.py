@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -24,6 +24,9 @@ class Verdict:
     passed: bool
     error: ErrorKind | None = None
     message: str | None = None
+    # Why a judged plan failed (which character, which condition), for people reading results; never part of
+    # equality, so two verdicts that score alike compare equal whatever their explanation.
+    reason: str | None = field(default=None, compare=False)
 
     @property
     def errored(self) -> bool:
@@ -35,6 +38,12 @@ class Verdict:
         if self.error is None:
             return None
         return f"{self.error.value}: {self.message}" if self.message else self.error.value
+
+    def explain(self) -> str | None:
+        """Why the plan did not pass: the error for an execution error, else the failure reason (None if it passed)."""
+        if self.passed:
+            return None
+        return self.describe_error() or self.reason
 
 
 PASSED = Verdict(True)

@@ -1,0 +1,279 @@
+"""`edsb report RUN_DIR --format html`: one self-contained page to browse a run (no network, no other files).
+
+The page holds the paper's tables with intervals, the figures by tag and level, a case × level × repeat grid per
+variant coloured by verdict or error kind, and a drill-down per run (instruction, prompts, replies, executed code,
+plan, verdict and reason, top-down picture).
+
+Kept small for a full Table 1 run (1,800 runs): prompt texts repeat across runs (system prompts, few-shot examples,
+scene descriptions), so every message is split into its blank-line-separated sections and each distinct section is
+stored once in a JSON table that a few lines of inline script join back when a run is opened. Pictures are layered:
+each scene is drawn once by matplotlib (an inline PNG), each (case, level) once as SVG (characters, expected anchors,
+the judge's accepted area for PI), and each run adds only its plan's few SVG shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edsb.data.benchmark import Benchmark
+from edsb.errors import UsageError
+from edsb.geometry.scene import Scene, load_scene
+from edsb.llm.transcripts import read_transcript, transcripts_dir
+from edsb.planning.code import extract_code
+from edsb.planning.variants import get_variant
+from edsb.report.render import load_run
+from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, paper_rows
+from edsb.report.topdown import (
+    CHARACTER_COLOUR,
+    EXPECTED_AREA_ALPHA,
+    EXPECTED_COLOUR,
+    PLAN_COLOUR,
+    Marks,
+    case_marks,
+    floor_plan_figure,
+    plan_marks,
+    scene_extent,
+)
+from edsb.runner.store import load_results
+
+STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
+ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")
+PICTURE_WIDTH_IN = 5.0
+PICTURE_DPI = 80
+
+
+def _require_jinja():
+    try:
+        import jinja2
+    except ImportError:
+        raise UsageError("the HTML report needs jinja2: pip install 'edsb[plots]'") from None
+    return jinja2
+
+
+class _Sections:
+    """A table of distinct text sections; a message becomes the list of its sections' indices."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return [self.index.setdefault(part, len(self.index)) for part in text.split("\n\n")]
+
+    def table(self) -> list[str]:
+        return list(self.index)
+
+
+def _rgb(colour: tuple[float, float, float]) -> str:
+    return "#" + "".join(f"{round(c * 255):02x}" for c in colour)
+
+
+def _png_data_uri(figure: Any, dpi: int, colours: int = 64) -> str:
+    """The figure as an inline PNG with a small palette (a quarter of the bytes; the drawings use few colours).
+    Pillow comes with matplotlib."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    rendered = io.BytesIO()
+    figure.savefig(rendered, format="png", dpi=dpi)
+    plt.close(figure)
+    rendered.seek(0)
+    small = io.BytesIO()
+    Image.open(rendered).convert("RGB").quantize(colours).save(small, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(small.getvalue()).decode("ascii")
+
+
+def _area_image(area: tuple[Any, tuple[float, float, float, float]]) -> str:
+    """A PI case's accepted area as an SVG image: the judge's mask as a tiny two-colour PNG, top row = highest y."""
+    from PIL import Image
+
+    mask, (x0, x1, y0, y1) = area
+    rgba = np.zeros((*mask.shape, 4), dtype=np.uint8)
+    rgba[mask] = (*(round(c * 255) for c in EXPECTED_COLOUR), round(EXPECTED_AREA_ALPHA * 255))
+    buffer = io.BytesIO()
+    Image.fromarray(rgba[::-1]).save(buffer, format="PNG", optimize=True)
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return (
+        f'<image href="{uri}" x="{x0:.3f}" y="{-y1:.3f}" width="{x1 - x0:.3f}" height="{y1 - y0:.3f}" '
+        'preserveAspectRatio="none" style="image-rendering: pixelated"/>'
+    )
+
+
+def _svg_shapes(marks: Marks, scene: Scene) -> str:
+    """Marks as SVG shapes in scene coordinates with y flipped (the area first, so the rest stays on top)."""
+    shapes = [_area_image(marks.area)] if marks.area is not None else []
+    for name, role in marks.objects.items():
+        points = " ".join(f"{x:.2f},{-y:.2f}" for x, y in scene.by_name[name].footprint.astype(float))
+        shapes.append(f'<polygon points="{points}" class="{role}"><title>{_escape(name)}</title></polygon>')
+    for label, x, y, kind in marks.points:
+        colour = _rgb(PLAN_COLOUR if kind == "plan" else CHARACTER_COLOUR)
+        shapes.append(
+            f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="0.1" fill="{colour}"/>'
+            f'<text x="{x + 0.15:.2f}" y="{-y - 0.1:.2f}" fill="{colour}">{_escape(label)}</text>'
+        )
+    return "".join(shapes)
+
+
+def _view_box(scene: Scene) -> str:
+    x0, x1, y0, y1 = scene_extent(scene)
+    return f"{x0:.2f} {-y1:.2f} {x1 - x0:.2f} {y1 - y0:.2f}"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _transcripts(run_dir: Path, key: str, sections: _Sections) -> list[dict[str, Any]]:
+    path = transcripts_dir(run_dir) / f"{key.replace('/', '__')}.jsonl"
+    if not path.is_file():
+        return []
+    exchanges = []
+    for record in read_transcript(path):
+        reply = record.response.text if record.response is not None else None
+        exchanges.append(
+            {
+                "module": record.module,
+                "messages": [[m.role, sections.encode(m.content)] for m in record.request.messages],
+                "reply": sections.encode(reply) if reply is not None else None,
+                "error": record.error.message if record.error is not None else None,
+            }
+        )
+    return exchanges
+
+
+def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: str) -> str | None:
+    """The code the sandbox ran: the Event Parser's reply, or the Narrator's for w/o Event (whose Narrator writes
+    the plan code). None when no such reply exists (the Narrator waited, or the run failed before)."""
+    try:
+        code_module = "narrator" if get_variant(variant).parser is None else "event_parser"
+    except UsageError:  # a variant this edsb does not know: show no code rather than guess
+        return None
+    for exchange in reversed(exchanges):
+        if exchange["module"] == code_module and exchange["reply"] is not None:
+            return extract_code("\n\n".join(table[i] for i in exchange["reply"]))
+    return None
+
+
+def build_page(run_dir: Path, benchmark: Benchmark) -> str:
+    """The whole HTML document of one run directory."""
+    jinja2 = _require_jinja()
+    config, summary = load_run(run_dir)
+    records = sorted(
+        load_results(run_dir),
+        key=lambda r: (str(r.get("variant")), int(r.get("case", 0)), int(r.get("distraction", 0)), r.get("repeat", 0)),
+    )
+    sections = _Sections()
+    backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
+    case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
+    error_kinds = sorted({str(r.get("error_kind")) for r in records if r.get("status") == "error"})
+    error_colours = {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(error_kinds)}
+    runs = []
+    grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
+    for record in records:
+        case = benchmark.cases.get(int(record["case"]))
+        status = str(record.get("status"))
+        colour = error_colours.get(str(record.get("error_kind"))) if status == "error" else STATUS_COLOURS.get(status)
+        anchor = "run-" + str(record["key"]).replace("/", "__")
+        entry: dict[str, Any] = {
+            "anchor": anchor,
+            "key": record["key"],
+            "status": status,
+            "colour": colour or "#555",
+            "reason": record.get("error") or record.get("reason") or "",
+            "instruction": case.user_instruction if case else "",
+            "plan": json.dumps(record.get("plan"), indent=1) if record.get("plan") is not None else None,
+            "event": json.dumps(record.get("event")) if record.get("event") else None,
+        }
+        exchanges = _transcripts(run_dir, str(record["key"]), sections)
+        entry["exchanges"] = exchanges
+        entry["code"] = _executed_code(exchanges, sections.table(), str(record["variant"])) if exchanges else None
+        if case is not None:
+            level = min(int(record["distraction"]), case.max_distraction)
+            scene = load_scene(benchmark, case.scene_name)
+            if f"bg-{scene.name}" not in backgrounds:
+                figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False)
+                backgrounds[f"bg-{scene.name}"] = _png_data_uri(figure, PICTURE_DPI)
+            layer = f"case-{case.id}-{level}"
+            if layer not in case_layers:
+                case_layers[layer] = _svg_shapes(case_marks(case, level, scene), scene)
+            x0, x1, y0, y1 = scene_extent(scene)
+            entry["picture"] = {
+                "background": f"bg-{scene.name}",
+                "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
+                "view_box": _view_box(scene),
+                "layer": layer,
+                "plan": _svg_shapes(plan_marks(record.get("plan"), scene), scene),
+            }
+        runs.append(entry)
+        grid[str(record["variant"])][int(record["case"])].setdefault(int(record["distraction"]), []).append(entry)
+    levels = sorted({int(r["distraction"]) for r in records})
+    repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
+    blocks = [
+        (level, paper_rows(summary, level, intervals=True))
+        for level in LEVEL_ROWS
+        if any(row[1:] != ["-"] * len(TAG_COLUMNS) for row in paper_rows(summary, level))
+    ]
+    stats = [
+        {
+            "variant": variant,
+            "runs": data.get("runs", 0),
+            "success": data.get("success_rate"),
+            "interval": data.get("success_interval"),
+            "execution": data.get("execution_rate"),
+            "se": data.get("success_se_clustered"),
+            "pass_k": data.get("pass_hat_k", {}),
+            "incomplete": data.get("incomplete", 0),
+            "errors": data.get("error_kinds", {}),
+        }
+        for variant, data in summary["variants"].items()
+    ]
+    chart = _chart(summary, f"{config.get('model', '')} — {Path(run_dir).name}")
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
+    return environment.get_template("report.html.j2").render(
+        title=f"edsb report — {Path(run_dir).resolve().name}",
+        model=config.get("model", ""),
+        columns=TAG_COLUMNS,
+        blocks=blocks,
+        stats=stats,
+        chart=chart,
+        grid={variant: dict(sorted(cases.items())) for variant, cases in grid.items()},
+        levels=levels,
+        repeats=repeats,
+        runs=runs,
+        legend={**{k: v for k, v in STATUS_COLOURS.items()}, **{f"error: {k}": v for k, v in error_colours.items()}},
+        backgrounds=backgrounds,
+        case_layers=case_layers,
+        sections=json.dumps(sections.table()).replace("</", "<\\/"),
+        exchanges=json.dumps({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}).replace("</", "<\\/"),
+        expected_colour=_rgb(EXPECTED_COLOUR),
+        plan_colour=_rgb(PLAN_COLOUR),
+    )
+
+
+def _chart(summary: Mapping[str, Any], title: str) -> str | None:
+    """The by-tag / by-level figure of `edsb report --plot` as a data URI, or None when nothing was judged."""
+    import tempfile
+
+    from edsb.report.plots import plot_summary
+
+    if not any(data.get("cells") for data in summary["variants"].values()):
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        path = plot_summary(summary, Path(directory) / "chart.png", title=title, dpi=80)
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def write_html_report(run_dir: Path, output: Path, benchmark: Benchmark) -> Path:
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(build_page(run_dir, benchmark), encoding="utf-8")
+    return output

@@ -1,0 +1,346 @@
+"""Top-down floor plans (matplotlib): where a plan put a character, where it should have gone, what was taken.
+
+One picture per case and level: every object's oriented footprint with its name and, for oriented objects, an
+arrow to its front; the occupancy grid faintly; the characters of the case at the anchors their relationships name;
+the expected region (the anchors of the expected condition, or for PI cases the area where the judge's own position
+check passes, evaluated on a dense grid); and optionally a plan (the anchors it named, or its sampled point).
+
+What gets marked is computed once (`case_marks`, `plan_marks`) and drawn either by matplotlib (`edsb show`) or as an
+SVG layer over a cached background (the HTML report), so both show the same things.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from edsb.data.models import TestCase
+from edsb.errors import UsageError
+from edsb.geometry.collision import stands_on_floor
+from edsb.geometry.grid import occupancy_grid_of
+from edsb.geometry.relations import LOOK_AT, TWO_ANCHOR_PREDICATES, split_anchor, split_two_anchors
+from edsb.geometry.scene import Scene
+from edsb.scoring.conditions import ConditionSyntaxError, iter_atoms, parse_condition
+from edsb.scoring.judge import Judge
+from edsb.scoring.verdict import PlanRejected, Verdict
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+#: Colours (RGB in 0..1) shared by the matplotlib and SVG renderings.
+EXPECTED_COLOUR = (0.13, 0.63, 0.25)
+PLAN_COLOUR = (0.85, 0.2, 0.1)
+CHARACTER_COLOUR = (0.15, 0.35, 0.8)
+OBJECT_FILL = (0.82, 0.74, 0.58)
+EXPECTED_AREA_ALPHA = 0.4
+#: Spacing (m) of the grid on which a PI case's expected area is evaluated by the judge.
+AREA_STEP = 0.04
+
+
+def _require_matplotlib():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("pictures need matplotlib: pip install 'edsb[plots]'") from None
+    return plt
+
+
+def anchors_of(relationship: str) -> list[str]:
+    """Object names a relationship or condition atom refers to (one or two anchors; `look at` may name a person)."""
+    if relationship.startswith(TWO_ANCHOR_PREDICATES):
+        try:
+            _, first, second = split_two_anchors(relationship)
+        except ValueError:
+            return []
+        return [first, second]
+    return [split_anchor(relationship)[1]]
+
+
+def condition_anchors(condition: str | None) -> list[str]:
+    if not condition:
+        return []
+    try:
+        atoms = list(iter_atoms(parse_condition(condition)))
+    except ConditionSyntaxError:
+        return []
+    return list(dict.fromkeys(anchor for atom in atoms for anchor in anchors_of(atom)))
+
+
+@dataclass
+class Marks:
+    """Things to draw over a scene: highlighted objects, labelled points and (PI) a pass mask on a grid."""
+
+    objects: dict[str, str] = field(default_factory=dict)  # object name -> "expected" | "plan"
+    points: list[tuple[str, float, float, str]] = field(default_factory=list)  # (label, x, y, "character"|"plan")
+    area: tuple[np.ndarray, tuple[float, float, float, float]] | None = None  # mask (ny, nx) and extent
+
+
+def scene_extent(scene: Scene, pad: float = 0.3) -> tuple[float, float, float, float]:
+    low, high = scene.bounds[0].astype(float), scene.bounds[1].astype(float)
+    return float(low[0] - pad), float(high[0] + pad), float(low[1] - pad), float(high[1] + pad)
+
+
+def expected_area(judge: Judge, step: float = AREA_STEP) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """Where a PI plan would pass: the judge's own position check on a grid of cell centres over the scene.
+    Returns the mask (rows = y ascending, columns = x) and the extent (x0, x1, y0, y1) of the cells."""
+    x0, x1, y0, y1 = scene_extent(judge.scene, pad=0.0)
+    xs = np.arange(x0 + step / 2, x1, step)
+    ys = np.arange(y0 + step / 2, y1, step)
+    points = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
+    mask = judge.position_pass_mask(points).reshape(len(ys), len(xs))
+    return mask, (float(xs[0] - step / 2), float(xs[-1] + step / 2), float(ys[0] - step / 2), float(ys[-1] + step / 2))
+
+
+def case_marks(case: TestCase, level: int, scene: Scene) -> Marks:
+    """The characters of the case where its current states put them, and the expected region."""
+    marks = Marks()
+    seen: dict[str, int] = {}
+    for state in case.states_at(level):
+        anchor = next(
+            (a for r in state.position for a in anchors_of(r) if a in scene.by_name and not r.startswith(LOOK_AT)),
+            None,
+        )
+        if anchor is None:
+            continue
+        box = scene.by_name[anchor]
+        shift = 0.25 * seen.get(anchor, 0)
+        seen[anchor] = seen.get(anchor, 0) + 1
+        marks.points.append((state.name, float(box.center[0]) + shift, float(box.center[1]) + shift, "character"))
+    if case.is_position_case:
+        try:
+            marks.area = expected_area(Judge(case, level, scene))
+        except PlanRejected:  # a broken case: nothing to shade
+            marks.area = None
+    else:
+        for expected in case.expected_plans:
+            for anchor in condition_anchors(expected.relationships):
+                if anchor in scene.by_name:
+                    marks.objects[anchor] = "expected"
+    return marks
+
+
+def plan_marks(plan: object, scene: Scene) -> Marks:
+    """The anchors a plan named and its sampled points; anything malformed is simply not drawn."""
+    marks = Marks()
+    if not isinstance(plan, Mapping):
+        return marks
+    for name, entry in plan.items():
+        if not isinstance(entry, Mapping):
+            continue
+        position = entry.get("sampled_position")
+        if isinstance(position, list | tuple) and len(position) == 2:
+            try:
+                x, y = float(position[0]), float(position[1])
+            except (TypeError, ValueError):
+                x = y = float("nan")
+            if np.isfinite(x) and np.isfinite(y):
+                marks.points.append((str(name), x, y, "plan"))
+                continue
+        relationships = entry.get("relationships")
+        first: str | None = None
+        for relationship in relationships if isinstance(relationships, list) else []:
+            if not isinstance(relationship, str) or relationship.startswith(LOOK_AT):
+                continue
+            for anchor in anchors_of(relationship):
+                if anchor in scene.by_name:
+                    marks.objects[anchor] = "plan"
+                    first = first or anchor
+        if first is not None:
+            box = scene.by_name[first]
+            marks.points.append((str(name), float(box.center[0]), float(box.center[1]) - 0.2, "plan"))
+    return marks
+
+
+def verdict_title(case: TestCase, level: int, verdict: Verdict | None, status: str | None = None) -> str:
+    head = f"case {case.id} ({', '.join(case.tags)}, {case.scene_name}) · level {level}"
+    if verdict is None and status is None:
+        return head
+    if verdict is not None:
+        status = "passed" if verdict.passed else ("error" if verdict.errored else "failed")
+    explanation = verdict.explain() if verdict is not None else None
+    return f"{head} · {status.upper() if status else ''}" + (f"\n{explanation}" if explanation else "")
+
+
+# --- matplotlib ------------------------------------------------------------------------------------------------------
+def draw_scene(
+    ax: Axes,
+    scene: Scene,
+    *,
+    highlight: Mapping[str, str] | None = None,
+    colours: Mapping[str, tuple[float, float, float]] | None = None,
+    grid: bool = True,
+    fontsize: float = 5.0,
+) -> None:
+    """Footprints (floor objects filled, others dashed), names, fronts, and the occupancy grid faintly.
+    `colours` fills objects by name (regions); `highlight` outlines objects as expected or planned."""
+    from matplotlib.patches import Polygon
+
+    highlight = highlight or {}
+    if grid:
+        occupancy = occupancy_grid_of(scene)
+        occupied = occupancy.points[occupancy.occupied]
+        if len(occupied):
+            ax.scatter(occupied[:, 0], occupied[:, 1], s=1.0, c="0.55", alpha=0.35, linewidths=0, zorder=1)
+    for box in scene.objects:
+        role = highlight.get(box.name)
+        edge = {"expected": EXPECTED_COLOUR, "plan": PLAN_COLOUR}.get(role or "", (0.35, 0.3, 0.25))
+        fill = (colours or {}).get(box.name, OBJECT_FILL)
+        floor = stands_on_floor(box)
+        ax.add_patch(
+            Polygon(
+                box.footprint.astype(float),
+                closed=True,
+                facecolor=(*fill, 0.55 if floor else 0.25),
+                edgecolor=edge,
+                linewidth=2.0 if role else 0.6,
+                linestyle="-" if floor or role else "--",
+                zorder=3 if role else 2,
+            )
+        )
+        cx, cy = float(box.center[0]), float(box.center[1])
+        if box.has_orientation:
+            reach = min(box.half_depth, 0.6) + 0.15
+            ax.annotate(
+                "",
+                xy=(cx + float(box.front[0]) * reach, cy + float(box.front[1]) * reach),
+                xytext=(cx, cy),
+                arrowprops={"arrowstyle": "-|>", "color": "0.3", "lw": 0.5, "mutation_scale": 5},
+                zorder=4,
+            )
+        ax.text(cx, cy, box.name, fontsize=fontsize, ha="center", va="center", color="0.1", zorder=5)
+
+
+def draw_marks(ax: Axes, marks: Marks, *, fontsize: float = 6.0) -> None:
+    """The expected area (PI), characters and plan points of `marks` (object highlights go through draw_scene)."""
+    if marks.area is not None:
+        mask, extent = marks.area
+        rgba = np.zeros((*mask.shape, 4))
+        rgba[mask] = (*EXPECTED_COLOUR, EXPECTED_AREA_ALPHA)
+        ax.imshow(rgba, origin="lower", extent=extent, interpolation="nearest", zorder=0.5)
+    for label, x, y, kind in marks.points:
+        colour = CHARACTER_COLOUR if kind == "character" else PLAN_COLOUR
+        marker = "o" if kind == "character" else "*"
+        ax.scatter([x], [y], s=50 if kind == "plan" else 30, c=[colour], marker=marker, zorder=7, edgecolors="white")
+        ax.annotate(label, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=fontsize, color=colour, zorder=8)
+
+
+def floor_plan_figure(
+    scene: Scene, marks: Iterable[Marks] = (), *, title: str = "", width_in: float = 9.0, chrome: bool = True
+) -> Figure:
+    """A figure of the scene with `marks`. Without `chrome` the axes fill the figure exactly (no title, ticks or
+    legend), so a data point maps linearly to a pixel and an SVG layer can be laid over the image."""
+    plt = _require_matplotlib()
+    marks = list(marks)
+    x0, x1, y0, y1 = scene_extent(scene)
+    height_in = width_in * (y1 - y0) / (x1 - x0)
+    highlight: dict[str, str] = {}
+    for mark in marks:
+        highlight.update(mark.objects)
+    if chrome:
+        figure, ax = plt.subplots(figsize=(width_in, height_in + 1.0))
+    else:
+        figure = plt.figure(figsize=(width_in, height_in))
+        ax = figure.add_axes((0, 0, 1, 1))
+        ax.set_axis_off()
+    draw_scene(ax, scene, highlight=highlight, fontsize=5.0 if chrome else 7.0)
+    for mark in marks:
+        draw_marks(ax, mark)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal" if chrome else "auto")
+    if chrome:
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.tick_params(labelsize=7)
+        _legend(ax, marks)
+        if title:
+            ax.set_title(title, fontsize=9)
+        figure.tight_layout()
+    return figure
+
+
+def _legend(ax: Axes, marks: list[Marks]) -> None:
+    from matplotlib.artist import Artist
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Artist] = [
+        Patch(facecolor=(*OBJECT_FILL, 0.55), edgecolor="0.3", label="object (dashed: not on the floor)")
+    ]
+    if any(m.area is not None for m in marks):
+        handles.append(Patch(facecolor=(*EXPECTED_COLOUR, EXPECTED_AREA_ALPHA), label="where the judge accepts"))
+    if any("expected" in m.objects.values() for m in marks):
+        handles.append(Patch(facecolor="none", edgecolor=EXPECTED_COLOUR, linewidth=2, label="expected anchor"))
+    if any("plan" in m.objects.values() for m in marks):
+        handles.append(Patch(facecolor="none", edgecolor=PLAN_COLOUR, linewidth=2, label="anchor the plan named"))
+    kinds = {kind for m in marks for *_, kind in m.points}
+    if "character" in kinds:
+        handles.append(Line2D([], [], marker="o", ls="", color=CHARACTER_COLOUR, label="character (history)"))
+    if "plan" in kinds:
+        handles.append(Line2D([], [], marker="*", ls="", color=PLAN_COLOUR, markersize=9, label="plan"))
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def save_figure(figure: Figure, path: Path | str, dpi: int = 150) -> Path:
+    plt = _require_matplotlib()
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        plt.close(figure)
+        raise UsageError(f"{path}: the picture must be .png, .svg or .pdf")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi, bbox_inches="tight" if figure.axes and figure.axes[0].axison else None)
+    plt.close(figure)
+    return path
+
+
+def case_figure(
+    case: TestCase, level: int, scene: Scene, plan: Any = None, *, verdict: Verdict | None = None, has_plan=False
+) -> Figure:
+    """The `edsb show` picture: the case, its expected region and (if `has_plan`) the plan with its verdict."""
+    marks = [case_marks(case, level, scene)]
+    if has_plan:
+        marks.append(plan_marks(plan, scene))
+        if verdict is None:
+            verdict = Judge(case, level, scene).judge(plan)
+    return floor_plan_figure(scene, marks, title=verdict_title(case, level, verdict))
+
+
+def record_figure(case: TestCase, level: int, scene: Scene, record: Mapping[str, Any]) -> Figure:
+    """The picture of one run from its result line: the plan judged again (same verdict, with its reason), or,
+    for a run that produced no plan, the case with the run's status and error."""
+    if record.get("plan") is None:
+        status = str(record.get("status", "no plan"))
+        title = verdict_title(case, level, None, status) + (f"\n{record['error']}" if record.get("error") else "")
+        return floor_plan_figure(scene, [case_marks(case, level, scene)], title=title)
+    return case_figure(case, level, scene, record["plan"], has_plan=True)
+
+
+# --- regions ---------------------------------------------------------------------------------------------------------
+def regions_figure(scene: Scene) -> Figure:
+    """The scene with its DBSCAN regions (scene-graph clustering) filled in one colour each; noise stays plain."""
+    from edsb.geometry.regions import object_clusters
+
+    plt = _require_matplotlib()
+    clusters = object_clusters(scene)
+    palette = plt.get_cmap("tab10")
+    colours: dict[str, tuple[float, float, float]] = {
+        name: palette(index % 10)[:3] for index, names in enumerate(clusters) for name in names
+    }
+    x0, x1, y0, y1 = scene_extent(scene)
+    figure, ax = plt.subplots(figsize=(9.0, 9.0 * (y1 - y0) / (x1 - x0) + 1.0))
+    draw_scene(ax, scene, colours=colours, grid=False)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.tick_params(labelsize=7)
+    ax.set_title(f"{scene.name}: {len(scene.objects)} objects, {len(clusters)} regions (DBSCAN)", fontsize=9)
+    figure.tight_layout()
+    return figure
