@@ -29,8 +29,10 @@ def parse_model_spec(text: str) -> ModelSpec:
         if sep and not target:
             raise ModelSpecError(f"model spec {text!r} names no GGUF file after 'local:'")
         return ModelSpec("local", target or None)
-    if kind in ("oracle", "oracle-wrong") and not sep:
-        return ModelSpec(kind)
+    if value == "oracle":
+        return ModelSpec("oracle")
+    if value == "oracle-wrong":
+        return ModelSpec("oracle-wrong")
     if kind in ("openai", "replay"):
         if not target.strip():
             what = "model name" if kind == "openai" else "run directory"
