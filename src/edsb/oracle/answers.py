@@ -499,8 +499,8 @@ ANSWERS: dict[int, Answer] = {
         decoy="chair_6",
     ),
     # --- PI: a scored standing point -----------------------------------------------------------------------------
-    # Direct Inference points: inside the area the code asks for and off every floor object (read off the scenes'
-    # boxes and checked with edsb's judge), rounded to 10 cm as a planner would write them.
+    # Direct Inference points: inside the area the code asks for and off every floor object (picked among points the
+    # position sampler finds there, checked with edsb's judge), rounded to 10 cm as a planner would write them.
     60: _pi(
         "Theodore",
         'get_area_in_front_of("fridge_1")',
