@@ -202,7 +202,9 @@ def score_command(
 
 @app.command("check-model")
 def check_model_command(
-    model: Annotated[str, typer.Option("--model", help="`local`, `openai:<model>` or `replay:<run dir>`.")] = "local",
+    model: Annotated[
+        str, typer.Option("--model", help="`local`, `openai:<model>`, `replay:<run dir>` or `oracle`.")
+    ] = "local",
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
     api_key_env: Annotated[
         str | None, typer.Option(help="Name of the environment variable holding the API key (default OPENAI_API_KEY).")
@@ -258,7 +260,7 @@ def _resolve_run_config(options: dict[str, Any], config_file: Path | None) -> Ru
 @app.command("run")
 def run_command(
     model: Annotated[
-        str | None, typer.Option(help="`local` (default), `openai:<model>` or `replay:<run dir>`.")
+        str | None, typer.Option(help="`local` (default), `openai:<model>`, `replay:<run dir>` or `oracle`.")
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,

@@ -11,13 +11,13 @@ write: comments, a character handle, area functions, `set_target_action`.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from edsb.data.models import TestCase
+from edsb.oracle.model import query_sections
 from tests.support.openai_server import RecordedRequest, Reply
 
 Module = Literal["narrator", "wo_event", "event_parser", "direct_parser"]
@@ -53,12 +53,6 @@ _AREA_FUNCTIONS = {
     "to the left of": "get_area_left_of",
     "to the right of": "get_area_right_of",
 }
-_SECTION = re.compile(r"\[(?P<title>[^\]\n]+)\]\n(?P<body>.*?)(?=\n\n\[[^\]\n]+\]\n|\Z)", re.S)
-
-
-def query_sections(text: str) -> dict[str, str]:
-    """`{title: body}` of a query made of `[Title]` sections separated by blank lines."""
-    return {m.group("title"): m.group("body").strip() for m in _SECTION.finditer(text)}
 
 
 def module_of(body: Mapping[str, Any]) -> Module:

@@ -38,10 +38,12 @@ def build_model(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     cache: bool | Path | str = True,
     retry: RetryPolicy | None = None,
+    data: Path | str | None = None,
 ) -> ChatModel:
     """The model a run talks to. `cache`: True for the default cache file, a path for another, False for none.
 
-    `retry` replaces the default backoff (then `max_retries` is ignored); replays are never cached.
+    `retry` replaces the default backoff (then `max_retries` is ignored); replays and the oracle are never cached.
+    `data` is the benchmark directory the oracle recognises its cases in (default: the usual data lookup).
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
     if parsed.kind != "openai" and (base_url or api_key_env):
@@ -50,6 +52,11 @@ def build_model(
     if parsed.kind == "replay":
         assert parsed.target is not None
         return ReplayChatModel(parsed.target)
+    if parsed.kind in ("oracle", "oracle-wrong"):
+        # Imported here: the oracle knows the benchmark, which the rest of the llm layer never needs to.
+        from edsb.oracle import OracleChatModel
+
+        return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong")
     if parsed.kind == "openai":
         assert parsed.target is not None
         model = OpenAIChatModel(
@@ -82,6 +89,8 @@ async def check_model_async(
         return {"ok": False, "model": spec, "error": str(exc)}
     if isinstance(model, ReplayChatModel):
         return {"ok": True, "model": model.identity, "recorded_requests": len(model)}
+    if parse_model_spec(spec).kind in ("oracle", "oracle-wrong"):
+        return {"ok": True, "model": model.identity, "answers": "built in (benchmark prompts only)"}
     # The embedded model gets a token cap to stay quick; remote models get the benchmark's exact call shape.
     local = isinstance(model, LocalChatModel)
     request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST

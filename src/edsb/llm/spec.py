@@ -1,4 +1,5 @@
-"""`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`."""
+"""`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`, and
+`oracle` / `oracle-wrong` (hand-written reference answers and their negative control)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Literal
 
 from edsb.llm.errors import ModelSpecError
 
-ModelKind = Literal["local", "openai", "replay"]
-SPEC_FORMS = "local, local:<file.gguf>, openai:<model> or replay:<run dir>"
+ModelKind = Literal["local", "openai", "replay", "oracle", "oracle-wrong"]
+SPEC_FORMS = "local, local:<file.gguf>, openai:<model>, replay:<run dir>, oracle or oracle-wrong"
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ def parse_model_spec(text: str) -> ModelSpec:
         if sep and not target:
             raise ModelSpecError(f"model spec {text!r} names no GGUF file after 'local:'")
         return ModelSpec("local", target or None)
+    if value == "oracle":
+        return ModelSpec("oracle")
+    if value == "oracle-wrong":
+        return ModelSpec("oracle-wrong")
     if kind in ("openai", "replay"):
         if not target.strip():
             what = "model name" if kind == "openai" else "run directory"

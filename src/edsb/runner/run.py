@@ -97,6 +97,7 @@ def run_benchmark(
             max_in_flight=config.concurrency,
             cache=config.cache,
             retry=retry,
+            data=benchmark.root,
         )
     except BaseException:
         if created:
