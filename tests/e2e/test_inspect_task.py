@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
 from tests.e2e.conftest import isolate_environment, read_results, run_edsb
 from tests.e2e.scripted_model import ScriptedModel
 from tests.e2e.test_scripted_run import closest_table_answer, prose_narration, seat_answer
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, Reply
 
 # Every kind of outcome, each on its own case: an execution error in the sandbox (0), a plan judged false (13), a
 # null plan that passes (21), prose where the Narrator must answer JSON (44), a PI seat the sampler cannot find (60),
@@ -100,13 +101,13 @@ def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iter
                 )  # fmt: skip
                 assert code == 0
                 records.update((r["key"], r) for r in read_results(out))
-            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
             monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
             for setting in SETTINGS:
                 task = TASKS[setting.name](variant=setting.variant, cases=setting.cases, levels=setting.levels)
                 (log,) = inspect_eval(
                     task,
                     model="openai/scripted",
+                    model_base_url=server.base_url,  # a new base URL is a new Inspect model (they are cached)
                     model_args={"responses_api": False},  # the loopback server speaks chat completions
                     epochs=REPEATS,
                     log_dir=str(root / "logs"),
@@ -190,3 +191,48 @@ def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> No
         "scene": benchmark.case(44).scene_name,
         "variant": "ours",
     }
+
+
+def run_one(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], EvalLog]:
+    """Case 13 at level 0 once through `edsb run` and once through Inspect, against the same server."""
+    out = tmp_path / "run"
+    args = ("--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13", "--distraction", "0")
+    assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == 0
+    (record,) = read_results(out)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    (log,) = inspect_eval(
+        edsb_table1(cases=13, levels=0, epochs=1),
+        model="openai/scripted",
+        model_base_url=server.base_url,
+        model_args={"responses_api": False},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_retries=0,
+        fail_on_error=False,
+    )
+    return record, read_eval_log(log.location)
+
+
+def test_a_prompt_the_endpoint_refuses_is_the_same_execution_error(
+    openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    too_long = {"message": "maximum context length exceeded", "type": "invalid_request_error"}
+    openai_server.handler = lambda request: Reply.json(
+        {"error": {**too_long, "param": None, "code": "context_length_exceeded"}}, status=400
+    )
+    record, log = run_one(openai_server, tmp_path, monkeypatch)
+    assert (record["status"], record["error_kind"]) == ("error", "request_rejected")
+    (run,) = inspect_runs(log).values()
+    assert (run["status"], run["error_kind"]) == ("error", "request_rejected")
+    assert "maximum context length exceeded" in run["explanation"]
+
+
+def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
+    openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    openai_server.handler = lambda request: Reply.error(503, "overloaded")
+    record, log = run_one(openai_server, tmp_path, monkeypatch)
+    assert (record["status"], record["error_kind"]) == ("incomplete", "transport_http")
+    (sample,) = log.samples or []
+    assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it
+    assert not sample.scores  # neither a pass nor an execution error: Inspect retries or reports it

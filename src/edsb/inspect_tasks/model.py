@@ -15,6 +15,7 @@ from inspect_ai.model import (
     ChatMessageUser,
     GenerateConfig,
     Model,
+    ModelOutput,
 )
 
 from edsb.llm.errors import TransportError
@@ -32,6 +33,14 @@ def _message(message: Message) -> ChatMessage:
     if message.role == "user":
         return ChatMessageUser(content=message.content)
     return ChatMessageAssistant(content=message.content)
+
+
+def refused(output: ModelOutput) -> bool:
+    """Whether the provider refused the request rather than answering it. Inspect turns OpenAI's refusals (prompt
+    too long for the context, content policy) into an output without usage whose text is the error message."""
+    if output.error:
+        return True
+    return output.usage is None and output.stop_reason in ("model_length", "content_filter")
 
 
 class InspectChatModel:
@@ -70,8 +79,8 @@ class InspectChatModel:
         except Exception as exc:
             self.failure = exc
             raise TransportError("connection", f"{type(exc).__name__}: {exc}", attempts=1) from exc
-        if output.error:  # the provider refused this request (e.g. too long for the context): an execution error
-            raise TransportError("rejected", output.error, attempts=1)
+        if refused(output):  # an execution error, as `edsb run` records a request the endpoint refuses
+            raise TransportError("rejected", output.error or output.completion, attempts=1)
         usage = output.usage
         return ChatResponse(
             text=output.completion,

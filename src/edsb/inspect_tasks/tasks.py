@@ -20,6 +20,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from edsb.data.benchmark import Benchmark
+from edsb.data.models import TAGS
 from edsb.data.selection import parse_levels, select_cases
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
@@ -102,7 +103,7 @@ def edsb_planner(
 
 
 @metric
-def by_tag_and_level() -> Metric:
+def rate() -> Metric:
     """Means under `Total`, each tag (a run with two tags counts in both) and each level `d0`..`d2`, as edsb
     report's cells group runs (unrounded here; `edsb report` prints the paper's two decimals)."""
 
@@ -110,10 +111,10 @@ def by_tag_and_level() -> Metric:
         groups: dict[str, list[float]] = {}
         for item in scores:
             meta = item.sample_metadata or {}
-            value = float(item.score.as_float())
             for group in (TOTAL, *meta.get("tags", ()), f"d{meta.get('level')}"):
-                groups.setdefault(group, []).append(value)
-        return {group: sum(values) / len(values) for group, values in groups.items()}
+                groups.setdefault(group, []).append(item.score.as_float())
+        order = [TOTAL, *TAGS, *sorted(name for name in groups if name.startswith("d"))]
+        return {name: sum(groups[name]) / len(groups[name]) for name in order if name in groups}
 
     return compute
 
@@ -124,10 +125,10 @@ def explanation(record: dict[str, Any]) -> str:
         return "passed: every expected character's action and position conditions hold"
     if record["status"] == "failed":
         return "failed: the plan does not meet the case's conditions"
-    return f"execution error {record['error']}"
+    return f"execution error — {record['error']}"
 
 
-@scorer(metrics={"success": [by_tag_and_level()], "execution": [by_tag_and_level()]})
+@scorer(metrics={"success": [rate()], "execution": [rate()]})
 def edsb_judge() -> Scorer:
     """edsb's verdict of the run (the judge ran inside the pipeline, exactly as for `edsb run`)."""
 
