@@ -1,0 +1,206 @@
+"""The benchmark as Inspect AI tasks: `inspect eval edsb/edsb_table1 --model openai/gpt-4o`.
+
+One sample per case × distraction level, one epoch per repeat. The solver is `pipeline.execute_run`, the function
+`edsb run` calls for every run, with its model answering through Inspect (`InspectChatModel`): same prompts, same
+sandbox, same sampler, same judge. The scorer publishes that run's verdict; an execution error is a score of 0 whose
+explanation carries the error kind and message, and a run whose model never answered is a sample error, which
+Inspect retries (`--retry-on-error`) instead of counting it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from inspect_ai import Epochs, Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from edsb.data.benchmark import Benchmark
+from edsb.data.models import TAGS
+from edsb.data.selection import parse_levels, select_cases
+from edsb.inspect_tasks.model import InspectChatModel
+from edsb.planning.pipeline import RunServices, execute_run
+from edsb.planning.prompt_pack import load_prompt_pack
+from edsb.planning.runkey import RunKey
+from edsb.planning.sandbox import SandboxLimits, check_sandbox
+from edsb.planning.variants import get_preset, get_variant
+from edsb.runner.keys import expand_keys
+from edsb.scoring.metrics import TOTAL
+
+RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
+Selection = str | int | Iterable[int] | None
+
+
+def _selection_text(value: Selection) -> str | None:
+    """`-T cases=13` arrives as an int and `-T cases=[13,60]` as a list; the selection syntax wants text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return ",".join(str(item) for item in value)
+
+
+def edsb_dataset(benchmark: Benchmark, variant: str, cases: Selection, levels: Selection) -> MemoryDataset:
+    """One sample per (case, level) in `edsb run`'s order; levels above a case's maximum are skipped, as there."""
+    ids = select_cases(_selection_text(cases), benchmark.cases)
+    chosen = parse_levels(_selection_text(levels))
+    keys = expand_keys([variant], ids, chosen, 1, benchmark.cases)
+    samples = []
+    for key in keys:
+        case = benchmark.case(key.case)
+        samples.append(
+            Sample(
+                id=f"tc{key.case:02d}-d{key.distraction}",
+                input=case.user_instruction,
+                target=" ; ".join(plan.model_dump_json(exclude_none=True) for plan in case.expected_plans),
+                metadata={
+                    "case": key.case,
+                    "level": key.distraction,
+                    "tags": list(case.tags),
+                    "scene": case.scene_name,
+                    "variant": variant,
+                },
+            )
+        )
+    return MemoryDataset(samples, name=f"edsb-{variant}")
+
+
+@solver
+def edsb_planner(
+    data: str | None = None,
+    temperature: float = 0.1,
+    seed: int = 0,
+    code_timeout: float = 10.0,
+    code_memory: int = 1024,
+) -> Solver:
+    """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
+    Inspect logs them with the eval."""
+    limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
+    check_sandbox(limits)
+    benchmark = Benchmark.open(data)
+    pack = load_prompt_pack(benchmark)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        meta = state.metadata
+        key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
+        model = InspectChatModel(get_model())
+        services = RunServices(benchmark, model, temperature=temperature, seed=seed, limits=limits, pack=pack)
+        record = await execute_run(services, key)
+        if record["status"] == "incomplete":  # no completion: Inspect's error handling decides (retry or fail)
+            if model.failure is not None:
+                raise model.failure
+            raise RuntimeError(f"{key.id}: {record['error']}")
+        state.store.set(RECORD, record)
+        state.output = ModelOutput.from_content(str(state.model), json.dumps(record["plan"]))
+        state.completed = True
+        return state
+
+    return solve
+
+
+@metric
+def rate() -> Metric:
+    """Means under `Total`, each tag (a run with two tags counts in both) and each level `d0`..`d2`, as edsb
+    report's cells group runs (unrounded here; `edsb report` prints the paper's two decimals)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        groups: dict[str, list[float]] = {}
+        for item in scores:
+            meta = item.sample_metadata or {}
+            for group in (TOTAL, *meta.get("tags", ()), f"d{meta.get('level')}"):
+                groups.setdefault(group, []).append(item.score.as_float())
+        order = [TOTAL, *TAGS, *sorted(name for name in groups if name.startswith("d"))]
+        return {name: sum(groups[name]) / len(groups[name]) for name in order if name in groups}
+
+    return compute
+
+
+def explanation(record: dict[str, Any]) -> str:
+    """One line per run: the verdict, and for an execution error its kind and reason."""
+    if record["status"] == "passed":
+        return "passed: every expected character's action and position conditions hold"
+    if record["status"] == "failed":
+        return "failed: the plan does not meet the case's conditions"
+    return f"execution error — {record['error']}"
+
+
+@scorer(metrics={"success": [rate()], "execution": [rate()]})
+def edsb_judge() -> Scorer:
+    """edsb's verdict of the run (the judge ran inside the pipeline, exactly as for `edsb run`)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        record: dict[str, Any] = state.store.get(RECORD)
+        return Score(
+            value={"success": float(record["passed"]), "execution": float(record["status"] != "error")},
+            answer=json.dumps(record["plan"]),
+            explanation=explanation(record),
+            metadata={key: record[key] for key in ("key", "status", "error_kind", "error", "event", "tokens")},
+        )
+
+    return score
+
+
+def edsb_task(
+    preset: str,
+    variant: str | None,
+    cases: Selection,
+    levels: Selection,
+    epochs: int | None,
+    temperature: float,
+    seed: int,
+    code_timeout: float,
+    code_memory: int,
+    data: str | None,
+) -> Task:
+    chosen = get_preset(preset)
+    name = get_variant(variant or chosen.variants[0]).name
+    dataset = edsb_dataset(
+        Benchmark.open(data),
+        name,
+        chosen.cases if cases is None else cases,
+        chosen.levels if levels is None else levels,
+    )
+    return Task(
+        dataset=dataset,
+        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory),
+        scorer=edsb_judge(),
+        epochs=Epochs(epochs or chosen.repeats, "mean"),
+        name=f"edsb_{preset}_{name}",
+        metadata={"preset": preset, "variant": name, "temperature": temperature, "seed": seed},
+    )
+
+
+@task
+def edsb_table1(
+    variant: str = "ours",
+    cases: Selection = None,
+    levels: Selection = None,
+    epochs: int | None = None,
+    temperature: float = 0.1,
+    seed: int = 0,
+    code_timeout: float = 10.0,
+    code_memory: int = 1024,
+    data: str | None = None,
+) -> Task:
+    """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph."""
+    return edsb_task("table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data)
+
+
+@task
+def edsb_table2(
+    variant: str = "scene-graph",
+    cases: Selection = None,
+    levels: Selection = None,
+    epochs: int | None = None,
+    temperature: float = 0.1,
+    seed: int = 0,
+    code_timeout: float = 10.0,
+    code_memory: int = 1024,
+    data: str | None = None,
+) -> Task:
+    """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct."""
+    return edsb_task("table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data)

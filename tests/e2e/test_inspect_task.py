@@ -1,0 +1,238 @@
+"""The benchmark as an Inspect AI task: the same scripted answers, served by the loopback server, must get the same
+verdict, error kind, message and plan run by run under `inspect_ai.eval` as under `edsb run`, and the Inspect log
+read back from disk must carry each run's explanation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, read_eval_log
+
+from edsb.data.benchmark import Benchmark
+from edsb.errors import UsageError
+from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
+from tests.e2e.conftest import isolate_environment, read_results, run_edsb
+from tests.e2e.scripted_model import ScriptedModel
+from tests.e2e.test_scripted_run import closest_table_answer, prose_narration, seat_answer
+from tests.support.openai_server import OpenAIServer, Reply
+
+# Every kind of outcome, each on its own case: an execution error in the sandbox (0), a plan judged false (13), a
+# null plan that passes (21), prose where the Narrator must answer JSON (44), a PI seat the sampler cannot find (60),
+# and a PI plan whose sampled point passes (63).
+MISTAKES = {
+    ("event_parser", 0): closest_table_answer,
+    ("event_parser", 13): seat_answer("chair_3", "chair_3 is a free chair."),
+    ("narrator", 44): prose_narration,
+    ("event_parser", 60): seat_answer("chair_99", "chair_99 is free."),
+}
+OUTCOMES = {
+    0: ("error", "code_runtime"),
+    13: ("failed", None),
+    21: ("passed", None),
+    44: ("error", "narrator_format"),
+    60: ("error", "sampler_anchor"),
+    63: ("passed", None),
+}
+REPEATS = 2
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One grid, run once by `edsb run` and once by the matching Inspect task."""
+
+    name: str
+    variant: str
+    cases: str
+    levels: str
+
+    def cli_args(self) -> list[str]:
+        return ["--variant", self.variant, "--cases", self.cases, "--distraction", self.levels]
+
+
+SETTINGS = (Setting("table1", "ours", "0,13,21,44", "0-1"), Setting("table2", "scene-graph", "60,63", "0"))
+TASKS = {"table1": edsb_table1, "table2": edsb_table2}
+
+
+@dataclass
+class BothRuns:
+    edsb: dict[str, dict[str, Any]]  # results.jsonl records by run key, both settings
+    logs: dict[str, EvalLog]  # the Inspect log of each setting, read back from disk
+
+
+def inspect_runs(log: EvalLog) -> dict[str, dict[str, Any]]:
+    """What the Inspect log says about each run, keyed like results.jsonl."""
+    runs = {}
+    for sample in log.samples or []:
+        assert sample.error is None, sample.error.message
+        (score,) = sample.scores.values()
+        runs[score.metadata["key"]] = {
+            "status": score.metadata["status"],
+            "error_kind": score.metadata["error_kind"],
+            "error": score.metadata["error"],
+            "plan": json.loads(score.answer),
+            "value": score.value,
+            "explanation": score.explanation,
+            "epoch": sample.epoch,
+            "sample": sample.id,
+        }
+    return runs
+
+
+@pytest.fixture(scope="module")
+def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BothRuns]:
+    root = tmp_path_factory.mktemp("inspect")
+    model = ScriptedModel(benchmark.cases, answers=dict(MISTAKES))
+    records: dict[str, dict[str, Any]] = {}
+    logs = {}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_environment(monkeypatch, root / "cache")
+        with OpenAIServer(model) as server:
+            for setting in SETTINGS:
+                out = root / setting.name
+                code = run_edsb(
+                    "run", "--model", "openai:scripted", "--base-url", server.base_url, *setting.cli_args(),
+                    "--repeats", str(REPEATS), "--max-retries", "0", "--quiet", "--out", str(out),
+                )  # fmt: skip
+                assert code == 0
+                records.update((r["key"], r) for r in read_results(out))
+            monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+            for setting in SETTINGS:
+                task = TASKS[setting.name](variant=setting.variant, cases=setting.cases, levels=setting.levels)
+                (log,) = inspect_eval(
+                    task,
+                    model="openai/scripted",
+                    model_base_url=server.base_url,  # a new base URL is a new Inspect model (they are cached)
+                    model_args={"responses_api": False},  # the loopback server speaks chat completions
+                    epochs=REPEATS,
+                    log_dir=str(root / "logs"),
+                    display="none",
+                    max_retries=0,
+                )
+                assert log.status == "success", log.error
+                logs[setting.name] = read_eval_log(log.location)
+    yield BothRuns(records, logs)
+
+
+def test_every_run_gets_the_same_verdict_as_edsb_run(both: BothRuns) -> None:
+    inspected = {key: run for log in both.logs.values() for key, run in inspect_runs(log).items()}
+    assert sorted(inspected) == sorted(both.edsb)
+    compared = ("status", "error_kind", "error", "plan")
+    assert {k: {f: r[f] for f in compared} for k, r in inspected.items()} == {
+        k: {f: r[f] for f in compared} for k, r in both.edsb.items()
+    }
+    # The scripted answers do reach every kind of outcome (the comparison is not between two empty sets).
+    assert {(r["case"], r["status"], r["error_kind"]) for r in both.edsb.values()} == {
+        (case, status, kind) for case, (status, kind) in OUTCOMES.items()
+    }
+    for key, run in inspected.items():
+        record = both.edsb[key]
+        assert run["value"] == {"success": float(record["passed"]), "execution": float(record["status"] != "error")}
+        assert run["epoch"] == record["repeat"] + 1
+        assert run["sample"] == f"tc{record['case']:02d}-d{record['distraction']}"
+
+
+def test_the_log_explains_each_run(both: BothRuns) -> None:
+    runs = [run for log in both.logs.values() for run in inspect_runs(log).values()]
+    for run in runs:
+        assert run["explanation"].startswith(run["status"] if run["status"] != "error" else "execution error")
+        if run["error_kind"]:
+            assert run["error_kind"] in run["explanation"]
+    messages = {run["error_kind"]: run["explanation"] for run in runs if run["error_kind"]}
+    assert "KeyError: 'table_99'" in messages["code_runtime"]
+    assert "not valid JSON" in messages["narrator_format"]
+    assert "chair_99" in messages["sampler_anchor"]
+
+
+def rate(records: list[dict[str, Any]], score: str) -> float:
+    """Fraction of runs that passed (`success`) or ran without an execution error (`execution`)."""
+    hits = [r["passed"] if score == "success" else r["status"] != "error" for r in records]
+    return sum(hits) / len(hits)
+
+
+def test_metrics_group_runs_by_tag_and_level_as_edsb_does(both: BothRuns) -> None:
+    for name, log in both.logs.items():
+        records = [r for r in both.edsb.values() if r["variant"] == log.eval.task_args["variant"]]
+        assert records, name
+        assert log.results is not None
+        scores = {score.name: score.metrics for score in log.results.scores}
+        groups: dict[str, list[dict[str, Any]]] = {"Total": records}
+        for record in records:
+            for tag in record["tags"]:
+                groups.setdefault(tag, []).append(record)
+            groups.setdefault(f"d{record['distraction']}", []).append(record)
+        for score in ("success", "execution"):
+            reported = {metric.name: metric.value for metric in scores[score].values()}
+            assert reported == pytest.approx({group: rate(rs, score) for group, rs in groups.items()})
+
+
+def test_bad_task_parameters_fail_in_one_line() -> None:
+    with pytest.raises(UsageError, match="unknown variant 'nope'"):
+        edsb_table1(variant="nope")
+    with pytest.raises(UsageError, match="unknown case id 99"):
+        edsb_table2(cases=99)
+
+
+def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> None:
+    # `-T cases=13` arrives as an int, `-T cases=[13,44]` as a list, `-T levels=0-1` as text.
+    assert [s.id for s in edsb_table1(cases=13, levels=0, epochs=1).dataset] == ["tc13-d0"]
+    ids = [s.id for s in edsb_table1(cases=[13, 44], levels="0-1", epochs=1).dataset]
+    assert sorted(ids) == ["tc13-d0", "tc13-d1", "tc44-d0", "tc44-d1"]
+    sample = edsb_table1(cases="44", levels=[1]).dataset[0]
+    assert sample.metadata == {
+        "case": 44,
+        "level": 1,
+        "tags": list(benchmark.case(44).tags),
+        "scene": benchmark.case(44).scene_name,
+        "variant": "ours",
+    }
+
+
+def run_one(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], EvalLog]:
+    """Case 13 at level 0 once through `edsb run` and once through Inspect, against the same server."""
+    out = tmp_path / "run"
+    args = ("--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13", "--distraction", "0")
+    assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == 0
+    (record,) = read_results(out)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    (log,) = inspect_eval(
+        edsb_table1(cases=13, levels=0, epochs=1),
+        model="openai/scripted",
+        model_base_url=server.base_url,
+        model_args={"responses_api": False},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_retries=0,
+        fail_on_error=False,
+    )
+    return record, read_eval_log(log.location)
+
+
+def test_a_prompt_the_endpoint_refuses_is_the_same_execution_error(
+    openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    too_long = {"message": "maximum context length exceeded", "type": "invalid_request_error"}
+    openai_server.handler = lambda request: Reply.json(
+        {"error": {**too_long, "param": None, "code": "context_length_exceeded"}}, status=400
+    )
+    record, log = run_one(openai_server, tmp_path, monkeypatch)
+    assert (record["status"], record["error_kind"]) == ("error", "request_rejected")
+    (run,) = inspect_runs(log).values()
+    assert (run["status"], run["error_kind"]) == ("error", "request_rejected")
+    assert "maximum context length exceeded" in run["explanation"]
+
+
+def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
+    openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    openai_server.handler = lambda request: Reply.error(503, "overloaded")
+    record, log = run_one(openai_server, tmp_path, monkeypatch)
+    assert (record["status"], record["error_kind"]) == ("incomplete", "transport_http")
+    (sample,) = log.samples or []
+    assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it
+    assert not sample.scores  # neither a pass nor an execution error: Inspect retries or reports it
