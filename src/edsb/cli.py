@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from edsb import __version__
-from edsb.data.benchmark import Benchmark, validation_message
+from edsb.data.benchmark import Benchmark
 from edsb.data.check import check_data
 from edsb.data.download import DEFAULT_URL, fetch_data
 from edsb.data.location import resolve_data_dir
-from edsb.data.models import TAGS
-from edsb.data.selection import parse_levels, select_cases
+from edsb.data.models import TAGS, SceneName, TagName
+from edsb.data.selection import select_cases
 from edsb.errors import EdsbError, UsageError
-from edsb.planning.variants import get_variant
-from edsb.runner.config import RunConfig, load_config_file, load_session_options
+from edsb.planning.variants import PresetName, VariantName
+from edsb.report.formats import CompareFormat, ReportFormat
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -127,18 +125,18 @@ def cases_command(
         str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")
     ] = None,
     tag: Annotated[
-        list[str] | None,
-        typer.Option("--tag", help="Only cases with this tag; repeated, any of them (`--tag OA --tag SS`: OA or SS)."),
+        list[TagName] | None,
+        typer.Option(
+            "--tag",
+            help="Only cases with this tag; repeated, any of them (`--tag OA --tag SS`: OA or SS).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """List the test cases: id, scene, tags, max distraction level, instruction."""
     benchmark = Benchmark.open(data)
     ids = select_cases(cases, benchmark.cases)
-    wanted = {t.upper() for t in tag or []}
-    unknown = wanted - set(TAGS)
-    if unknown:
-        raise UsageError(f"unknown tag {sorted(unknown)[0]!r} (tags: {', '.join(TAGS)})")
+    wanted = {str(t) for t in tag or []}
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
     if as_json:
         for case in rows:
@@ -224,39 +222,6 @@ def check_model_command(
         raise typer.Exit(1)
 
 
-def _resolve_run_config(options: dict[str, Any], config_file: Path | None) -> RunConfig:
-    """Defaults < preset < config file < explicit command-line options."""
-    from edsb.planning.variants import get_preset
-
-    merged: dict[str, Any] = {}
-    file_options = load_config_file(config_file) if config_file else {}
-    file_preset = file_options.pop("preset", None)
-    preset = options.get("preset") or file_preset
-    if preset:
-        chosen = get_preset(preset)
-        merged.update(
-            cases=chosen.cases, variants=list(chosen.variants), distraction=list(chosen.levels), repeats=chosen.repeats
-        )
-    merged.update(file_options)
-    merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
-    benchmark = Benchmark.open(merged.get("data"))
-    cases = merged.get("cases")
-    if isinstance(cases, list):
-        cases = ",".join(str(c) for c in cases)
-    merged["cases"] = select_cases(cases, benchmark.cases)
-    distraction = merged.get("distraction")
-    if isinstance(distraction, list):
-        distraction = ",".join(str(level) for level in distraction)
-    merged["distraction"] = parse_levels(distraction if distraction is not None else None)
-    variants = merged.get("variants") or ["ours"]
-    merged["variants"] = [get_variant(v).name for v in variants]
-    merged["data"] = str(benchmark.root.resolve())
-    try:
-        return RunConfig.model_validate(merged)
-    except ValidationError as exc:
-        raise UsageError(f"invalid run option {validation_message(exc)}") from None
-
-
 @app.command("run")
 def run_command(
     model: Annotated[
@@ -265,10 +230,9 @@ def run_command(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
     variant: Annotated[
-        list[str] | None,
-        typer.Option("--variant", help="ours, wo-event, object-list, scene-graph, direct (repeatable)."),
+        list[VariantName] | None, typer.Option("--variant", help="Variant to run (repeatable; default ours).")
     ] = None,
-    preset: Annotated[str | None, typer.Option(help="table1 or table2: the paper's experiment grids.")] = None,
+    preset: Annotated[PresetName | None, typer.Option(help="The paper's experiment grids (Tables 1 and 2).")] = None,
     cases: Annotated[str | None, typer.Option(help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")] = None,
     distraction: Annotated[str | None, typer.Option(help="Distraction levels, e.g. `0-2` or `0,2`.")] = None,
     repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
@@ -289,6 +253,8 @@ def run_command(
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
     from edsb.report.render import render_report
+    from edsb.report.summary import write_summary
+    from edsb.runner.config import default_out_dir, load_session_options, resolve_run_config
     from edsb.runner.run import run_benchmark
 
     options = {
@@ -310,15 +276,17 @@ def run_command(
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }
-    resolved = _resolve_run_config(options, config)
+    resolved = resolve_run_config(options, config)
     session = load_session_options(config) if config else {}
-    out = out or (Path(session["out"]) if session.get("out") else None)
+    out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))
-    if out is None:
-        slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in resolved.model)
-        out = Path("runs") / f"{slug}-{datetime.now():%y%m%d-%H%M%S}"
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
-    render_report({}, outcome.summary, "table", console=Console(soft_wrap=True), brief=True)
+    summary = write_summary(
+        out, outcome.results, resolved.variants, model=resolved.model, runs_planned=outcome.runs_planned
+    )
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
     stats = outcome.stats
     err.print(
         f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
@@ -333,7 +301,7 @@ def run_command(
 @app.command("report")
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `edsb run`.")],
-    fmt: Annotated[str, typer.Option("--format", help="table, markdown, csv, json or html.")] = "table",
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = ReportFormat.TABLE,
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
     price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
@@ -345,7 +313,7 @@ def report_command(
     `--format html -o report.html` writes one self-contained page with a drill-down per run."""
     from edsb.report.render import load_run, render_report
 
-    if fmt == "html":
+    if fmt == ReportFormat.HTML:
         from edsb.report.html import write_html_report
 
         if output is None:
@@ -353,12 +321,10 @@ def report_command(
         written = write_html_report(run_dir, output, Benchmark.open(data))
         err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
         return
-    if fmt not in ("table", "markdown", "csv", "json"):
-        raise UsageError(f"unknown --format {fmt!r} (table, markdown, csv, json or html)")
     config, summary = load_run(run_dir)
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)
-    text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)  # type: ignore[arg-type]
+    text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)
     if text is not None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if plot is not None:
@@ -376,13 +342,13 @@ def show_command(
     run: Annotated[Path | None, typer.Option("--run", help="Run directory whose plan to draw.")] = None,
     repeat: Annotated[int, typer.Option(min=0, help="Repeat of the run to draw (with --run).")] = 0,
     variant: Annotated[
-        str | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
+        VariantName | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
     ] = None,
     data: DataOption = None,
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
     from edsb.geometry.scene import load_scene
-    from edsb.report.topdown import case_figure, record_figure, save_figure
+    from edsb.report.topdown import case_figure, result_figure, save_figure
 
     benchmark = Benchmark.open(data)
     if case_id not in benchmark.cases:
@@ -393,10 +359,10 @@ def show_command(
     if run is None:
         figure = case_figure(case, level, scene)
     else:
-        from edsb.report.render import find_record
+        from edsb.results.rundir import RunDirectory
 
-        record = find_record(run, case_id, distraction, repeat, variant)
-        figure = record_figure(case, level, scene, record)
+        result = RunDirectory.open(run).find(case_id, distraction, repeat, variant)
+        figure = result_figure(case, level, scene, result)
     written = save_figure(figure, output)
     err.print(f"picture written to {written}", markup=False, highlight=False)
 
@@ -404,20 +370,14 @@ def show_command(
 @app.command("scenes")
 def scenes_command(
     output: Annotated[Path, typer.Option("-o", "--output", help="Directory for one PNG per scene.")],
-    scene: Annotated[
-        list[str] | None, typer.Option("--scene", help="House, Office or Restaurant (repeatable).")
-    ] = None,
+    scene: Annotated[list[SceneName] | None, typer.Option("--scene", help="Scene to draw (repeatable).")] = None,
     data: DataOption = None,
 ) -> None:
     """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
-    from edsb.data.models import SCENES
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import regions_figure, save_figure
 
-    names = scene or list(SCENES)
-    for name in names:
-        if name not in SCENES:
-            raise UsageError(f"unknown scene {name!r} (scenes: {', '.join(SCENES)})")
+    names = [str(name) for name in scene or SceneName]
     benchmark = Benchmark.open(data)
     for name in names:
         written = save_figure(regions_figure(load_scene(benchmark, name)), output / f"{name}.png")
@@ -427,36 +387,22 @@ def scenes_command(
 @app.command("compare")
 def compare_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="Two or more run directories; the first is the baseline.")],
-    fmt: Annotated[str, typer.Option("--format", help="table, markdown or csv.")] = "table",
+    fmt: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.TABLE,
 ) -> None:
     """Side by side per variant and tag: success (execution), difference to the first run, interval overlap."""
-    from edsb.report.render import compare_header, compare_rows, coverage_differences, load_run
+    from edsb.report.render import coverage_differences, load_run, render_compare
 
     if len(run_dirs) < 2:
         raise UsageError("compare needs at least two run directories")
-    if fmt not in ("table", "markdown", "csv"):
-        raise UsageError(f"unknown --format {fmt!r} (table, markdown or csv)")
     names = [path.name or str(path) for path in run_dirs]
     if len(set(names)) != len(names):
         names = [str(path) for path in run_dirs]
     summaries = [(name, load_run(path)[1]) for name, path in zip(names, run_dirs, strict=True)]
     for note in coverage_differences(summaries):
         err.print(f"warning: {note}", markup=False, highlight=False)
-    header, rows = compare_header(names), compare_rows(summaries)
-    if fmt == "table":
-        table = Table(*header, title="success (execution), all distraction levels")
-        for row in rows:
-            table.add_row(*row)
-        out.print(table)
-    elif fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        sys.stdout.write("\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n")
-    else:
-        import csv
-
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
+    text = render_compare(summaries, fmt, console=out)
+    if text is not None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def _fail(message: str, exit_code: int) -> None:
@@ -475,7 +421,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exc.exit_code)
         context = getattr(exc, "ctx", None)
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""
-        _fail(f"{exc.format_message()}{hint}", exc.exit_code)
+        message = exc.format_message().replace("Value error, ", "")  # typer's wording for a value outside the choices
+        _fail(f"{message}{hint}", exc.exit_code)
     except OSError as exc:  # the file system refused something the command needed
         detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
         _fail(detail, 1)

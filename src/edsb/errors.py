@@ -1,5 +1,12 @@
 """User-facing errors: each renders as one line, and the CLI turns it into an exit code without a traceback."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class EdsbError(Exception):
     """Something the user can fix (bad input, missing data, unreachable server)."""
@@ -17,10 +24,10 @@ class DataError(EdsbError):
     """A benchmark file that is missing, corrupt or does not match the pinned manifest."""
 
 
-class RunError(Exception):
-    """Something that makes one benchmark run an execution error (not a user error); `kind` classifies it in reports.
-
-    Subclasses set a class-level `kind`, e.g. `narrator_format`; the runner records `<kind>` and the message.
-    """
-
-    kind = "run_error"
+def validation_message(exc: ValidationError) -> str:
+    """The first problem of a pydantic error as `field.path: message`, plus how many more there are."""
+    errors = exc.errors()
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"

@@ -25,13 +25,19 @@ USAGE_ERRORS = {
     "cases: unknown id": (("cases", "--cases", "999"), "unknown case id 999"),
     "cases: unknown selector": (("cases", "--cases", "ZZ"), "unknown case selector 'ZZ'"),
     "cases: empty range": (("cases", "--cases", "5-3"), "empty case range"),
-    "cases: unknown tag": (("cases", "--tag", "XX"), "unknown tag 'XX'"),
+    "cases: unknown tag": (("cases", "--tag", "XX"), "--tag': 'XX' is not one of 'OA', 'RC', 'SS', 'PI'"),
     "run: unknown id": ((*RUN[:-4], "--cases", "999", "--out", "{tmp}/run"), "unknown case id 999"),
     "run: unknown tag": ((*RUN[:-4], "--cases", "ZZ", "--out", "{tmp}/run"), "unknown case selector"),
-    "run: unknown variant": ((*RUN, "--variant", "nope", "--out", "{tmp}/run"), "unknown variant 'nope'"),
+    "run: unknown variant": (
+        (*RUN, "--variant", "nope", "--out", "{tmp}/run"),
+        "--variant': 'nope' is not one of 'ours', 'wo-event'",
+    ),
     "run: unknown level": ((*RUN[:-2], "--distraction", "7", "--out", "{tmp}/run"), "distraction level 7"),
     "run: level not a number": ((*RUN[:-2], "--distraction", "x", "--out", "{tmp}/run"), "distraction levels"),
-    "run: unknown preset": ((*RUN, "--preset", "nope", "--out", "{tmp}/run"), "unknown preset 'nope'"),
+    "run: unknown preset": (
+        (*RUN, "--preset", "nope", "--out", "{tmp}/run"),
+        "--preset': 'nope' is not one of 'table1', 'table2'",
+    ),
     # Numbers out of range.
     "run: negative repeats": ((*RUN, "--repeats", "-1", "--out", "{tmp}/run"), "--repeats"),
     "run: zero repeats": ((*RUN, "--repeats", "0", "--out", "{tmp}/run"), "--repeats"),

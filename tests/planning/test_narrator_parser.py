@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from edsb.errors import RunError
 from edsb.planning.narrator import (
     NarratorFormatError,
     NarratorNoCharacterError,
@@ -14,6 +13,7 @@ from edsb.planning.narrator import (
     make_event,
     parse_narrator_reply,
 )
+from edsb.results import RunError
 
 KEPT = ["Ann", "Bob", "Cid"]
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.errors import RunError
 from edsb.geometry.collision import floor_collisions, stands_on_floor
 from edsb.geometry.distances import box_distance, directional_distance, interaction_distance, two_anchor_distance
 from edsb.geometry.scene import Scene, load_scene
@@ -18,6 +17,7 @@ from edsb.planning.sampler import (
     rewrite_relationships,
     sample_position,
 )
+from edsb.results import RunError
 from edsb.scoring.conditions import iter_atoms, parse_condition
 from edsb.scoring.judge import Judge
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.runner.store import RESULTS_FILE
+from edsb.results.rundir import RESULTS_FILE
 from tests.runner.scripted_model import ScriptedPlanner
 from tests.support.data import DATA as DATA_DIR
 from tests.support.openai_server import OpenAIServer

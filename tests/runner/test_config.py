@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from edsb.cli import _resolve_run_config, main
+from edsb.cli import main
 from edsb.errors import UsageError
-from edsb.runner.config import CONFIG_FILE, RunConfig, load_config_file, load_session_options
+from edsb.results.rundir import CONFIG_FILE
+from edsb.runner.config import RunConfig, load_config_file, load_session_options, resolve_run_config
 from tests.runner.conftest import DATA, records_by_key, run_cli
 from tests.support.openai_server import OpenAIServer
 
@@ -71,7 +72,7 @@ def _write(tmp_path: Path, text: str, name: str = "run.toml") -> Path:
 
 
 def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
-    config = _resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, FULL_FILE))
+    config = resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, FULL_FILE))
     assert config.model == "openai:scripted"
     assert config.base_url == "http://127.0.0.1:9/v1"
     assert config.api_key_env == "EDSB_TEST_KEY"
@@ -87,23 +88,23 @@ def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
 
 def test_command_line_options_override_the_file(tmp_path: Path) -> None:
     options = {**NO_OPTIONS, "cases": "60-61", "seed": 11, "variants": ["direct"], "concurrency": 1}
-    config = _resolve_run_config(options, _write(tmp_path, FULL_FILE))
+    config = resolve_run_config(options, _write(tmp_path, FULL_FILE))
     assert (config.cases, config.seed, config.variants, config.concurrency) == ([60, 61], 11, ["direct"], 1)
     assert config.repeats == 2 and config.temperature == 0.3  # the rest still comes from the file
 
 
 def test_top_level_options_field_names_and_scalars(tmp_path: Path) -> None:
     path = _write(tmp_path, 'model = "openai:m"\nvariants = "wo-event"\ncases = 13\ndistraction = 2\ncache = false\n')
-    config = _resolve_run_config(dict(NO_OPTIONS), path)
+    config = resolve_run_config(dict(NO_OPTIONS), path)
     assert (config.model, config.variants, config.cases, config.distraction) == ("openai:m", ["wo-event"], [13], [2])
     assert config.cache is False
 
 
 def test_presets_file_then_command_line(tmp_path: Path) -> None:
     path = _write(tmp_path, '[run]\npreset = "table1"\nrepeats = 1\n')
-    from_file = _resolve_run_config(dict(NO_OPTIONS), path)
+    from_file = resolve_run_config(dict(NO_OPTIONS), path)
     assert len(from_file.variants) == 4 and 60 not in from_file.cases and from_file.repeats == 1
-    from_command_line = _resolve_run_config({**NO_OPTIONS, "preset": "table2"}, path)
+    from_command_line = resolve_run_config({**NO_OPTIONS, "preset": "table2"}, path)
     assert from_command_line.variants == ["scene-graph", "direct"] and from_command_line.cases == list(range(60, 70))
     assert from_command_line.repeats == 1  # the file's explicit value still beats the preset's
 
@@ -111,7 +112,7 @@ def test_presets_file_then_command_line(tmp_path: Path) -> None:
 def test_a_previous_runs_config_json_works_as_a_config_file(tmp_path: Path) -> None:
     original = RunConfig(model="openai:m", cases=[13], distraction=[1], seed=3, data=DATA, edsb_version="0.0.1")
     path = _write(tmp_path, original.model_dump_json(), CONFIG_FILE)
-    again = _resolve_run_config(dict(NO_OPTIONS), path)
+    again = resolve_run_config(dict(NO_OPTIONS), path)
     assert again.identity() == original.identity()
     assert again.edsb_version != "0.0.1"  # the version is always the running one
 
@@ -131,7 +132,7 @@ def test_a_previous_runs_config_json_works_as_a_config_file(tmp_path: Path) -> N
 )
 def test_bad_files_are_refused_with_one_line(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")) as raised:
-        _resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, text))
+        resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, text))
     assert "\n" not in str(raised.value).strip()
     assert "sk-secret" not in str(raised.value)
 

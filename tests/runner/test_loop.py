@@ -12,24 +12,28 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from edsb.runner.keys import RunKey
+from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
+from edsb.results.rundir import ResultStore
 from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
-from edsb.runner.store import ResultStore
 from tests.runner.conftest import records_by_key
 
 KEYS = [RunKey("ours", case, 0, 0) for case in range(20)]
 
 
-def _record(key: RunKey) -> dict[str, Any]:
-    status = ("passed", "failed", "error", "incomplete")[key.case % 4]
-    return {
+def _record(key: RunKey, **changes: Any) -> RunResult:
+    status = (RunStatus.PASSED, RunStatus.FAILED, RunStatus.ERROR, RunStatus.INCOMPLETE)[key.case % 4]
+    fields: dict[str, Any] = {
         "key": key.id,
+        "variant": key.variant,
+        "case": key.case,
+        "distraction": key.distraction,
+        "repeat": key.repeat,
         "status": status,
-        "passed": status == "passed",
-        "error_kind": "code_runtime" if status == "error" else None,
+        "error_kind": ErrorKind.CODE_RUNTIME if status is RunStatus.ERROR else None,
         "prompt_tokens": 10,
         "completion_tokens": 1,
     }
+    return RunResult(**(fields | changes))
 
 
 class Recorder:
@@ -39,7 +43,7 @@ class Recorder:
         self.active = 0
         self.peak = 0
 
-    async def __call__(self, key: RunKey) -> dict[str, Any]:
+    async def __call__(self, key: RunKey) -> RunResult:
         self.active += 1
         self.peak = max(self.peak, self.active)
         await asyncio.sleep(0.002 * (key.case % 3))
@@ -98,7 +102,7 @@ def test_terminal_console_gets_a_live_bar(tmp_path: Path, width: int) -> None:
 
 
 def test_a_failure_that_is_no_run_result_stops_the_loop_and_keeps_what_was_written(tmp_path: Path) -> None:
-    async def execute(key: RunKey) -> dict[str, Any]:
+    async def execute(key: RunKey) -> RunResult:
         await asyncio.sleep(0.001 * key.case)
         if key.case == 5:
             raise RuntimeError("set-up failed")
@@ -128,7 +132,7 @@ def test_eta_comes_from_the_mean_time_per_finished_run() -> None:
 def test_stop_lets_runs_in_flight_finish_and_starts_no_new_one(tmp_path: Path) -> None:
     stop = asyncio.Event()
 
-    async def execute(key: RunKey) -> dict[str, Any]:
+    async def execute(key: RunKey) -> RunResult:
         await asyncio.sleep(0.001)
         stop.set()  # as if Ctrl-C came while the first three runs were in flight
         await asyncio.sleep(0.01)
@@ -142,11 +146,11 @@ def test_stop_lets_runs_in_flight_finish_and_starts_no_new_one(tmp_path: Path) -
 
 
 def test_connection_failures_in_a_row_stop_the_loop(tmp_path: Path) -> None:
-    async def execute(key: RunKey) -> dict[str, Any]:
+    async def execute(key: RunKey) -> RunResult:
         await asyncio.sleep(0)
         if key.case == 1:  # one success resets the streak
-            return _record(RunKey("ours", 0, 0, 0)) | {"key": key.id}
-        return {"key": key.id, "status": "incomplete", "error_kind": "transport_unreachable", "error": "refused"}
+            return _record(key, status=RunStatus.PASSED, error_kind=None)
+        return _record(key, status=RunStatus.INCOMPLETE, error_kind=ErrorKind.TRANSPORT_UNREACHABLE, error="refused")
 
     store = ResultStore(tmp_path)
     store.open()

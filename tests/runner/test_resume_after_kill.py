@@ -14,9 +14,9 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.llm import read_transcripts
+from edsb.results.rundir import RESULTS_FILE
 from edsb.runner.config import RunConfig
 from edsb.runner.run import run_benchmark
-from edsb.runner.store import RESULTS_FILE
 from tests.runner.conftest import DATA, cli_command, cli_env, content, raw_lines, records_by_key
 from tests.runner.scripted_model import ScriptedPlanner
 from tests.support.openai_server import OpenAIServer

@@ -12,10 +12,10 @@ from pathlib import Path
 from edsb.data.benchmark import Benchmark
 from edsb.llm import RetryPolicy
 from edsb.runner.config import RunConfig
-from edsb.runner.run import run_benchmark
 from tests.runner.conftest import DATA, content, records_by_key
 from tests.runner.scripted_model import ScriptedPlanner
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.sweep import run_and_summarise
 
 FAULTS = {
     "500": lambda: Reply.error(500, "scripted server error"),
@@ -76,13 +76,13 @@ def test_transport_faults_make_runs_incomplete_and_a_rerun_completes_them(benchm
     planner = ScriptedPlanner(benchmark)
     retry = RetryPolicy(max_retries=RETRIES, initial_delay_s=0.02, jitter=0.0)
     with OpenAIServer(planner) as healthy:
-        run_benchmark(_config(healthy), tmp_path / "healthy", quiet=True, retry=retry)
+        run_and_summarise(_config(healthy), tmp_path / "healthy", quiet=True, retry=retry)
     reference = records_by_key(tmp_path / "healthy")
 
     injector = FaultInjector(planner)
     out = tmp_path / "flaky"
     with OpenAIServer(injector) as server:
-        first = run_benchmark(_config(server), out, quiet=True, retry=retry)
+        first = run_and_summarise(_config(server), out, quiet=True, retry=retry)
         records = records_by_key(out)
 
         assert sorted(records) == sorted(reference)  # every run key exactly once
@@ -111,7 +111,7 @@ def test_transport_faults_make_runs_incomplete_and_a_rerun_completes_them(benchm
         assert sum(model_errors.values()) == first.stats.errors == sum(summary["error_kinds"].values())
 
         server.handler = planner  # the same server, healthy again
-        second = run_benchmark(_config(server), out, quiet=True, retry=retry)
+        second = run_and_summarise(_config(server), out, quiet=True, retry=retry)
 
     assert second.skipped == len(records) - len(incomplete)
     assert second.stats.done == len(incomplete) and second.stats.incomplete == 0

@@ -10,9 +10,10 @@ import pytest
 
 from edsb.data.models import ExpectedPlan
 from edsb.geometry.collision import first_collision, floor_collisions
+from edsb.results import ErrorKind
 from edsb.scoring.judge import Judge
 from edsb.scoring.position import position_atom_mask
-from edsb.scoring.verdict import ErrorKind, Verdict
+from edsb.scoring.verdict import Verdict
 
 PASS = Verdict(True)
 FAIL = Verdict(False)

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from edsb.scoring.metrics import (
-    RunRecord,
-    case_level_cells,
+    ScoredRun,
     overall_cell,
     round2,
     summarize_cell,
@@ -14,7 +13,7 @@ from edsb.scoring.metrics import (
 
 
 def runs(n: int, *, passed: bool = False, errored: bool = False, case_id: int = 0, tags=("OA",), level: int = 0):
-    return [RunRecord(case_id, tuple(tags), level, passed, errored) for _ in range(n)]
+    return [ScoredRun(case_id, tuple(tags), level, passed, errored) for _ in range(n)]
 
 
 def test_rounding_follows_numpy_not_python() -> None:
@@ -40,8 +39,8 @@ def test_errors_count_as_failures() -> None:
 
 
 def test_token_means_are_rounded() -> None:
-    records = [RunRecord(0, ("OA",), 0, True, False, 1000, 7), RunRecord(0, ("OA",), 0, True, False, 1001, 8)]
-    records.append(RunRecord(0, ("OA",), 0, False, True, 0, 0))  # errored runs record 0 tokens
+    records = [ScoredRun(0, ("OA",), 0, True, False, 1000, 7), ScoredRun(0, ("OA",), 0, True, False, 1001, 8)]
+    records.append(ScoredRun(0, ("OA",), 0, False, True, 0, 0))  # errored runs record 0 tokens
     cell = summarize_cell(records)
     assert (cell.prompt_tokens, cell.completion_tokens) == (667.0, 5.0)
 
@@ -62,13 +61,6 @@ def test_cells_by_tag_and_level_include_totals() -> None:
     assert cells["RC"].keys() == {"Total", "1"}
     assert cells["PI"]["0"].execution_rate == 0.0
     assert overall_cell(records) == cells["Total"]["Total"]
-
-
-def test_cells_by_case() -> None:
-    cells = case_level_cells(runs(2, passed=True, case_id=3, level=2) + runs(2, case_id=3, level=0))
-    assert cells[3]["Total"].success_rate == 0.5
-    assert cells[3]["2"].success_rate == 1.0
-    assert cells[3]["0"].success_rate == 0.0
 
 
 def test_wilson_interval_known_values() -> None:

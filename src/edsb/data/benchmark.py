@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from edsb.data.location import resolve_data_dir
 from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
-from edsb.errors import DataError
+from edsb.errors import DataError, validation_message
 
 M = TypeVar("M")
 
@@ -32,15 +32,6 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-
-
-def validation_message(exc: ValidationError) -> str:
-    """The first problem of a pydantic error as `field.path: message`, plus how many more there are."""
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 def parse_file(path: Path, model: type[M] | Any) -> M:

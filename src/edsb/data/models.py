@@ -6,13 +6,33 @@ at load time, naming the field, instead of deep inside a run.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 Tag = Literal["OA", "PI", "RC", "SS"]
+
+
+class TagName(StrEnum):
+    """The four tags, in the paper's column order (objects & actions, relationships & contexts, ...)."""
+
+    OA = "OA"
+    RC = "RC"
+    SS = "SS"
+    PI = "PI"
+
+
+class SceneName(StrEnum):
+    """The three scenes, in the reference's loop order."""
+
+    HOUSE = "House"
+    OFFICE = "Office"
+    RESTAURANT = "Restaurant"
+
+
 TAGS: tuple[Tag, ...] = ("OA", "RC", "SS", "PI")
-SCENES: tuple[str, ...] = ("House", "Office", "Restaurant")
+SCENES: tuple[str, ...] = tuple(SceneName)
 Number = StrictFloat | StrictInt
 
 

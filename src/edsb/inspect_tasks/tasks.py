@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -25,12 +24,13 @@ from edsb.data.selection import parse_levels, select_cases
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.runkey import RunKey
 from edsb.planning.sandbox import SandboxLimits, check_sandbox
 from edsb.planning.variants import get_preset, get_variant
+from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.keys import expand_keys
 from edsb.scoring.metrics import TOTAL
 
+SCORE_METADATA = {"key", "status", "error_kind", "error", "event", "tokens"}  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
 Selection = str | int | Iterable[int] | None
 
@@ -89,13 +89,13 @@ def edsb_planner(
         key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
         model = InspectChatModel(get_model())
         services = RunServices(benchmark, model, temperature=temperature, seed=seed, limits=limits, pack=pack)
-        record = await execute_run(services, key)
-        if record["status"] == "incomplete":  # no completion: Inspect's error handling decides (retry or fail)
+        result = await execute_run(services, key)
+        if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)
             if model.failure is not None:
                 raise model.failure
-            raise RuntimeError(f"{key.id}: {record['error']}")
-        state.store.set(RECORD, record)
-        state.output = ModelOutput.from_content(str(state.model), json.dumps(record["plan"]))
+            raise RuntimeError(f"{key.id}: {result.error}")
+        state.store.set(RECORD, result.model_dump(mode="json"))
+        state.output = ModelOutput.from_content(str(state.model), json.dumps(result.plan))
         state.completed = True
         return state
 
@@ -119,13 +119,13 @@ def rate() -> Metric:
     return compute
 
 
-def explanation(record: dict[str, Any]) -> str:
-    """One line per run: the verdict, and for an execution error its kind and reason."""
-    if record["status"] == "passed":
+def explanation(result: RunResult) -> str:
+    """One line per run: the verdict, why a plan failed, and for an execution error its kind and message."""
+    if result.status is RunStatus.PASSED:
         return "passed: every expected character's action and position conditions hold"
-    if record["status"] == "failed":
-        return "failed: the plan does not meet the case's conditions"
-    return f"execution error — {record['error']}"
+    if result.status is RunStatus.FAILED:
+        return f"failed: {result.reason or 'the plan does not meet the case conditions'}"
+    return f"execution error — {result.error}"
 
 
 @scorer(metrics={"success": [rate()], "execution": [rate()]})
@@ -133,12 +133,14 @@ def edsb_judge() -> Scorer:
     """edsb's verdict of the run (the judge ran inside the pipeline, exactly as for `edsb run`)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        record: dict[str, Any] = state.store.get(RECORD)
+        result = RunResult.model_validate(state.store.get(RECORD))
         return Score(
-            value={"success": float(record["passed"]), "execution": float(record["status"] != "error")},
-            answer=json.dumps(record["plan"]),
-            explanation=explanation(record),
-            metadata={key: record[key] for key in ("key", "status", "error_kind", "error", "event", "tokens")},
+            value={"success": float(result.passed), "execution": float(not result.errored)},
+            answer=json.dumps(result.plan),
+            explanation=explanation(result),
+            metadata=result.model_dump(
+                mode="json", include={"key", "status", "error_kind", "error", "event", "tokens"}
+            ),
         )
 
     return score

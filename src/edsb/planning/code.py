@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeAlias
 
-from edsb.errors import RunError
 from edsb.planning.code_api import API_FUNCTIONS
 from edsb.planning.variants import PlanningMode
+from edsb.results import RunError
 
 # --- errors -----------------------------------------------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edsb.errors import RunError
 from edsb.planning.narrator import NarratorEvent, make_event
 from edsb.planning.prompt_pack import (
     NarratorExample,
@@ -27,6 +26,7 @@ from edsb.planning.scenario import (
     main_action,
 )
 from edsb.planning.variants import ModulePrompt
+from edsb.results import ErrorKind, RunError
 
 Message = dict[str, str]
 
@@ -34,7 +34,7 @@ Message = dict[str, str]
 class UnsupportedVariantError(RunError):
     """The prompt pack has no example answer for this variant and tag (w/o Event on PI, Direct Inference off PI)."""
 
-    kind = "unsupported_variant"
+    kind = ErrorKind.UNSUPPORTED_VARIANT
 
 
 @dataclass(frozen=True)

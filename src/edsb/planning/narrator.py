@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edsb.errors import RunError
+from edsb.results import ErrorKind, RunError
 
 # A final parenthesised group such as ` (ongoing)`, which models copy from the event history.
 _TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
@@ -21,13 +21,13 @@ _TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
 class NarratorFormatError(RunError):
     """The reply is not JSON, not an object, or its event lacks a usable `activity` / `characters`."""
 
-    kind = "narrator_format"
+    kind = ErrorKind.NARRATOR_FORMAT
 
 
 class NarratorNoCharacterError(RunError):
     """The event names none of the kept characters."""
 
-    kind = "narrator_no_character"
+    kind = ErrorKind.NARRATOR_NO_CHARACTER
 
 
 @dataclass(frozen=True)

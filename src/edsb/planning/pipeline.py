@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.benchmark import Benchmark
-from edsb.errors import EdsbError, RunError
+from edsb.errors import EdsbError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
 from edsb.llm.protocol import ChatModel, ChatResponse
@@ -27,11 +27,11 @@ from edsb.planning.code import exception_text
 from edsb.planning.messages import ChatRequest, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.runkey import RunKey
 from edsb.planning.sampler import sample_position
 from edsb.planning.sandbox import CodeContext, SandboxLimits, run_plan_code
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import get_variant
+from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
 from edsb.scoring.judge import Judge
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
@@ -148,71 +148,69 @@ class EndpointRefused(EdsbError):
     """The endpoint refuses every request (bad key, unknown model, forbidden): no run can succeed, so stop."""
 
 
-def _transport_outcome(exc: TransportError) -> tuple[str, str, str]:
+def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     """(status, kind, message) of a run whose model gave no completion."""
     if exc.client_refused:
         raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
     if exc.request_rejected:  # an execution error, as any API failure is in the reference
-        return "error", "request_rejected", f"request_rejected: {exc}"
-    return "incomplete", f"transport_{exc.kind}", f"transport_{exc.kind}: {exc}"
+        kind = ErrorKind.REQUEST_REJECTED
+        return RunStatus.ERROR, kind, f"{kind}: {exc}"
+    kind = ErrorKind.transport(exc.kind)
+    return RunStatus.INCOMPLETE, kind, f"{kind}: {exc}"
 
 
-async def execute_run(services: RunServices, key: RunKey) -> dict[str, Any]:
-    """The result record of one run (a line of results.jsonl). Set-up errors (missing data) propagate and stop the
+async def execute_run(services: RunServices, key: RunKey) -> RunResult:
+    """The result of one run (a line of results.jsonl). Set-up errors (missing data) propagate and stop the
     benchmark, as in the reference; everything after set-up is recorded."""
     case = services.benchmark.case(key.case)
     scenario = build_scenario(services.benchmark, case, key.distraction, key.repeat, get_variant(key.variant))
     trace = RunTrace()
     started = time.perf_counter()
-    record: dict[str, Any] = {
-        "key": key.id,
-        "variant": key.variant,
-        "case": key.case,
-        "distraction": key.distraction,
-        "repeat": key.repeat,
-        "scene": case.scene_name,
-        "tags": list(case.tags),
-    }
     plan: dict[str, Any] | None = None
     reason: str | None = None
+    error_kind: ErrorKind | None = None
+    message: str | None = None
     try:
         plan = await plan_run(services, key, scenario, trace)
         verdict = await asyncio.to_thread(_judge, services, scenario, plan)
-        status = "error" if verdict.errored else ("passed" if verdict.passed else "failed")
-        error_kind = verdict.error.value if verdict.error else None
+        status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
+        error_kind = verdict.error
         message = verdict.describe_error()
         reason = verdict.reason
     except TransportError as exc:
         status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
-        status, error_kind, message = "error", exc.kind, f"{exc.kind}: {exc}"
+        status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
     except (KeyError, ValueError, AttributeError, TypeError, AssertionError) as exc:
         # Anything else the reference's try-block would catch; named so it can be told apart from model faults.
-        status, error_kind, message = "error", "runtime", f"runtime: {exception_text(exc)}"
+        status, error_kind = RunStatus.ERROR, ErrorKind.RUNTIME
+        message = f"{error_kind}: {exception_text(exc)}"
     except Exception as exc:
         # A fault of edsb itself: neither the model's failure nor a verdict. Kept out of the rates, retried by the
         # next rerun, and visible in the summary as `internal_error` (please report it).
-        status, error_kind, message = "incomplete", "internal_error", f"internal_error: {exception_text(exc)}"
-    prompt = sum(t["prompt"] for t in trace.tokens.values())
-    completion = sum(t["completion"] for t in trace.tokens.values())
-    record.update(
-        {
-            "status": status,
-            "passed": status == "passed",
-            "error_kind": error_kind,
-            "error": message,
-            "reason": reason,
-            "plan": plan,
-            "event": trace.event,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "tokens": trace.tokens,
-            "latency_s": round(trace.latency_s, 3),
-            "wall_s": round(time.perf_counter() - started, 3),
-            "model": trace.model or services.model.identity,
-            "sampler": {"collision": SAMPLER_COLLISION} if samples_positions(scenario) else None,
-        }
+        status, error_kind = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR
+        message = f"{error_kind}: {exception_text(exc)}"
+    return RunResult(
+        key=key.id,
+        variant=key.variant,
+        case=key.case,
+        distraction=key.distraction,
+        repeat=key.repeat,
+        scene=case.scene_name,
+        tags=list(case.tags),
+        status=status,
+        error_kind=error_kind,
+        error=message,
+        reason=reason,
+        plan=plan,
+        event=trace.event,
+        prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
+        completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
+        tokens=trace.tokens,
+        latency_s=round(trace.latency_s, 3),
+        wall_s=round(time.perf_counter() - started, 3),
+        model=trace.model or services.model.identity,
+        sampler={"collision": SAMPLER_COLLISION} if samples_positions(scenario) else None,
     )
-    return record

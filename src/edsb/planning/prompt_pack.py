@@ -15,10 +15,10 @@ from typing import TypeVar, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from edsb.data.benchmark import PROMPTS_DIR, Benchmark, validation_message
+from edsb.data.benchmark import PROMPTS_DIR, Benchmark
 from edsb.data.manifest import verified_optional
 from edsb.data.models import CharacterSnapshot, PlanDetail
-from edsb.errors import DataError
+from edsb.errors import DataError, validation_message
 from edsb.planning.variants import DescriptionType, Module, PlanningMode
 
 SYSTEM_FILES: dict[str, str] = {

@@ -31,7 +31,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from edsb.errors import RunError
 from edsb.geometry.boxes import Box
 from edsb.geometry.collision import floor_collisions
 from edsb.geometry.distances import box_distance, directional_distance, interaction_distance, two_anchor_distance
@@ -50,6 +49,7 @@ from edsb.geometry.relations import (
     split_two_anchors,
 )
 from edsb.geometry.scene import Scene
+from edsb.results import ErrorKind, RunError
 
 # --- the reference's cost settings (configs/benchmark.yaml, position_sampler) -----------------------------------
 
@@ -81,7 +81,7 @@ Term = Callable[[np.ndarray], np.ndarray]
 class SamplerAnchorError(RunError, KeyError):
     """A relationship names an anchor that is neither an object of the scene nor a character (KeyError upstream)."""
 
-    kind = "sampler_anchor"
+    kind = ErrorKind.SAMPLER_ANCHOR
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
@@ -90,13 +90,13 @@ class SamplerAnchorError(RunError, KeyError):
 class SamplerPredicateError(RunError, ValueError):
     """A relationship whose predicate the sampler cannot score."""
 
-    kind = "sampler_predicate"
+    kind = ErrorKind.SAMPLER_PREDICATE
 
 
 class SamplerSeatError(RunError, AttributeError):
     """`sit on` / `lie on` a character: the reference fails reading the character's seat attributes."""
 
-    kind = "sampler_seat"
+    kind = ErrorKind.SAMPLER_SEAT
 
 
 def rewrite_relationships(relationships: Sequence[str]) -> list[str]:

@@ -13,15 +13,15 @@ from typing import Protocol
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
-from edsb.errors import RunError
 from edsb.planning.variants import DescriptionType, Variant, get_variant
+from edsb.results import ErrorKind, RunError
 
 POSTURES: tuple[tuple[str, str], ...] = (("sit on", "sit"), ("lie on", "lie"))
 MOVING_STATES = frozenset({"approaching", "transition_in", "transition_out"})  # never offered, never an error
 
 
 class CharacterStateError(RunError, ValueError):
-    kind = "character_state"
+    kind = ErrorKind.CHARACTER_STATE
 
 
 def main_action(actions: Sequence[str]) -> str:

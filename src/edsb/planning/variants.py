@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 from edsb.data.models import TAGS, Tag
@@ -65,15 +66,30 @@ class Variant:
         return f"{self.title} cannot plan {'/'.join(missing)} cases: the prompt pack has no matching example answer"
 
 
+class VariantName(StrEnum):
+    """The framework and the paper's ablations (Tables 1 and 2)."""
+
+    OURS = "ours"
+    WO_EVENT = "wo-event"
+    OBJECT_LIST = "object-list"
+    SCENE_GRAPH = "scene-graph"
+    DIRECT = "direct"
+
+
+class PresetName(StrEnum):
+    TABLE1 = "table1"
+    TABLE2 = "table2"
+
+
 _NARRATOR_JSON = ModulePrompt("narrator", system="narrator", answer_field="response", json_mode=True)
 _PARSER_LCPS = ModulePrompt("event_parser", system="event_parser", answer_field="response", json_mode=False)
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("ours", "Ours", "narrative", "event", _NARRATOR_JSON, _PARSER_LCPS, frozenset(TAGS)),
+        Variant(VariantName.OURS, "Ours", "narrative", "event", _NARRATOR_JSON, _PARSER_LCPS, frozenset(TAGS)),
         Variant(
-            "wo-event",
+            VariantName.WO_EVENT,
             "w/o Event",
             "narrative",
             "no_event",
@@ -81,10 +97,26 @@ VARIANTS: dict[str, Variant] = {
             None,
             frozenset({"OA", "RC", "SS"}),
         ),
-        Variant("object-list", "Object List", "object_list", "event", _NARRATOR_JSON, _PARSER_LCPS, frozenset(TAGS)),
-        Variant("scene-graph", "Scene Graph", "scene_graph", "event", _NARRATOR_JSON, _PARSER_LCPS, frozenset(TAGS)),
         Variant(
-            "direct",
+            VariantName.OBJECT_LIST,
+            "Object List",
+            "object_list",
+            "event",
+            _NARRATOR_JSON,
+            _PARSER_LCPS,
+            frozenset(TAGS),
+        ),
+        Variant(
+            VariantName.SCENE_GRAPH,
+            "Scene Graph",
+            "scene_graph",
+            "event",
+            _NARRATOR_JSON,
+            _PARSER_LCPS,
+            frozenset(TAGS),
+        ),
+        Variant(
+            VariantName.DIRECT,
             "Direct Inference",
             "scene_graph",
             "event_no_lcps",
@@ -126,13 +158,13 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
         Preset(
-            "table1",
+            PresetName.TABLE1,
             cases="OA,RC,SS",
             variants=("ours", "wo-event", "object-list", "scene-graph"),
             levels=(0, 1, 2),
             repeats=5,
         ),
-        Preset("table2", cases="PI", variants=("scene-graph", "direct"), levels=(0,), repeats=5),
+        Preset(PresetName.TABLE2, cases="PI", variants=("scene-graph", "direct"), levels=(0,), repeats=5),
     )
 }
 

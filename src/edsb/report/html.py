@@ -29,8 +29,7 @@ from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import read_transcript, transcripts_dir
 from edsb.planning.code import extract_code
 from edsb.planning.variants import get_variant
-from edsb.report.render import load_run
-from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, paper_rows
+from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
     EXPECTED_AREA_ALPHA,
@@ -42,7 +41,7 @@ from edsb.report.topdown import (
     plan_marks,
     scene_extent,
 )
-from edsb.runner.store import load_results
+from edsb.results.rundir import RunDirectory
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
 ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")
@@ -164,38 +163,36 @@ def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: s
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     """The whole HTML document of one run directory."""
     jinja2 = _require_jinja()
-    config, summary = load_run(run_dir)
-    records = sorted(
-        load_results(run_dir),
-        key=lambda r: (str(r.get("variant")), int(r.get("case", 0)), int(r.get("distraction", 0)), r.get("repeat", 0)),
-    )
+    run = RunDirectory.open(run_dir)
+    summary = build_summary(run.results, run.config.variants)
+    records = sorted(run.results, key=lambda r: (r.variant, r.case, r.distraction, r.repeat))
     sections = _Sections()
     backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
     case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
-    error_kinds = sorted({str(r.get("error_kind")) for r in records if r.get("status") == "error"})
+    error_kinds = sorted({str(r.error_kind) for r in records if r.errored})
     error_colours = {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(error_kinds)}
     runs = []
     grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
     for record in records:
-        case = benchmark.cases.get(int(record["case"]))
-        status = str(record.get("status"))
-        colour = error_colours.get(str(record.get("error_kind"))) if status == "error" else STATUS_COLOURS.get(status)
-        anchor = "run-" + str(record["key"]).replace("/", "__")
+        case = benchmark.cases.get(record.case)
+        status = str(record.status)
+        colour = error_colours.get(str(record.error_kind)) if record.errored else STATUS_COLOURS.get(status)
+        anchor = "run-" + record.key.replace("/", "__")
         entry: dict[str, Any] = {
             "anchor": anchor,
-            "key": record["key"],
+            "key": record.key,
             "status": status,
             "colour": colour or "#555",
-            "reason": record.get("error") or record.get("reason") or "",
+            "reason": record.error or record.reason or "",
             "instruction": case.user_instruction if case else "",
-            "plan": json.dumps(record.get("plan"), indent=1) if record.get("plan") is not None else None,
-            "event": json.dumps(record.get("event")) if record.get("event") else None,
+            "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
+            "event": json.dumps(record.event) if record.event else None,
         }
-        exchanges = _transcripts(run_dir, str(record["key"]), sections)
+        exchanges = _transcripts(run_dir, record.key, sections)
         entry["exchanges"] = exchanges
-        entry["code"] = _executed_code(exchanges, sections.table(), str(record["variant"])) if exchanges else None
+        entry["code"] = _executed_code(exchanges, sections.table(), record.variant) if exchanges else None
         if case is not None:
-            level = min(int(record["distraction"]), case.max_distraction)
+            level = min(record.distraction, case.max_distraction)
             scene = load_scene(benchmark, case.scene_name)
             if f"bg-{scene.name}" not in backgrounds:
                 figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False)
@@ -209,11 +206,11 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
                 "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
                 "view_box": _view_box(scene),
                 "layer": layer,
-                "plan": _svg_shapes(plan_marks(record.get("plan"), scene), scene),
+                "plan": _svg_shapes(plan_marks(record.plan, scene), scene),
             }
         runs.append(entry)
-        grid[str(record["variant"])][int(record["case"])].setdefault(int(record["distraction"]), []).append(entry)
-    levels = sorted({int(r["distraction"]) for r in records})
+        grid[record.variant][record.case].setdefault(record.distraction, []).append(entry)
+    levels = sorted({r.distraction for r in records})
     repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
     blocks = [
         (level, paper_rows(summary, level, intervals=True))
@@ -234,13 +231,13 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         }
         for variant, data in summary["variants"].items()
     ]
-    chart = _chart(summary, f"{config.get('model', '')} — {Path(run_dir).name}")
+    chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}")
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
     )
     return environment.get_template("report.html.j2").render(
         title=f"edsb report — {Path(run_dir).resolve().name}",
-        model=config.get("model", ""),
+        model=run.config.model,
         columns=TAG_COLUMNS,
         blocks=blocks,
         stats=stats,

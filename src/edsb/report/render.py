@@ -8,93 +8,25 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from edsb.data.benchmark import validation_message
-from edsb.errors import EdsbError, UsageError
 from edsb.report.cost import estimate_cost, price_for
+from edsb.report.formats import CompareFormat, ReportFormat
 from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
-from edsb.runner.config import CONFIG_FILE
-from edsb.runner.store import RESULTS_FILE, latest_by_key, read_records
-
-Format = Literal["table", "markdown", "csv", "json"]
-
-
-class _ReportedConfig(BaseModel):
-    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited)."""
-
-    model_config = ConfigDict(extra="allow")
-    model: StrictStr = ""
-    variants: list[StrictStr] = []
-
-
-class _ReportedRecord(BaseModel):
-    """The fields of a result line that the summary relies on; anything else is carried along untouched."""
-
-    model_config = ConfigDict(extra="allow")
-    key: StrictStr
-    variant: StrictStr
-    case: StrictInt
-    distraction: StrictInt
-    status: Literal["passed", "failed", "error", "incomplete"]
-    tags: list[StrictStr] = []
-    passed: StrictBool = False
+from edsb.results.rundir import RunDirectory
+from edsb.scoring.metrics import cell_text
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(config, summary) of a run directory, the summary recomputed from its results (files are only read)."""
-    run_dir = Path(run_dir)
-    if not (run_dir / RESULTS_FILE).is_file():
-        raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
-    config_path = run_dir / CONFIG_FILE
-    try:
-        config = _ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8"))).model_dump()
-    except FileNotFoundError:
-        config = _ReportedConfig().model_dump()
-    except (OSError, json.JSONDecodeError) as exc:
-        raise EdsbError(f"{config_path}: unreadable ({exc})") from None
-    except ValidationError as exc:
-        raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
-    results = run_dir / RESULTS_FILE
-    whole, whole_bytes = read_records(results)
-    records = []
-    for number, raw in enumerate(latest_by_key(whole), start=1):
-        try:
-            records.append(_ReportedRecord.model_validate(raw).model_dump())
-        except ValidationError as exc:
-            raise EdsbError(f"{run_dir / RESULTS_FILE}: record {number}: {validation_message(exc)}") from None
-    summary = build_summary(records, config["variants"])
-    if whole_bytes < results.stat().st_size:
-        summary["notes"] = [f"{results}: the last line is torn (a run was killed mid-write) and is left out"]
-    return config, summary
-
-
-def find_record(run_dir: Path, case: int, distraction: int, repeat: int, variant: str | None = None) -> dict[str, Any]:
-    """The result record of one run of a run directory; `variant` defaults to the directory's first variant."""
-    from edsb.runner.store import load_results
-
-    run_dir = Path(run_dir)
-    if not (run_dir / RESULTS_FILE).is_file():
-        raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
-    records = load_results(run_dir)
-    variants = list(dict.fromkeys(str(r.get("variant")) for r in records))
-    chosen = variant or (variants[0] if variants else "")
-    for record in records:
-        if (record.get("variant"), record.get("case"), record.get("distraction"), record.get("repeat")) == (
-            chosen,
-            case,
-            distraction,
-            repeat,
-        ):
-            return record
-    raise UsageError(
-        f"{run_dir}: no run of case {case} at level {distraction}, repeat {repeat}, variant {chosen!r}"
-        f" (variants: {', '.join(variants) or 'none'})"
-    )
+    run = RunDirectory.open(run_dir)
+    summary = build_summary(run.results, run.config.variants)
+    if run.notes:
+        summary["notes"] = run.notes
+    return run.config.model_dump(), summary
 
 
 def _levels_present(summary: Mapping[str, Any]) -> list[str]:
@@ -208,7 +140,7 @@ def coverage_differences(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list
 def render_report(
     config: Mapping[str, Any],
     summary: Mapping[str, Any],
-    fmt: Format = "table",
+    fmt: ReportFormat = ReportFormat.TABLE,
     *,
     intervals: bool = False,
     prices: tuple[float | None, float | None] = (None, None),
@@ -217,10 +149,12 @@ def render_report(
 ) -> str | None:
     """Markdown/CSV/JSON as text; `table` prints to the console and returns None. `brief` keeps the paper's
     blocks only (what `edsb run` shows at the end)."""
-    if fmt == "json":
+    if fmt == ReportFormat.HTML:
+        raise ValueError("the HTML report is written by report.html.write_html_report")
+    if fmt == ReportFormat.JSON:
         return json.dumps(summary, indent=2)
     levels = _levels_present(summary)
-    if fmt == "csv":
+    if fmt == ReportFormat.CSV:
         return tidy_csv(summary)
     blocks: list[tuple[str, Sequence[str], list[list[str]]]] = []
     for level in levels:
@@ -269,8 +203,10 @@ def render_report(
     return _emit(blocks, fmt, console)
 
 
-def _emit(blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]], fmt: Format, console: Console | None):
-    if fmt == "markdown":
+def _emit(
+    blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]], fmt: ReportFormat, console: Console | None
+) -> str | None:
+    if fmt == ReportFormat.MARKDOWN:
         return "\n\n".join(f"### {title}\n\n{_markdown(header, rows)}" for title, header, rows in blocks if rows)
     console = console or Console()
     for title, header, rows in blocks:
@@ -298,7 +234,7 @@ def compare_rows(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[st
             row = [variant, tag]
             reference = cells[0]
             for cell in cells:
-                row.append("-" if cell is None else f"{cell['success_rate']} ({cell['execution_rate']})")
+                row.append("-" if cell is None else cell_text(cell["success_rate"], cell["execution_rate"]))
             for cell in cells[1:]:
                 if cell is None or reference is None:
                     row += ["-", "-"]
@@ -319,4 +255,21 @@ def compare_header(names: Sequence[str]) -> list[str]:
     return header
 
 
-__all__ = ["compare_header", "compare_rows", "coverage_differences", "load_run", "render_report", "tidy_csv"]
+def render_compare(
+    named: Sequence[tuple[str, Mapping[str, Any]]], fmt: CompareFormat, console: Console | None = None
+) -> str | None:
+    """`edsb compare`: Markdown or CSV as text; `table` prints to the console and returns None."""
+    header, rows = compare_header([name for name, _ in named]), compare_rows(named)
+    if fmt == CompareFormat.MARKDOWN:
+        return _markdown(header, rows)
+    if fmt == CompareFormat.CSV:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        return buffer.getvalue()
+    table = Table(*header, title="success (execution), all distraction levels")
+    for row in rows:
+        table.add_row(*row)
+    (console or Console()).print(table)
+    return None

@@ -1,14 +1,17 @@
-"""From the records of a run directory to `summary.json` and the paper-style tables."""
+"""From the results of a run directory to `summary.json` and the paper-style tables."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from edsb.report.stats import clustered_standard_error, pass_hat_k
-from edsb.scoring.metrics import TOTAL, Cell, RunRecord, overall_cell, tag_level_cells
+from edsb.results import RunResult, RunStatus
+from edsb.results.rundir import SUMMARY_FILE, write_json
+from edsb.scoring.metrics import TOTAL, Cell, ScoredRun, cell_text, overall_cell, tag_level_cells
 
 TAG_COLUMNS = (TOTAL, "OA", "RC", "SS", "PI")
 LEVEL_ROWS = (TOTAL, "0", "1", "2")
@@ -16,22 +19,16 @@ MODULES = ("narrator", "event_parser")
 FAILURE_REASONS_SHOWN = 10
 
 
-def judged(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Records that count towards the rates: everything but runs whose model never answered."""
-    return [r for r in records if r.get("status") != "incomplete"]
-
-
-def to_metric_record(record: Mapping[str, Any]) -> RunRecord:
-    errored = record.get("status") == "error"
+def to_scored_run(result: RunResult) -> ScoredRun:
     # The reference stores 0 tokens for errored runs; its token table is reproduced with that convention.
-    return RunRecord(
-        case_id=int(record["case"]),
-        tags=tuple(record.get("tags") or ()),
-        level=int(record["distraction"]),
-        passed=bool(record.get("passed")),
-        errored=errored,
-        prompt_tokens=0 if errored else int(record.get("prompt_tokens") or 0),
-        completion_tokens=0 if errored else int(record.get("completion_tokens") or 0),
+    return ScoredRun(
+        case_id=result.case,
+        tags=tuple(result.tags),
+        level=result.distraction,
+        passed=result.passed,
+        errored=result.errored,
+        prompt_tokens=0 if result.errored else result.prompt_tokens,
+        completion_tokens=0 if result.errored else result.completion_tokens,
     )
 
 
@@ -42,19 +39,17 @@ def cell_json(cell: Cell) -> dict[str, Any]:
     return data
 
 
-def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
+def variant_summary(records: list[RunResult]) -> dict[str, Any]:
     """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
-    counted = judged(records)
+    counted = [r for r in records if r.is_judged]
     summary: dict[str, Any] = {
         "runs": len(counted),
         "incomplete": len(records) - len(counted),
-        "incomplete_kinds": dict(
-            Counter(r.get("error_kind") or "unknown" for r in records if r.get("status") == "incomplete")
-        ),
+        "incomplete_kinds": dict(Counter(str(r.error_kind or "unknown") for r in records if not r.is_judged)),
     }
     if not counted:
         return summary
-    metric_records = [to_metric_record(r) for r in counted]
+    metric_records = [to_scored_run(r) for r in counted]
     overall = overall_cell(metric_records)
     overall_json = cell_json(overall)
     cells = tag_level_cells(metric_records)
@@ -71,8 +66,8 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
         entry["errors"] += r.errored
     tokens = {
         module: {
-            "prompt": sum(int(((r.get("tokens") or {}).get(module) or {}).get("prompt", 0)) for r in records),
-            "completion": sum(int(((r.get("tokens") or {}).get(module) or {}).get("completion", 0)) for r in records),
+            "prompt": sum(r.tokens.get(module, {}).get("prompt", 0) for r in records),
+            "completion": sum(r.tokens.get(module, {}).get("completion", 0) for r in records),
         }
         for module in MODULES
     }
@@ -93,16 +88,16 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
             "pass_hat_k": {
                 str(k): pass_hat_k([(sum(v), len(v)) for v in by_task.values()], k) for k in range(1, max_repeats + 1)
             },
-            "error_kinds": dict(Counter(r.get("error_kind") or "error" for r in counted if r.get("status") == "error")),
+            "error_kinds": dict(Counter(str(r.error_kind or "error") for r in counted if r.errored)),
             # The judge's explanation of each failed plan (character and condition), most frequent first.
             "failure_reasons": dict(
-                Counter(r["reason"] for r in counted if r.get("status") == "failed" and r.get("reason")).most_common(
+                Counter(r.reason for r in counted if r.status is RunStatus.FAILED and r.reason).most_common(
                     FAILURE_REASONS_SHOWN
                 )
             ),
             "tokens": {
-                "total_prompt": sum(int(r.get("prompt_tokens") or 0) for r in records),
-                "total_completion": sum(int(r.get("completion_tokens") or 0) for r in records),
+                "total_prompt": sum(r.prompt_tokens for r in records),
+                "total_completion": sum(r.completion_tokens for r in records),
                 "by_module": tokens,
             },
         }
@@ -110,12 +105,23 @@ def variant_summary(records: list[Mapping[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def build_summary(records: Iterable[Mapping[str, Any]], variant_order: Iterable[str] = ()) -> dict[str, Any]:
-    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for record in records:
-        grouped[record["variant"]].append(record)
-    order = [v for v in variant_order if v in grouped] + sorted(set(grouped) - set(variant_order))
+def build_summary(results: Iterable[RunResult], variant_order: Iterable[str] = ()) -> dict[str, Any]:
+    grouped: dict[str, list[RunResult]] = defaultdict(list)
+    for result in results:
+        grouped[result.variant].append(result)
+    order = list(variant_order)
+    order = [v for v in order if v in grouped] + sorted(set(grouped) - set(order))
     return {"variants": {variant: variant_summary(grouped[variant]) for variant in order}}
+
+
+def write_summary(
+    run_dir: Path, results: Iterable[RunResult], variant_order: Iterable[str], *, model: str, runs_planned: int
+) -> dict[str, Any]:
+    """Compute the summary of everything a run directory holds and write it to `summary.json`."""
+    summary = build_summary(results, variant_order)
+    summary["config"] = {"model": model, "runs_planned": runs_planned}
+    write_json(Path(run_dir) / SUMMARY_FILE, summary)
+    return summary
 
 
 def paper_rows(summary: Mapping[str, Any], level: str = TOTAL, intervals: bool = False) -> list[list[str]]:
@@ -129,7 +135,7 @@ def paper_rows(summary: Mapping[str, Any], level: str = TOTAL, intervals: bool =
             if cell is None:
                 row.append("-")
                 continue
-            text = f"{cell['success_rate']} ({cell['execution_rate']})"
+            text = cell_text(cell["success_rate"], cell["execution_rate"])
             if intervals:
                 low, high = cell["success_interval"]
                 text += f" [{low:.2f}, {high:.2f}]"

@@ -24,6 +24,7 @@ from edsb.geometry.collision import stands_on_floor
 from edsb.geometry.grid import occupancy_grid_of
 from edsb.geometry.relations import LOOK_AT, TWO_ANCHOR_PREDICATES, split_anchor, split_two_anchors
 from edsb.geometry.scene import Scene
+from edsb.results import RunResult
 from edsb.scoring.conditions import ConditionSyntaxError, iter_atoms, parse_condition
 from edsb.scoring.judge import Judge
 from edsb.scoring.verdict import PlanRejected, Verdict
@@ -313,14 +314,13 @@ def case_figure(
     return floor_plan_figure(scene, marks, title=verdict_title(case, level, verdict))
 
 
-def record_figure(case: TestCase, level: int, scene: Scene, record: Mapping[str, Any]) -> Figure:
-    """The picture of one run from its result line: the plan judged again (same verdict, with its reason), or,
-    for a run that produced no plan, the case with the run's status and error."""
-    if record.get("plan") is None:
-        status = str(record.get("status", "no plan"))
-        title = verdict_title(case, level, None, status) + (f"\n{record['error']}" if record.get("error") else "")
+def result_figure(case: TestCase, level: int, scene: Scene, result: RunResult) -> Figure:
+    """The picture of one run from its result: the plan judged again (same verdict, with its reason), or, for a
+    run that produced no plan, the case with the run's status and error."""
+    if result.plan is None:
+        title = verdict_title(case, level, None, str(result.status)) + (f"\n{result.error}" if result.error else "")
         return floor_plan_figure(scene, [case_marks(case, level, scene)], title=title)
-    return case_figure(case, level, scene, record["plan"], has_plan=True)
+    return case_figure(case, level, scene, result.plan, has_plan=True)
 
 
 # --- regions ---------------------------------------------------------------------------------------------------------

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from edsb import __version__
-from edsb.data.benchmark import validation_message
-from edsb.errors import EdsbError, UsageError
-
-CONFIG_FILE = "config.json"
+from edsb.data.benchmark import Benchmark
+from edsb.data.selection import parse_levels, select_cases
+from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.planning.variants import get_preset, get_variant
+from edsb.results.rundir import CONFIG_FILE, write_json
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
 # (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
@@ -146,7 +148,44 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    path = Path(run_dir) / CONFIG_FILE
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(config.model_dump(), indent=2) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_json(Path(run_dir) / CONFIG_FILE, config.model_dump())
+
+
+def resolve_run_config(options: dict[str, Any], config_file: Path | None = None) -> RunConfig:
+    """The configuration of one `edsb run`: defaults < preset < config file < explicit options (None = not given).
+
+    `options` uses `RunConfig` field names plus `preset`; cases and levels may be selection strings or lists.
+    """
+    merged: dict[str, Any] = {}
+    file_options = load_config_file(config_file) if config_file else {}
+    file_preset = file_options.pop("preset", None)
+    preset = options.get("preset") or file_preset
+    if preset:
+        chosen = get_preset(preset)
+        merged.update(
+            cases=chosen.cases, variants=list(chosen.variants), distraction=list(chosen.levels), repeats=chosen.repeats
+        )
+    merged.update(file_options)
+    merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
+    benchmark = Benchmark.open(merged.get("data"))
+    cases = merged.get("cases")
+    if isinstance(cases, list):
+        cases = ",".join(str(c) for c in cases)
+    merged["cases"] = select_cases(cases, benchmark.cases)
+    distraction = merged.get("distraction")
+    if isinstance(distraction, list):
+        distraction = ",".join(str(level) for level in distraction)
+    merged["distraction"] = parse_levels(distraction if distraction is not None else None)
+    variants = merged.get("variants") or ["ours"]
+    merged["variants"] = [get_variant(v).name for v in variants]
+    merged["data"] = str(benchmark.root.resolve())
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+
+
+def default_out_dir(model: str, now: datetime | None = None) -> Path:
+    """`runs/<model>-<yymmdd-HHMMSS>`: a new directory per invocation, named so a listing sorts by model and time."""
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
+    return Path("runs") / f"{slug}-{(now or datetime.now()):%y%m%d-%H%M%S}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from edsb.data.models import SCENES, TestCase
-from edsb.planning.runkey import RunKey
+from edsb.results import RunKey
 
 __all__ = ["RunKey", "expand_keys"]
 

@@ -13,24 +13,22 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from edsb.errors import EdsbError
-from edsb.runner.keys import RunKey
-from edsb.runner.store import ResultStore
+from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
+from edsb.results.rundir import ResultStore
 
-Execute = Callable[[RunKey], Awaitable[dict[str, Any]]]
+Execute = Callable[[RunKey], Awaitable[RunResult]]
 
 LOG_EVERY_S = 30.0  # a plain progress line at least this often while runs finish
 LOG_STEPS = 10  # and one each time another tenth of the runs is done
 # This many runs in a row that could not connect to the model stop the sweep: the endpoint is down or the address is
 # wrong, and every further run would only wait through its retries to fail the same way.
 UNREACHABLE_STREAK = 3
-CONNECTION_FAILURE = "transport_unreachable"
 
 
 class EndpointUnreachable(EdsbError):
@@ -50,19 +48,19 @@ class LoopStats:
     connection_streak: int = 0  # consecutive finished runs that could not connect to the model
     error_kinds: dict[str, int] = field(default_factory=dict)
 
-    def note(self, record: dict[str, Any]) -> None:
+    def note(self, result: RunResult) -> None:
         self.done += 1
-        status = record.get("status")
-        self.connection_streak = self.connection_streak + 1 if record.get("error_kind") == CONNECTION_FAILURE else 0
-        if status == "incomplete":
+        unreachable = result.error_kind is ErrorKind.TRANSPORT_UNREACHABLE
+        self.connection_streak = self.connection_streak + 1 if unreachable else 0
+        if result.status is RunStatus.INCOMPLETE:
             self.incomplete += 1
-        elif status == "error":
+        elif result.status is RunStatus.ERROR:
             self.errors += 1
-            kind = record.get("error_kind") or "error"
+            kind = result.error_kind or "error"
             self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
-        elif record.get("passed"):
+        elif result.passed:
             self.passed += 1
-        self.tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
+        self.tokens += result.prompt_tokens + result.completion_tokens
 
     def line(self) -> str:
         judged = self.done - self.incomplete
@@ -217,16 +215,15 @@ async def run_keys(
                 return
             stats.in_flight += 1
             try:
-                record = await execute(key)
+                result = await execute(key)
             finally:
                 stats.in_flight -= 1
-            store.append(record)
-            stats.note(record)
+            store.append(result)
+            stats.note(result)
             progress.update(stats)
             if stats.connection_streak >= UNREACHABLE_STREAK:
                 raise EndpointUnreachable(
-                    f"stopped: {stats.connection_streak} runs in a row could not connect to the model "
-                    f"({record.get('error')})"
+                    f"stopped: {stats.connection_streak} runs in a row could not connect to the model ({result.error})"
                 )
 
     progress.start()

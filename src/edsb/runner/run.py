@@ -1,18 +1,16 @@
 """`edsb run`: expand the configuration into run keys, resume what a directory already holds, execute the rest,
-and write `summary.json`."""
+and return every result the directory holds (the report summarises them)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -22,13 +20,11 @@ from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.sandbox import SandboxLimits, check_sandbox, shutdown_sandboxes
 from edsb.planning.variants import get_variant
-from edsb.report.summary import build_summary
+from edsb.results import RunKey, RunResult
+from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
-from edsb.runner.keys import RunKey, expand_keys
+from edsb.runner.keys import expand_keys
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
-from edsb.runner.store import ResultStore, is_complete, load_results
-
-SUMMARY_FILE = "summary.json"
 
 
 @dataclass
@@ -37,7 +33,12 @@ class RunOutcome:
     keys: list[RunKey]
     skipped: int
     stats: LoopStats
-    summary: dict[str, Any]
+    results: list[RunResult]  # everything the directory holds now, this pass and earlier ones
+    runs_planned: int  # the keys asked for by this and earlier passes
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stats.interrupted
 
 
 def check_out_dir(out: Path) -> None:
@@ -70,7 +71,7 @@ def run_benchmark(
     console: Console | None = None,
     retry: RetryPolicy | None = None,
 ) -> RunOutcome:
-    """Run every key of `config` that `out` does not hold yet, then summarise the whole directory.
+    """Run every key of `config` that `out` does not hold yet; return the results of the whole directory.
 
     `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply).
     """
@@ -121,7 +122,7 @@ def run_benchmark(
     wanted = {key.id for key in keys}
 
     def kept() -> str:
-        done = sum(is_complete(record) and record["key"] in wanted for record in load_results(out))
+        done = sum(result.is_judged and result.key in wanted for result in load_results(out))
         return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
 
     try:
@@ -134,18 +135,11 @@ def run_benchmark(
         raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
     finally:
         store.close()
-    # The summary covers everything the directory holds: a directory extended by several passes reports it all.
-    records = load_results(out)
-    summary = build_summary(records, config.variants)
-    planned = wanted | {record["key"] for record in records}
-    summary["config"] = {"model": config.model, "runs_planned": len(planned)}
-    path = out / SUMMARY_FILE
-    path.with_suffix(".tmp").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    path.with_suffix(".tmp").replace(path)
+    results = load_results(out)
     if stats.interrupted:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
-        raise KeyboardInterrupt
-    return RunOutcome(out, keys, len(keys) - len(pending), stats, summary)
+    planned = wanted | {result.key for result in results}
+    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
 
 
 def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:

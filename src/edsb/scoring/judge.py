@@ -29,6 +29,7 @@ from edsb.geometry.relations import (
     split_two_anchors,
 )
 from edsb.geometry.scene import Scene
+from edsb.results import ErrorKind
 from edsb.scoring.conditions import (
     Condition,
     ConditionSyntaxError,
@@ -37,7 +38,7 @@ from edsb.scoring.conditions import (
     parse_condition,
 )
 from edsb.scoring.position import area_box_mask, position_atom_mask
-from edsb.scoring.verdict import PASSED, ErrorKind, PlanRejected, Verdict
+from edsb.scoring.verdict import PASSED, PlanRejected, Verdict
 
 # Postures the evaluator accepts on top of a case's action labels.
 POSTURE_ACTIONS = ("sit", "lie")

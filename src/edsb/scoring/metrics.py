@@ -19,7 +19,7 @@ WILSON_Z = 1.959963984540054  # two-sided 95%
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
+class ScoredRun:
     """One judged run, as the aggregation sees it. Errored runs carry 0 tokens, as the reference records them."""
 
     case_id: int
@@ -52,7 +52,12 @@ class Cell:
 
     def display(self) -> str:
         """The paper's cell text, e.g. `0.9 (0.98)`."""
-        return f"{self.success_rate} ({self.execution_rate})"
+        return cell_text(self.success_rate, self.execution_rate)
+
+
+def cell_text(success_rate: float, execution_rate: float) -> str:
+    """The paper's cell text, `success (execution)`, e.g. `0.9 (0.98)`."""
+    return f"{success_rate} ({execution_rate})"
 
 
 def round2(value: float) -> float:
@@ -77,7 +82,7 @@ def _mean(values: Sequence[float]) -> float:
     return round2(float(np.mean(np.asarray(values, dtype=np.float64))))
 
 
-def summarize_cell(records: Sequence[RunRecord]) -> Cell:
+def summarize_cell(records: Sequence[ScoredRun]) -> Cell:
     """One cell over a non-empty group of runs."""
     if not records:
         raise ValueError("a cell needs at least one run")
@@ -99,9 +104,9 @@ def summarize_cell(records: Sequence[RunRecord]) -> Cell:
     )
 
 
-def tag_level_cells(records: Iterable[RunRecord]) -> dict[str, dict[str, Cell]]:
+def tag_level_cells(records: Iterable[ScoredRun]) -> dict[str, dict[str, Cell]]:
     """Cells keyed `[tag][level]`, tags `Total` first then in order of appearance, levels as strings."""
-    groups: dict[str, dict[str, list[RunRecord]]] = {}
+    groups: dict[str, dict[str, list[ScoredRun]]] = {}
     for record in records:
         for tag in (TOTAL, *record.tags):
             for level in (TOTAL, str(record.level)):
@@ -109,15 +114,6 @@ def tag_level_cells(records: Iterable[RunRecord]) -> dict[str, dict[str, Cell]]:
     return {tag: {level: summarize_cell(rs) for level, rs in by_level.items()} for tag, by_level in groups.items()}
 
 
-def case_level_cells(records: Iterable[RunRecord]) -> dict[int, dict[str, Cell]]:
-    """Cells keyed `[case id][level]`, levels `Total` and each level seen."""
-    groups: dict[int, dict[str, list[RunRecord]]] = {}
-    for record in records:
-        for level in (TOTAL, str(record.level)):
-            groups.setdefault(record.case_id, {}).setdefault(level, []).append(record)
-    return {case: {level: summarize_cell(rs) for level, rs in by_level.items()} for case, by_level in groups.items()}
-
-
-def overall_cell(records: Iterable[RunRecord]) -> Cell:
+def overall_cell(records: Iterable[ScoredRun]) -> Cell:
     """The paper's "overall" figure: tag Total, level Total."""
     return summarize_cell(list(records))

@@ -25,7 +25,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
 from edsb.geometry.scene import Scene, load_scene
 from edsb.scoring.judge import Judge
-from edsb.scoring.metrics import Cell, RunRecord, overall_cell
+from edsb.scoring.metrics import Cell, ScoredRun, overall_cell
 from edsb.scoring.verdict import Verdict
 
 INVALID_INPUT = "invalid_input"
@@ -132,14 +132,14 @@ class ScoreSummary:
 def summarize_scores(outputs: Iterable[Mapping[str, Any]]) -> ScoreSummary:
     """The Total cell of §2.6 over the output lines of `score_lines`; invalid input lines are not runs."""
     lines = 0
-    records: list[RunRecord] = []
+    records: list[ScoredRun] = []
     for output in outputs:
         lines += 1
         error = output.get("error")
         if isinstance(error, str) and error.startswith(f"{INVALID_INPUT}:"):
             continue
         records.append(
-            RunRecord(
+            ScoredRun(
                 case_id=output["case"],
                 tags=(),
                 level=output["distraction"],

@@ -3,20 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class ErrorKind(StrEnum):
-    """Why a plan could not be judged. Each maps to an exception class the reference evaluator raises, so the
-    execution rate can be broken down by cause while every kind still counts as an execution error."""
-
-    MISSING_CHARACTER = "missing_character"  # an expected character is not a key of the plan
-    UNKNOWN_ACTION = "unknown_action"  # an action outside the case's labels + sit/lie
-    UNKNOWN_RELATIONSHIP = "unknown_relationship"  # a relationship not starting with a known predicate
-    UNKNOWN_ANCHOR = "unknown_anchor"  # an expected condition names an anchor that does not exist (broken case)
-    UNKNOWN_PREDICATE = "unknown_predicate"  # a position condition with a predicate the position check lacks
-    MALFORMED_CONDITION = "malformed_condition"  # an expected condition that does not parse
-    MALFORMED_PLAN = "malformed_plan"  # wrong JSON shape: missing key, wrong type, position not an (x, y) pair
+from edsb.results import ErrorKind
 
 
 @dataclass(frozen=True, slots=True)

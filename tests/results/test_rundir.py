@@ -1,7 +1,9 @@
-"""results.jsonl: whole fsynced lines, a torn tail repaired, incomplete runs dropped for retry, corruption refused."""
+"""The run directory: results.jsonl as whole fsynced lines, a torn tail repaired, incomplete runs dropped for retry,
+corruption refused; the typed record round-trips."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -9,13 +11,21 @@ from typing import Any
 import pytest
 
 from edsb.errors import EdsbError
-from edsb.runner.keys import RunKey, expand_keys
-from edsb.runner.store import RESULTS_FILE, ResultStore, encode, load_results, read_records
+from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
+from edsb.results.rundir import RESULTS_FILE, ResultStore, RunDirectory, load_results, read_results
+from edsb.runner.keys import expand_keys
 from tests.runner.conftest import raw_lines
 
 
-def _record(case: int, status: str = "passed", **extra: Any) -> dict[str, Any]:
-    return {"key": RunKey("ours", case, 0, 0).id, "case": case, "status": status, "plan": {"Ann": "é"}, **extra}
+def _record(case: int, status: str = "passed", **extra: Any) -> RunResult:
+    key = RunKey("ours", case, 0, 0)
+    return RunResult(
+        key=key.id, variant="ours", case=case, distraction=0, status=RunStatus(status), plan={"Ann": "é"}, **extra
+    )
+
+
+def encode(result: RunResult) -> bytes:
+    return result.to_line()
 
 
 def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,18 +46,18 @@ def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monke
     store.close()
     assert len(synced) == 3
     assert [line.endswith(b"\n") and line.count(b"\n") == 1 for line in raw_lines(tmp_path)] == [True] * 3
-    assert [r["case"] for r in load_results(tmp_path)] == [0, 1, 2]
+    assert [r.case for r in load_results(tmp_path)] == [0, 1, 2]
 
 
 def test_a_torn_tail_is_cut_off_when_the_directory_is_reopened(tmp_path: Path) -> None:
     path = tmp_path / RESULTS_FILE
     whole = encode(_record(0)) + encode(_record(1))
     path.write_bytes(whole + encode(_record(2))[:17])
-    records, good = read_records(path)
-    assert [r["case"] for r in records] == [0, 1] and good == len(whole)
+    records, good = read_results(path)
+    assert [r.case for r in records] == [0, 1] and good == len(whole)
 
     store = ResultStore(tmp_path)
-    assert sorted(store.open()) == [_record(0)["key"], _record(1)["key"]]
+    assert sorted(store.open()) == [_record(0).key, _record(1).key]
     store.append(_record(2))
     store.close()
     assert path.read_bytes() == whole + encode(_record(2))
@@ -56,7 +66,7 @@ def test_a_torn_tail_is_cut_off_when_the_directory_is_reopened(tmp_path: Path) -
 def test_a_whole_line_without_its_newline_counts_as_torn(tmp_path: Path) -> None:
     path = tmp_path / RESULTS_FILE
     path.write_bytes(encode(_record(0)) + encode(_record(1))[:-1])
-    assert list(ResultStore(tmp_path).open()) == [_record(0)["key"]]
+    assert list(ResultStore(tmp_path).open()) == [_record(0).key]
 
 
 def test_incomplete_runs_are_dropped_on_reopen_so_the_next_pass_retries_them(tmp_path: Path) -> None:
@@ -65,8 +75,8 @@ def test_incomplete_runs_are_dropped_on_reopen_so_the_next_pass_retries_them(tmp
     store = ResultStore(tmp_path)
     finished = store.open()
     store.close()
-    assert sorted(r["case"] for r in finished.values()) == [0, 2]
-    assert [r["case"] for r in read_records(path)[0]] == [0, 2]  # the file holds no key the next pass will append
+    assert sorted(r.case for r in finished.values()) == [0, 2]
+    assert [r.case for r in read_results(path)[0]] == [0, 2]  # the file holds no key the next pass will append
 
 
 def test_an_untouched_file_is_not_rewritten(tmp_path: Path) -> None:
@@ -85,6 +95,11 @@ def test_an_untouched_file_is_not_rewritten(tmp_path: Path) -> None:
         (encode(_record(0)) + b"\xff\xfe\n", "corrupt line 2"),
         (encode(_record(0)) + b'["a list"]\n', "line 2 is not a run record"),
         (b'{"no": "key"}\n', "line 1 is not a run record"),
+        (
+            b'{"key": "ours/tc01-d0-r0", "variant": "ours", "case": "1", "distraction": 0, "status": "passed"}\n',
+            "record 1: case: Input should be a valid integer",
+        ),
+        (encode(_record(0))[:-2] + b', "status": "maybe"}\n', "record 1: status: Input should be"),
     ],
 )
 def test_corruption_other_than_a_torn_tail_is_refused(tmp_path: Path, content: bytes, message: str) -> None:
@@ -108,3 +123,27 @@ def test_keys_follow_the_reference_loop_order_and_round_trip(benchmark: Any) -> 
     assert [k.case for k in keys[6:14]] == [1] * 4 + [2] * 4  # then Office, then Restaurant
     assert len(keys) == 2 * 14 and keys[14].variant == "direct"
     assert all(RunKey.from_id(k.id) == k for k in keys)
+
+
+def test_a_record_round_trips_through_its_line_and_derives_passed_from_status() -> None:
+    result = _record(3, "error", error_kind=ErrorKind.CODE_RUNTIME, error="code_runtime: KeyError: 'x'")
+    line = json.loads(result.to_line())
+    assert line["passed"] is False and line["status"] == "error" and line["error_kind"] == "code_runtime"
+    assert RunResult.model_validate(line) == result
+    assert _record(1).passed and not _record(1, "failed").passed and not _record(1, "incomplete").is_judged
+    # A line written by another edsb version: unknown fields are ignored, a stale `passed` cannot contradict status.
+    assert RunResult.model_validate({**line, "passed": True, "future_field": 1}) == result
+
+
+def test_a_run_directory_finds_one_run_and_names_what_it_holds(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.open()
+    for case in (1, 2):
+        store.append(_record(case))
+    store.close()
+    run = RunDirectory.open(tmp_path)
+    assert run.find(2, 0, 0).case == 2 and run.variants == ["ours"]
+    with pytest.raises(EdsbError, match=r"no run of case 3 at level 0, repeat 0, variant 'ours' \(variants: ours\)"):
+        run.find(3, 0, 0)
+    with pytest.raises(EdsbError, match="not a run directory"):
+        RunDirectory.open(tmp_path / "nowhere")

@@ -1,0 +1,86 @@
+"""One run's identity (`RunKey`) and result (`RunResult`): a line of `results.jsonl`, typed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
+
+from edsb.results.kinds import ErrorKind, RunStatus
+
+
+@dataclass(frozen=True, order=True)
+class RunKey:
+    """The unit of work: one benchmark run = (variant, case, distraction level, repeat)."""
+
+    variant: str
+    case: int
+    distraction: int
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        """Stable identifier: `<variant>/tc<id>-d<level>-r<repeat>` (the reference's run name, plus the variant)."""
+        return f"{self.variant}/{self.run_name}"
+
+    @property
+    def run_name(self) -> str:
+        """The reference's name of a run, `tc<id>-d<level>-r<repeat>`."""
+        return f"tc{self.case:02d}-d{self.distraction}-r{self.repeat}"
+
+    @classmethod
+    def from_id(cls, text: str) -> RunKey:
+        variant, run = text.split("/", 1)
+        case, level, repeat = run.split("-")
+        return cls(variant, int(case.removeprefix("tc")), int(level.removeprefix("d")), int(repeat.removeprefix("r")))
+
+
+class RunResult(BaseModel):
+    """What one run produced. Field order is the order of the JSON line; unknown fields of a line written by
+    another edsb version are ignored on reading."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    key: StrictStr
+    variant: StrictStr
+    case: StrictInt
+    distraction: StrictInt
+    repeat: StrictInt = 0
+    scene: str | None = None
+    tags: list[StrictStr] = []
+    status: RunStatus
+    error_kind: ErrorKind | None = None
+    error: str | None = None  # `<kind>: <message>`
+    reason: str | None = None  # why a judged plan failed (which character, which condition)
+    plan: dict[str, Any] | None = None
+    event: dict[str, Any] | None = None  # the Narrator's event: characters and activity
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens: dict[str, dict[str, int]] = {}  # per module: {"prompt": n, "completion": n}
+    latency_s: float = 0.0
+    wall_s: float = 0.0
+    model: str | None = None
+    sampler: dict[str, Any] | None = None  # how positions were sampled, for PI runs
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
+    @property
+    def passed(self) -> bool:
+        return self.status is RunStatus.PASSED
+
+    @property
+    def is_judged(self) -> bool:
+        """Whether the run counts towards the rates; an incomplete run is retried by the next pass."""
+        return self.status.is_judged
+
+    @property
+    def errored(self) -> bool:
+        return self.status is RunStatus.ERROR
+
+    @property
+    def run_key(self) -> RunKey:
+        return RunKey(self.variant, self.case, self.distraction, self.repeat)
+
+    def to_line(self) -> bytes:
+        """The record as one line of results.jsonl."""
+        return self.model_dump_json().encode("utf-8") + b"\n"

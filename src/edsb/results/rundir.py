@@ -1,0 +1,178 @@
+"""The run directory: `config.json`, the append-only `results.jsonl` and `summary.json`. Everything that reads or
+writes those files lives here, so the runner and the report agree on them without importing each other.
+
+`results.jsonl` holds one fsynced line per finished run and is safe to resume after kill -9: a line is either whole
+(ends with a newline and parses) or the torn tail of a killed write, which the loader drops. Records whose run did
+not complete are dropped when the directory is reopened for writing, so the next pass retries them and the file
+never holds a key twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+
+from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.results.record import RunResult
+
+RESULTS_FILE = "results.jsonl"
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.json"
+
+
+def read_results(path: Path) -> tuple[list[RunResult], int]:
+    """Whole records in file order and the byte length of the whole-line prefix (a torn tail lies beyond it).
+
+    Only a last line without its newline is torn: every write ends with one. Any other unreadable line is
+    corruption, which is refused rather than repaired.
+    """
+    if not path.exists():
+        return [], 0
+    data = path.read_bytes()
+    results: list[RunResult] = []
+    good = 0
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            raw = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise EdsbError(f"{path}: corrupt line {number}; refusing to touch this file") from None
+        if not isinstance(raw, dict) or "key" not in raw:
+            raise EdsbError(f"{path}: line {number} is not a run record; refusing to touch this file")
+        try:
+            results.append(RunResult.model_validate(raw))
+        except ValidationError as exc:
+            raise EdsbError(f"{path}: record {number}: {validation_message(exc)}") from None
+        good += len(line)
+    return results, good
+
+
+def latest_by_key(results: Iterable[RunResult]) -> list[RunResult]:
+    """One record per run key, the last one written."""
+    return list({result.key: result for result in results}.values())
+
+
+def load_results(run_dir: Path) -> list[RunResult]:
+    """The records of a run directory, last one per key (read-only; incomplete runs included)."""
+    return latest_by_key(read_results(Path(run_dir) / RESULTS_FILE)[0])
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ResultStore:
+    """Owns results.jsonl for one run directory while a run writes to it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / RESULTS_FILE
+        self._handle: Any = None
+
+    def open(self) -> dict[str, RunResult]:
+        """Repair the file (torn tail, incomplete runs) and return the finished records by key id."""
+        results, good = read_results(self.path)
+        finished = {r.key: r for r in results if r.is_judged}
+        if good != (self.path.stat().st_size if self.path.exists() else 0) or len(finished) != len(results):
+            self._rewrite(finished.values())
+        self._handle = self.path.open("ab")
+        return finished
+
+    def _rewrite(self, results: Iterable[RunResult]) -> None:
+        temporary = self.path.with_suffix(".jsonl.tmp")
+        with temporary.open("wb") as handle:
+            for result in results:
+                handle.write(result.to_line())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path)
+        _fsync_dir(self.path.parent)
+
+    def append(self, result: RunResult) -> None:
+        """Write one record as a single write of a whole line, then flush and fsync before returning."""
+        assert self._handle is not None, "open() first"
+        self._handle.write(result.to_line())
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class ReportedConfig(BaseModel):
+    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: StrictStr = ""
+    variants: list[StrictStr] = []
+
+
+@dataclass
+class RunDirectory:
+    """A run directory as a report sees it: its configuration and its results (files are only read)."""
+
+    path: Path
+    config: ReportedConfig
+    results: list[RunResult]
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, run_dir: Path) -> RunDirectory:
+        run_dir = Path(run_dir)
+        path = run_dir / RESULTS_FILE
+        if not path.is_file():
+            raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
+        config_path = run_dir / CONFIG_FILE
+        try:
+            config = ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            config = ReportedConfig()
+        except (OSError, json.JSONDecodeError) as exc:
+            raise EdsbError(f"{config_path}: unreadable ({exc})") from None
+        except ValidationError as exc:
+            raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
+        whole, whole_bytes = read_results(path)
+        notes = []
+        if whole_bytes < path.stat().st_size:
+            notes.append(f"{path}: the last line is torn (a run was killed mid-write) and is left out")
+        return cls(run_dir, config, latest_by_key(whole), notes)
+
+    @property
+    def variants(self) -> list[str]:
+        """The variants of the results, in the configured order first."""
+        present = list(dict.fromkeys(r.variant for r in self.results))
+        return [v for v in self.config.variants if v in present] + [v for v in present if v not in self.config.variants]
+
+    def find(self, case: int, distraction: int, repeat: int, variant: str | None = None) -> RunResult:
+        """The result of one run; `variant` defaults to the directory's first variant."""
+        variants = list(dict.fromkeys(r.variant for r in self.results))
+        chosen = variant or (variants[0] if variants else "")
+        for result in self.results:
+            if (result.variant, result.case, result.distraction, result.repeat) == (chosen, case, distraction, repeat):
+                return result
+        raise UsageError(
+            f"{self.path}: no run of case {case} at level {distraction}, repeat {repeat}, variant {chosen!r}"
+            f" (variants: {', '.join(variants) or 'none'})"
+        )
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Replace a JSON file atomically (a reader sees the old file or the new one, never half of one)."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(path)
