@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from edsb.data.models import TestCase
-from edsb.oracle.model import query_sections
+from edsb.llm.oracle.model import query_sections
 from tests.support.openai_server import RecordedRequest, Reply
 
 Module = Literal["narrator", "wo_event", "event_parser", "direct_parser"]

@@ -16,7 +16,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.selection import select_cases
 from edsb.llm import ChatRequest, build_model, check_model, parse_model_spec
 from edsb.llm.errors import ModelSpecError
-from edsb.oracle import OracleChatModel, OracleError
+from edsb.llm.oracle import OracleChatModel, OracleError
 from edsb.planning.variants import PRESETS
 from edsb.runner.keys import expand_keys
 from tests.e2e.conftest import block_network, read_results, read_summary, run_edsb

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.planning.messages import ChatRequest, narrator_request, parser_request
+from edsb.planning.messages import StagePrompt, narrator_request, parser_request
 from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
@@ -83,9 +83,9 @@ def _benchmark() -> Benchmark:
 
 
 @cache
-def _request(row: Row) -> ChatRequest:
+def _request(row: Row) -> StagePrompt:
     if get_variant(row.variant).description_type != "narrative":
-        pytest.importorskip("edsb.geometry.render", reason="object list / scene graph rendering not available")
+        pytest.importorskip("edsb.geometry.scene_text", reason="object list / scene graph rendering not available")
     benchmark = _benchmark()
     pack = load_prompt_pack(benchmark)
     scenario = build_scenario(benchmark, row.case, row.level, 0, row.variant)

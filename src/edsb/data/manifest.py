@@ -6,8 +6,6 @@ import hashlib
 from importlib import resources
 from pathlib import Path
 
-from edsb.errors import DataError
-
 MANIFEST_RESOURCE = "manifest.sha256"
 
 # Files of the reference archive that `edsb data fetch` also keeps, pinned, but that a data directory may lack:
@@ -59,10 +57,3 @@ def verified_optional(root: Path, name: str) -> Path | None:
     if path.is_file() and sha256_file(path) == OPTIONAL_FILES[name]:
         return path
     return None
-
-
-def require_verified(root: Path) -> None:
-    problems = verify_tree(root)
-    if problems:
-        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise DataError(problems[0] + more)

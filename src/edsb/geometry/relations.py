@@ -46,8 +46,9 @@ Direction = Literal["in front of", "behind", "to the left of", "to the right of"
 #: Directions are "as seen by the anchor": its front is where its orientation vector points.
 DIRECTIONS: Final[tuple[Direction, ...]] = (IN_FRONT_OF, BEHIND, LEFT_OF, RIGHT_OF)
 
-DISTANCE_PREDICATES: Final[tuple[str, ...]] = (ADJACENT_TO, CLOSE_TO)
 INTERACTION_PREDICATES: Final[tuple[str, ...]] = (SIT_ON, LIE_ON)
+#: The posture each interaction implies: a character that sits on a chair also does the action `sit`.
+POSTURES: Final[dict[str, str]] = {SIT_ON: "sit", LIE_ON: "lie"}
 TwoAnchorKind = Literal["between", "aligned with"]
 TWO_ANCHOR_PREDICATES: Final[tuple[TwoAnchorKind, ...]] = (BETWEEN, ALIGNED_WITH)
 

@@ -54,7 +54,7 @@ def build_model(
         return ReplayChatModel(parsed.target)
     if parsed.kind in ("oracle", "oracle-wrong"):
         # Imported here: the oracle knows the benchmark, which the rest of the llm layer never needs to.
-        from edsb.oracle import OracleChatModel
+        from edsb.llm.oracle import OracleChatModel
 
         return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong")
     if parsed.kind == "openai":

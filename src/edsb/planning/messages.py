@@ -38,7 +38,9 @@ class UnsupportedVariantError(RunError):
 
 
 @dataclass(frozen=True)
-class ChatRequest:
+class StagePrompt:
+    """The messages one stage of the framework (Narrator or Event Parser) sends, before model settings apply."""
+
     module: str  # `narrator` or `event_parser`
     messages: list[Message]  # [{"role": ..., "content": ...}, ...]
     json_mode: bool  # ask for `response_format={"type": "json_object"}`
@@ -157,15 +159,15 @@ def _answer(example: NarratorExample | ParserExample, prompt: ModulePrompt) -> s
     return text.strip()
 
 
-def _assemble(module: str, system: str, pairs: Sequence[tuple[str, str]], query: str, json_mode: bool) -> ChatRequest:
+def _assemble(module: str, system: str, pairs: Sequence[tuple[str, str]], query: str, json_mode: bool) -> StagePrompt:
     turns = [("system", system)]
     for shot_query, shot_answer in pairs:
         turns.extend((("user", shot_query), ("assistant", shot_answer)))
     turns.append(("user", query))
-    return ChatRequest(module, [{"role": role, "content": text} for role, text in turns], json_mode)
+    return StagePrompt(module, [{"role": role, "content": text} for role, text in turns], json_mode)
 
 
-def narrator_request(scenario: Scenario, pack: PromptPack) -> ChatRequest:
+def narrator_request(scenario: Scenario, pack: PromptPack) -> StagePrompt:
     """The Narrator call of a run (or the w/o Event call, which also answers with code)."""
     variant = scenario.variant
     prompt = variant.narrator
@@ -187,7 +189,7 @@ def narrator_request(scenario: Scenario, pack: PromptPack) -> ChatRequest:
     return _assemble("narrator", pack.system_message(prompt.system, guideline), pairs, query, prompt.json_mode)
 
 
-def parser_request(scenario: Scenario, pack: PromptPack, event: NarratorEvent) -> ChatRequest:
+def parser_request(scenario: Scenario, pack: PromptPack, event: NarratorEvent) -> StagePrompt:
     """The Event Parser call for the Narrator's event (LCPS, or Direct Inference's raw-position variant)."""
     variant = scenario.variant
     prompt = variant.parser

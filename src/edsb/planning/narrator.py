@@ -39,12 +39,22 @@ class NarratorEvent:
     @property
     def label(self) -> str:
         """`[Ann, Bob] chat at table_1`: how the Event Parser's query shows the event."""
-        return f"[{', '.join(self.characters)}] {self.activity}"
+        return event_label(self.characters, self.activity)
+
+
+def event_label(characters: Sequence[str], activity: str) -> str:
+    """`[Ann, Bob] chat at table_1`: how both prompts show an event (history entries and the Narrator's event)."""
+    return f"[{', '.join(characters)}] {activity}"
+
+
+def normalise_activity(activity: str) -> str:
+    """Activities are compared and shown without trailing periods, wherever they come from."""
+    return activity.rstrip(".")
 
 
 def make_event(characters: Sequence[str], activity: str, reasoning: str | None = None) -> NarratorEvent:
     """An event with the activity normalised as every event is (trailing periods dropped)."""
-    return NarratorEvent(tuple(characters), activity.rstrip("."), reasoning)
+    return NarratorEvent(tuple(characters), normalise_activity(activity), reasoning)
 
 
 def clean_activity(activity: str) -> str:

@@ -20,11 +20,10 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
-from edsb.llm.protocol import ChatModel, ChatResponse
-from edsb.llm.protocol import ChatRequest as ModelRequest
+from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
 from edsb.llm.transcripts import TranscriptWriter
 from edsb.planning.code import exception_text
-from edsb.planning.messages import ChatRequest, UnsupportedVariantError, narrator_request, parser_request
+from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import sample_position
@@ -79,8 +78,8 @@ class RunTrace:
         self.model = response.model
 
 
-async def _ask(services: RunServices, key: RunKey, request: ChatRequest, trace: RunTrace) -> str:
-    model_request = ModelRequest(
+async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
+    model_request = ChatRequest(
         messages=tuple(request.messages),
         temperature=services.temperature,
         json_mode=request.json_mode,

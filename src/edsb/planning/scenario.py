@@ -13,10 +13,11 @@ from typing import Protocol
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
+from edsb.geometry.relations import POSTURES
+from edsb.planning.narrator import event_label, normalise_activity
 from edsb.planning.variants import DescriptionType, Variant, get_variant
 from edsb.results import ErrorKind, RunError
 
-POSTURES: tuple[tuple[str, str], ...] = (("sit on", "sit"), ("lie on", "lie"))
 MOVING_STATES = frozenset({"approaching", "transition_in", "transition_out"})  # never offered, never an error
 
 
@@ -62,7 +63,7 @@ class HistoryEvent:
     @property
     def label(self) -> str:
         """`[Ann, Bob] chat at table_1`, the form both prompts use."""
-        return f"[{', '.join(self.characters)}] {self.activity}"
+        return event_label(self.characters, self.activity)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def cast_and_history(
             d.character: PlannedDetails(target_action=(d.target_action,), relationships=tuple(d.relationships))
             for d in entry.details
         }
-        history.append(HistoryEvent(names, entry.activity.rstrip("."), entry.state, details))
+        history.append(HistoryEvent(names, normalise_activity(entry.activity), entry.state, details))
         for s in states:
             if s.name in entry.characters:
                 current[s.name] = None if entry.state == "completed" else index
@@ -135,7 +136,9 @@ def cast_and_history(
         relationships = tuple(s.relationships)
         actions = [s.current_action]
         if add_postures:
-            actions += [posture for prefix, posture in POSTURES if any(r.startswith(prefix) for r in relationships)]
+            actions += [
+                posture for prefix, posture in POSTURES.items() if any(r.startswith(prefix) for r in relationships)
+            ]
         cast.append(Character(s.name, s.state, tuple(actions), relationships, current[s.name]))
     return tuple(cast), tuple(history)
 
@@ -177,8 +180,8 @@ def scene_description(benchmark: Benchmark, scene: str, description_type: Descri
         return benchmark.narrative_description(scene, repeat)
     key = (str(benchmark.root.resolve()), scene, description_type)
     if key not in _rendered:
-        from edsb.geometry.render import object_list_text, scene_graph_text
         from edsb.geometry.scene import load_scene
+        from edsb.geometry.scene_text import object_list_text, scene_graph_text
 
         loaded = load_scene(benchmark, scene)
         _rendered[key] = object_list_text(loaded) if description_type == "object_list" else scene_graph_text(loaded)
@@ -205,11 +208,6 @@ class Scenario:
     @property
     def action_labels(self) -> list[str]:
         return self.case.action_labels
-
-    @property
-    def run_name(self) -> str:
-        """The reference's run name, e.g. `tc04-d1-r3`."""
-        return f"tc{self.case.id:02d}-d{self.level}-r{self.repeat}"
 
     @property
     def character_names(self) -> list[str]:

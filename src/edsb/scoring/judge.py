@@ -22,6 +22,7 @@ from edsb.geometry.relations import (
     INSIDE,
     LIE_ON,
     LOOK_AT,
+    POSTURES,
     RELATIONSHIP_PREFIXES,
     SIT_ON,
     TWO_ANCHOR_PREDICATES,
@@ -41,7 +42,6 @@ from edsb.scoring.position import area_box_mask, position_atom_mask
 from edsb.scoring.verdict import PASSED, PlanRejected, Verdict
 
 # Postures the evaluator accepts on top of a case's action labels.
-POSTURE_ACTIONS = ("sit", "lie")
 
 # Expected atoms with these predicates are also satisfied by the listed plan predicates on the same anchor.
 _ALSO_SATISFIED_BY = {
@@ -86,7 +86,7 @@ class Judge:
     def __init__(self, case: TestCase, level: int, scene: Scene) -> None:
         self.case = case
         self.scene = scene
-        self.allowed_actions = frozenset((*case.action_labels, *POSTURE_ACTIONS))
+        self.allowed_actions = frozenset((*case.action_labels, *POSTURES.values()))
         self.object_names = frozenset(scene.by_name)
         self.character_names = frozenset(state.name for state in case.states_at(level))
 

@@ -5,7 +5,7 @@ rendering, Narrator parsing, sandboxed plan code, position sampler, judge), a lo
 The oracle reads each request as a model would. The module asking comes from the request itself (JSON mode, the
 system prompt, the query's sections); the story from the `[User Instruction]` section (Narrator, w/o Event), which
 it looks up among the benchmark's cases, or from the event it narrated itself (`[Event to Parse]`). Its answers are
-the hand-written ones in `edsb.oracle.answers`: Narrator JSON, plan code on the spatial API that queries the scene
+the hand-written ones in `edsb.llm.oracle.answers`: Narrator JSON, plan code on the spatial API that queries the scene
 and its occupancy, and raw coordinates for Direct Inference. Nothing is read from the cases' expected plans.
 
 `oracle-wrong` is the negative control: the same answers with each character sent to a wrong anchor (or, in the
@@ -21,8 +21,8 @@ from typing import Literal
 
 from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError
+from edsb.llm.oracle.answers import ANSWERS, Answer
 from edsb.llm.protocol import ChatRequest, ChatResponse
-from edsb.oracle.answers import ANSWERS, Answer
 
 Module = Literal["narrator", "wo_event", "event_parser", "direct_parser"]
 
@@ -57,7 +57,7 @@ def _fenced(header: str, body: str) -> str:
 
 
 class OracleChatModel:
-    """Answers from `edsb.oracle.answers`; `wrong=True` gives the negative control. Never cached: it is instant."""
+    """Answers from `edsb.llm.oracle.answers`; `wrong=True` gives the negative control. Never cached: it is instant."""
 
     def __init__(self, data: Path | str | None = None, *, wrong: bool = False) -> None:
         benchmark = Benchmark.open(data)
