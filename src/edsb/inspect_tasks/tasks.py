@@ -26,9 +26,9 @@ from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.runkey import RunKey
-from edsb.planning.sandbox import SandboxLimits, check_sandbox
 from edsb.planning.variants import get_preset, get_variant
 from edsb.runner.keys import expand_keys
+from edsb.sandbox import SandboxLimits, check_sandbox
 from edsb.scoring.metrics import TOTAL
 
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)

@@ -23,15 +23,15 @@ from edsb.llm.errors import ReplayError, TransportError
 from edsb.llm.protocol import ChatModel, ChatResponse
 from edsb.llm.protocol import ChatRequest as ModelRequest
 from edsb.llm.transcripts import TranscriptWriter
-from edsb.planning.code import exception_text
 from edsb.planning.messages import ChatRequest, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
+from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.runkey import RunKey
 from edsb.planning.sampler import sample_position
-from edsb.planning.sandbox import CodeContext, SandboxLimits, run_plan_code
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import get_variant
+from edsb.sandbox import CodeContext, SandboxLimits, exception_text
 from edsb.scoring.judge import Judge
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)

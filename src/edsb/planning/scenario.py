@@ -15,6 +15,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
 from edsb.errors import RunError
 from edsb.planning.variants import DescriptionType, Variant, get_variant
+from edsb.sandbox import LatestPlan
 
 POSTURES: tuple[tuple[str, str], ...] = (("sit on", "sit"), ("lie on", "lie"))
 MOVING_STATES = frozenset({"approaching", "transition_in", "transition_out"})  # never offered, never an error
@@ -63,15 +64,6 @@ class HistoryEvent:
     def label(self) -> str:
         """`[Ann, Bob] chat at table_1`, the form both prompts use."""
         return f"[{', '.join(self.characters)}] {self.activity}"
-
-
-@dataclass(frozen=True)
-class LatestPlan:
-    """A character's details in the last history event that has them, with that event's state (for the code API)."""
-
-    target_action: str  # main action label
-    relationships: tuple[str, ...]
-    state: str
 
 
 # --- assembly, shared by cases and prompt-pack examples --------------------------------------------------------------

@@ -21,6 +21,7 @@ is underscore-named, and handles carry no public reference to the API.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,8 @@ from edsb.geometry.relations import (
 )
 from edsb.geometry.scene import Scene
 from edsb.geometry.scene_graph import SceneGraph, scene_graph_of
-from edsb.planning.scenario import LatestPlan
 
-# --- what the API reads from a scene ----------------------------------------------------------------------------------
+# --- what the API reads: the scene and the history --------------------------------------------------------------------
 
 
 class ApiScene:
@@ -67,6 +67,16 @@ class ApiScene:
     def gap(self, target: Box, anchor: Box) -> float:
         """S(target, anchor) of §5.2, as the graph uses it."""
         return float(self._gaps[self._position[target.id], self._position[anchor.id]])
+
+
+@dataclass(frozen=True)
+class LatestPlan:
+    """A character's details in the last history event that has them, with that event's state (read by
+    `is_object_occupied`)."""
+
+    target_action: str  # main action label
+    relationships: tuple[str, ...]
+    state: str
 
 
 # --- values handed to model code --------------------------------------------------------------------------------------
@@ -134,8 +144,12 @@ def _is_same_object(box: Box, value: object) -> bool:
     raise NotImplementedError(f"a scene object cannot be compared with {type(value).__name__}")
 
 
-class Character:
-    """The handle `get_character` returns; its setters write the character's entry of the plan."""
+class CharacterHandle:
+    """The handle `get_character` returns; its setters write the character's entry of the plan.
+
+    Model code sees it under the reference's class name, `Character` (in messages such as "'Character' object has
+    no attribute ..."); here it is `CharacterHandle`, apart from the cast's `planning.scenario.Character`.
+    """
 
     __slots__ = ("_api", "name")
 
@@ -150,7 +164,7 @@ class Character:
         return f"Character(name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not Character:
+        if type(other) is not CharacterHandle:
             return NotImplemented
         return bool(self.name == other.name) and self._api is other._api
 
@@ -171,6 +185,9 @@ class Character:
 
     def set_target_action(self, action: Any) -> None:
         self._api._entry(self.name).target_action = action
+
+
+CharacterHandle.__name__ = CharacterHandle.__qualname__ = "Character"  # the name model code and its messages show
 
 
 class PlanEntry:
@@ -244,9 +261,9 @@ class CodeApi:
         return found
 
     # --- characters ---------------------------------------------------------------------------------------------------
-    def get_character(self, name: Any) -> Character:
+    def get_character(self, name: Any) -> CharacterHandle:
         """Any value is accepted; the plan entry appears at the first setter call."""
-        return Character(name, self)
+        return CharacterHandle(name, self)
 
     # --- areas (no anchor validation) ---------------------------------------------------------------------------------
     def get_area_to_interact_with(self, anchor: Any) -> Area:
