@@ -106,6 +106,7 @@ class SceneObject:
     string, so name-keyed lookups (`get_closest_object`, `get_distance_between`, ...) raise KeyError on it."""
 
     __slots__ = ("_box",)
+    _box: Box  # set once in __init__ (the class refuses attribute writes)
 
     def __init__(self, box: Box) -> None:
         object.__setattr__(self, "_box", box)
@@ -152,6 +153,8 @@ class CharacterHandle:
     """
 
     __slots__ = ("_api", "name")
+    _api: CodeApi  # both set once in __init__ (the class refuses attribute writes)
+    name: Any
 
     def __init__(self, name: Any, api: CodeApi) -> None:
         object.__setattr__(self, "name", name)

@@ -33,13 +33,13 @@ class PlanCodePolicy(RestrictingNodeTransformer):
     """RestrictedPython's rules, minus imports and classes, plus constructs common in model code that RestrictedPython
     refuses without a security reason: `d[k] += v`, annotated assignments and `nonlocal`."""
 
-    def visit_Import(self, node: ast.Import) -> ast.AST:
+    def visit_Import(self, node: ast.Import) -> Any:
         if all(alias.name in IMPORTABLE_MODULES for alias in node.names):
             return super().visit_Import(node)
         self.error(node, f"import statements are not allowed, except of {_IMPORTABLE_TEXT}")
         return node
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
         star = any(alias.name == "*" for alias in node.names)
         if node.level == 0 and node.module in IMPORTABLE_MODULES and not star:
             return super().visit_ImportFrom(node)

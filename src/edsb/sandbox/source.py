@@ -43,9 +43,9 @@ def _first_python_block(text: str) -> str | None:
     position = text.find(_OPEN_FENCE)
     while position >= 0:
         after = position + len(_OPEN_FENCE)
-        stop = runs.get(after)
-        if stop is not None:
-            newlines = [i for i in range(after, stop) if text[i] == "\n"]
+        run_end = runs.get(after)
+        if run_end is not None:
+            newlines = [i for i in range(after, run_end) if text[i] == "\n"]
             # Greedy whitespace first: the body starts after the last newline of the run, then earlier ones.
             for newline in reversed(newlines):
                 body_start = newline + 1
