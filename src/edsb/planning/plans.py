@@ -38,13 +38,18 @@ def plan_from_raw(raw: RawPlan, mode: PlanningMode) -> Plan:
     Inference): `sampled_position` is a copy of the position list (tuples fail), `relationships` is empty, no
     posture. Characters outside the event are kept; choosing among them is the caller's business. Steps run
     phase by phase over all characters, like the reference's loops, so the first failure is the same one.
+
+    Each failure is raised where the reference's conversion fails on what the model's code set, with the exception
+    the reference meets there (`_unusable`); any other exception from here is a fault of edsb.
     """
-    try:
-        if mode == "event_no_lcps":
-            return _direct_plan(raw)
-        return _relationship_plan(raw, concatenate=mode == "no_event")
-    except (AttributeError, TypeError) as exc:
-        raise CodeError(CodeErrorKind.PLAN, exception_text(exc)) from None
+    if mode == "event_no_lcps":
+        return _direct_plan(raw)
+    return _relationship_plan(raw, concatenate=mode == "no_event")
+
+
+def _unusable(exc: Exception) -> CodeError:
+    """The model's code set something the reference cannot convert: `code_plan`, with the reference's exception."""
+    return CodeError(CodeErrorKind.PLAN, exception_text(exc))
 
 
 def _relationship_plan(raw: RawPlan, *, concatenate: bool) -> Plan:
@@ -52,7 +57,7 @@ def _relationship_plan(raw: RawPlan, *, concatenate: bool) -> Plan:
     relationships: dict[str, list[str]] = {}
     for key, entry in entries:
         if concatenate and isinstance(entry.position, tuple):  # w/o Event adds the lists: tuple + list fails
-            raise TypeError('can only concatenate tuple (not "list") to tuple')
+            raise _unusable(TypeError('can only concatenate tuple (not "list") to tuple'))
         strings = [*_iterate(entry.position), *(entry.orientation or ())]
         relationships[key] = [_normalise_relationship(s) for s in strings]
     plan: Plan = {}
@@ -77,8 +82,8 @@ def run_plan_code(reply: str, context: CodeContext, mode: PlanningMode, limits: 
 def _direct_plan(raw: RawPlan) -> Plan:
     plan: Plan = {}
     for c in raw.characters:
-        if not isinstance(c.position, list):
-            raise AttributeError(f"'{_type_name(c.position)}' object has no attribute 'copy'")
+        if not isinstance(c.position, list):  # the model set a tuple or an Area, which the reference cannot copy()
+            raise _unusable(AttributeError(f"'{_type_name(c.position)}' object has no attribute 'copy'"))
         entry: dict[str, Any] = {"target_action": [c.target_action]}
         if c.orientation is not None:
             entry["orientation"] = list(c.orientation)
@@ -93,12 +98,13 @@ def _direct_plan(raw: RawPlan) -> Plan:
 def _iterate(position: Plain) -> Iterable[Plain]:
     if isinstance(position, list | tuple):
         return position
-    raise TypeError(f"'{_type_name(position)}' object is not iterable")
+    # The model set a position the reference cannot iterate.
+    raise _unusable(TypeError(f"'{_type_name(position)}' object is not iterable"))
 
 
 def _normalise_relationship(value: Plain) -> str:
-    if not isinstance(value, str):
-        raise AttributeError(f"'{_type_name(value)}' object has no attribute 'startswith'")
+    if not isinstance(value, str):  # the model put a non-string among the conditions
+        raise _unusable(AttributeError(f"'{_type_name(value)}' object has no attribute 'startswith'"))
     if value.startswith("interact with"):
         return f"adjacent to {value.split(' ')[-1]}"
     return value
@@ -116,14 +122,15 @@ def _dedupe(actions: list[Plain]) -> list[Plain]:
     """Set semantics (equal and hashable values merge, unhashable ones raise TypeError), first-occurrence order."""
     kept: dict[Any, Plain] = {}
     for action in actions:
+        # The model's action cannot go into the reference's set.
         if isinstance(action, Opaque) and not action.hashable:
-            raise TypeError(f"unhashable type: '{action.type_name}'")
+            raise _unusable(TypeError(f"unhashable type: '{action.type_name}'"))
         if isinstance(action, list):
-            raise TypeError("unhashable type: 'list'")
+            raise _unusable(TypeError("unhashable type: 'list'"))
         try:
             kept.setdefault(action, action)
         except TypeError:  # a tuple holding a list
-            raise TypeError("unhashable type: 'list'") from None
+            raise _unusable(TypeError("unhashable type: 'list'")) from None
     return list(kept.values())
 
 

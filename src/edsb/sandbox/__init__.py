@@ -13,12 +13,15 @@ rebuilt per run, and what a run leaves behind is collected before its answer is 
 
 Modules: `pool` (the parent's side), `worker` (the child's), `wire` (frames and plain values between them),
 `policy` (RestrictedPython rules and guards), `code_api` (the API the code calls), `source` (finding and rewriting
-the code in a reply), `limits` (settings and inputs), `errors`. This package imports nothing from `planning`,
-`runner`, `report`, `llm` or the CLI.
+the code in a reply), `limits` (settings and inputs), `errors`, and `blame`: an exception raised while the code ran
+is the model's execution error only if the model's code, or its use of the API, caused it; a fault of edsb's own
+code is an `EdsbFault` (the run is incomplete, never counted against the model). This package imports nothing from
+`planning`, `runner`, `report`, `llm` or the CLI.
 """
 
+from edsb.sandbox.blame import fault_text
 from edsb.sandbox.code_api import API_FUNCTIONS, ApiScene, Area, CodeApi, LatestPlan
-from edsb.sandbox.errors import CodeError, CodeErrorKind, SandboxError, exception_text
+from edsb.sandbox.errors import CodeError, CodeErrorKind, EdsbFault, SandboxError, exception_text
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
 from edsb.sandbox.pool import SandboxPool, check_sandbox, execute_plan_code, shutdown_sandboxes
 from edsb.sandbox.source import extract_code, prepare_code
@@ -33,6 +36,7 @@ __all__ = [
     "CodeContext",
     "CodeError",
     "CodeErrorKind",
+    "EdsbFault",
     "LatestPlan",
     "Opaque",
     "Plain",
@@ -46,6 +50,7 @@ __all__ = [
     "exception_text",
     "execute_plan_code",
     "extract_code",
+    "fault_text",
     "prepare_code",
     "shutdown_sandboxes",
 ]

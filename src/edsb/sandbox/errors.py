@@ -1,5 +1,6 @@
-"""What can go wrong when model code runs: the model's failures (`CodeError`, an execution error of the run) and the
-sandbox's own (`SandboxError`, never the model's)."""
+"""What can go wrong when model code runs: the model's failures (`CodeError`, an execution error of the run), and
+edsb's own (`SandboxError` when the sandbox cannot work, `EdsbFault` for a bug met while the code ran), which are
+never the model's."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ class CodeError(RunError):
 
 class SandboxError(EdsbError):
     """The sandbox itself cannot work (a worker does not start or a scene cannot be loaded): not the model's fault."""
+
+
+class EdsbFault(Exception):
+    """A bug of edsb met while the model's code ran (an exception nothing the model wrote explains): the run is
+    `incomplete` with kind `internal_error`, never the model's execution error. The message locates the fault."""
 
 
 def exception_text(exc: BaseException) -> str:

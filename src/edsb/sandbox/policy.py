@@ -361,3 +361,27 @@ def _inplacevar(op: str, target: Any, value: Any) -> Any:
         return _INPLACE[op](target, value)
     except KeyError:
         raise TypeError(f"unsupported augmented assignment {op}") from None
+
+
+#: The code of the guards that perform the model's own operations for it (RestrictedPython turns `a.b`, `a[b]`,
+#: `f(*args)`, unpacking, `print` and `d[k] += v` into their calls): an exception raised in one of them is the model's,
+#: as if the operation had been written plainly (see `edsb.sandbox.blame`).
+MODEL_OPERATIONS: frozenset[types.CodeType] = frozenset(
+    function.__code__
+    for function in (
+        Guards.getattr,
+        Guards.getattr_builtin,
+        Guards.hasattr_builtin,
+        Guards.type_builtin,
+        Guards.import_builtin,
+        Guards.write,
+        Guards.inplace_item,
+        _Printer._call_print,
+        _Printer.__call__,
+        _getitem,
+        _apply,
+        _inplacevar,
+        guarded_unpack_sequence,
+        guarded_iter_unpack_sequence,
+    )
+)

@@ -24,7 +24,7 @@ from typing import Any
 
 from edsb.geometry.scene import Scene
 from edsb.sandbox.code_api import ApiScene
-from edsb.sandbox.errors import CodeError, CodeErrorKind, SandboxError
+from edsb.sandbox.errors import CodeError, CodeErrorKind, EdsbFault, SandboxError
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
 from edsb.sandbox.wire import HEADER, Deadline, RawPlan, WorkerDied, decode_raw_plan, read_answer
 
@@ -32,7 +32,8 @@ from edsb.sandbox.wire import HEADER, Deadline, RawPlan, WorkerDied, decode_raw_
 
 
 def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
-    """Run the code of a model reply (or bare code) in a sandbox worker; raise CodeError for any failure."""
+    """Run the code of a model reply (or bare code) in a sandbox worker: what it set, or CodeError for the model's
+    failures (EdsbFault / SandboxError when edsb itself fails)."""
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
 
 
@@ -81,6 +82,7 @@ class SandboxPool:
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
 
     def execute(self, reply: str, context: CodeContext) -> RawPlan:
+        """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
         with self._slots:
             for _ in range(3):
@@ -239,6 +241,8 @@ class _Worker:
                 return decode_raw_plan(response["plan"], response.get("output", ""))
             if status == "error":
                 raise CodeError(response["kind"], str(response["message"]))
+            if status == "fault":
+                raise EdsbFault(str(response["message"]))
         except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
             self.stop()
             raise CodeError(CodeErrorKind.CRASH, f"the sandbox worker sent a malformed answer ({exc!r})") from None

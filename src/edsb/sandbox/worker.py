@@ -29,9 +29,10 @@ from typing import Any
 
 from RestrictedPython import compile_restricted_exec
 
+from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
 from edsb.sandbox.code_api import ApiScene, CodeApi
-from edsb.sandbox.errors import CodeError, CodeErrorKind, exception_text
-from edsb.sandbox.policy import Guards, PlanCodePolicy, PolicyViolation
+from edsb.sandbox.errors import CodeError, CodeErrorKind, EdsbFault, exception_text
+from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
 from edsb.sandbox.wire import HEADER, encode_plain, frame, read_blocking, to_plain
 
@@ -186,8 +187,10 @@ def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> di
         return _error(CodeErrorKind.MEMORY, "MemoryError", recycle=True)
     except RecursionError as exc:
         return _error(CodeErrorKind.RUNTIME, exception_text(exc))
+    except EdsbFault as exc:
+        return _fault(str(exc))
     except Exception as exc:  # a failure of ours while packing the result: never let it kill the loop silently
-        return _error(CodeErrorKind.CRASH, f"the sandbox failed: {exception_text(exc)}", recycle=True)
+        return _fault(f"the sandbox failed packing the plan: {fault_text(exc)}")
 
 
 _MAX_MESSAGE_CHARS = 2000
@@ -197,6 +200,13 @@ def _error(kind: str, message: str, *, recycle: bool = False) -> dict[str, Any]:
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[:_MAX_MESSAGE_CHARS] + "…"
     return {"status": "error", "kind": str(kind), "message": message, "recycle": recycle}
+
+
+def _fault(message: str) -> dict[str, Any]:
+    """A fault of edsb, not of the model: the parent raises EdsbFault; the worker is replaced, to be safe."""
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return {"status": "fault", "message": message, "recycle": True}
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
@@ -236,12 +246,14 @@ def _run(reply: str, api: CodeApi, guards: Guards) -> None:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise CodeError(CodeErrorKind.POLICY, f"{errors[0]}{more}")
 
+    models = program_code(compiled.code) | MODEL_OPERATIONS
     namespace = guards.namespace()
     top_level: dict[str, Any] = {"self": api}
     try:
         exec(compiled.code, namespace, top_level)
         entry = _entry_point(top_level, namespace, api)
-        entry(api)
+        with MODEL_OPERATION:  # calling what the model bound to `parse_event` fails as the reference's call does
+            entry(api)
     except PolicyViolation:
         pass  # recorded by the guard, reported below
     except CodeError:
@@ -249,10 +261,13 @@ def _run(reply: str, api: CodeApi, guards: Guards) -> None:
     except MemoryError:
         raise
     except RecursionError as exc:
+        # The model's: edsb's code never recurses deeply; only the model's code, or what it nested, runs out of stack.
         guards.raise_if_violated()
         raise CodeError(CodeErrorKind.RUNTIME, exception_text(exc)) from None
     except BaseException as exc:
         guards.raise_if_violated()
+        if not is_models_fault(exc, models):  # raised by edsb's own code, for no reason the model gave
+            raise EdsbFault(f"{fault_text(exc)} while the model's code ran") from None
         raise CodeError(CodeErrorKind.RUNTIME, exception_text(exc)) from None
     guards.raise_if_violated()
 
@@ -275,7 +290,8 @@ def _entry_point(top_level: dict[str, Any], namespace: dict[str, Any], api: Any)
         # Other signatures are not rewritten (`def parse_event() -> None:`): the call fails while binding its
         # arguments, before any of the body runs, with Python's own message.
         try:
-            entry(api)
+            with MODEL_OPERATION:
+                entry(api)
         except TypeError as exc:
             raise CodeError(CodeErrorKind.NO_ENTRY, exception_text(exc)) from None
         return lambda _: None  # the signature check was wrong and the call ran: nothing left to do
