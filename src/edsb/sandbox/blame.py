@@ -3,15 +3,16 @@ it) or edsb's own (a bug: the run is `incomplete` with kind `internal_error`, ne
 
 It is the model's when
 
-* it was raised in the model's own code: the innermost traceback frame belongs to the compiled program, or to a guard
-  that performs one of the model's own operations for it (`a[b]`, `a.b`, `f(*args)`, unpacking, `print`, `d[k] += v`
-  become guard calls under RestrictedPython). A call with the wrong number or names of arguments fails there too,
-  in the call itself, before the callee runs;
+* it was raised in the model's own code, or in what that code called without edsb in between: the compiled program,
+  the guards that perform its own operations for it (`a[b]`, `a.b`, `f(*args)`, unpacking, `print`, `d[k] += v`
+  become guard calls under RestrictedPython), builtins and the `re` functions it calls. A call with the wrong number
+  or names of arguments fails there too, in the call itself, before the callee runs;
 * or edsb marked it where it was raised: a code API operation on a value the model passed (a name lookup, a label
   slice, formatting, a comparison), or one of the API's deliberate errors (an object that is not in the scene, ...),
   each raising what the reference raises at that point, so verdicts and messages stay the reference's.
 
-Anything else (raised deeper in edsb: the API's own bookkeeping, geometry, numpy) is edsb's.
+Anything else, raised in edsb's code or in what edsb's code called (the API's own bookkeeping, geometry, numpy), is
+edsb's.
 """
 
 from __future__ import annotations
@@ -63,20 +64,23 @@ def program_code(code: types.CodeType) -> frozenset[types.CodeType]:
     return frozenset(found)
 
 
-def _innermost(exc: BaseException) -> types.TracebackType | None:
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb
+def _is_edsb(code: types.CodeType) -> bool:
+    return Path(code.co_filename).is_relative_to(_PACKAGE)
 
 
 def is_models_fault(exc: BaseException, model_code: Collection[types.CodeType]) -> bool:
-    """True if `exc` is the model's (see the module notes); `model_code` holds the program's code objects and those
-    of the guards that stand for its operations."""
+    """True if `exc` is the model's (see the module notes). `model_code` holds the program's code objects and those
+    of the guards that stand for its operations; the traceback's first frame, the one that caught `exc` (the
+    worker's), is not looked at."""
     if getattr(exc, _MARK, False) is True:
         return True
-    innermost = _innermost(exc)
-    return innermost is not None and innermost.tb_frame.f_code in model_code
+    codes: list[types.CodeType] = []
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    while tb is not None:
+        codes.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    last = max((i for i, code in enumerate(codes) if code in model_code), default=-1)
+    return not any(_is_edsb(code) for code in codes[last + 1 :])
 
 
 def fault_text(exc: BaseException) -> str:
