@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from edsb.planning import plans
 from edsb.planning.plans import plan_from_raw
 from edsb.sandbox import CodeError, Opaque, RawCharacterPlan, RawPlan
 
@@ -107,3 +108,14 @@ def test_plan_keys_are_names_even_for_odd_character_values() -> None:
 def test_empty_code_result_is_an_empty_plan() -> None:
     for mode in ("event", "no_event", "event_no_lcps"):
         assert plan_from_raw(RawPlan(()), mode) == {}
+
+
+def test_a_fault_of_the_conversion_itself_is_not_the_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the failures the reference meets on what the code set are `code_plan`; a TypeError of edsb's own
+    # conversion propagates (the pipeline records it as internal_error, never as the model's error).
+    def broken_copy(value: object) -> object:
+        raise TypeError("a bug in the copy")
+
+    monkeypatch.setattr(plans, "_to_json", broken_copy)
+    with pytest.raises(TypeError, match="a bug in the copy"):
+        plan_from_raw(raw(entry()), "event")
