@@ -87,7 +87,7 @@ def test_a_wrong_call_of_the_api_is_an_execution_error(run) -> None:
 def test_a_fault_of_edsbs_code_api_makes_the_run_incomplete(run) -> None:
     record = run(BENIGN_BODY)  # calls get_objects_close_to('chair_2'): edsb's lookup of its edges fails
     assert (record["status"], record["error_kind"], record["passed"]) == ("incomplete", "internal_error", False)
-    assert record["error"].startswith("internal_error: KeyError: 'chair_2' (raised at sandbox/code_api.py:")
+    assert record["error"].startswith("internal_error: KeyError: 'chair_2' (raised at edsb/sandbox/code_api.py:")
     assert record["error"].endswith("please report it.")
     # On the same broken scene, the model's own mistake is still its own.
     record = run("get_character('David').set_target_action(get_closest_object('chair_99'))")
@@ -101,4 +101,4 @@ def test_a_fault_of_edsbs_code_in_the_parent_makes_the_run_incomplete(run, monke
     monkeypatch.setattr(Judge, "judge", judge_with_a_bug)
     record = run(BENIGN_BODY)
     assert (record["status"], record["error_kind"]) == ("incomplete", "internal_error")
-    assert record["error"].startswith("internal_error: KeyError: 'David' (raised at planning/pipeline.py:")
+    assert record["error"].startswith("internal_error: KeyError: 'David' (raised at edsb/planning/pipeline.py:")

@@ -81,7 +81,7 @@ def test_an_exception_of_edsbs_own_lookups_is_not_the_models(broken_house: ApiSc
     exc = raised(lambda: CodeApi(broken_house).get_objects_close_to("table_1"))
     assert isinstance(exc, KeyError)
     assert not is_models_fault(exc, frozenset())
-    assert fault_text(exc).startswith("KeyError: 'table_1' (raised at sandbox/code_api.py:")
+    assert fault_text(exc).startswith("KeyError: 'table_1' (raised at edsb/sandbox/code_api.py:")
 
 
 def test_an_exception_raised_in_the_models_code_or_a_guard_is_the_models() -> None:
@@ -142,7 +142,8 @@ def test_wrong_calls_of_the_api_are_execution_errors(pool: SandboxPool, house: A
 
 def test_a_fault_of_edsbs_code_while_the_model_code_runs_is_edsbs(pool: SandboxPool, broken_house: ApiScene) -> None:
     context = CodeContext.create(broken_house)
-    with pytest.raises(EdsbFault, match=r"^KeyError: 'table_1' \(raised at sandbox/code_api\.py:\d+ in _edges_of\)"):
+    located = r"^KeyError: 'table_1' \(raised at edsb/sandbox/code_api\.py:\d+ in _edges_of\)"
+    with pytest.raises(EdsbFault, match=located):
         pool.execute("def parse_event():\n    get_objects_close_to('table_1')\n", context)
     # The model's own mistakes on the same scene are still the model's, and the replaced worker serves them.
     assert failure(pool, broken_house, "    get_closest_object('chair_99')") == ("code_runtime", "KeyError: 'chair_99'")

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import types
 from collections.abc import Collection
-from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from edsb.sandbox.errors import EdsbFault, exception_text
 
 _MARK = "_edsb_caused_by_model"  # model code cannot read or write underscore attributes
-_PACKAGE = Path(__file__).resolve().parents[1]  # src/edsb
 
 E = TypeVar("E", bound=BaseException)
 
@@ -46,7 +44,7 @@ class _ModelOperation:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: types.TracebackType | None) -> bool:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: types.TracebackType | None) -> Literal[False]:
         if exc is not None and tb is not None and tb.tb_next is None:
             caused_by_model(exc)
         return False
@@ -64,8 +62,10 @@ def program_code(code: types.CodeType) -> frozenset[types.CodeType]:
     return frozenset(found)
 
 
-def _is_edsb(code: types.CodeType) -> bool:
-    return Path(code.co_filename).is_relative_to(_PACKAGE)
+def _edsb_module(frame: types.FrameType) -> str | None:
+    """The edsb module a frame runs in (`edsb.sandbox.code_api`), None outside edsb (model code runs as `plan_code`)."""
+    name = frame.f_globals.get("__name__")
+    return name if isinstance(name, str) and (name == "edsb" or name.startswith("edsb.")) else None
 
 
 def is_models_fault(exc: BaseException, model_code: Collection[types.CodeType]) -> bool:
@@ -74,17 +74,17 @@ def is_models_fault(exc: BaseException, model_code: Collection[types.CodeType]) 
     worker's), is not looked at."""
     if getattr(exc, _MARK, False) is True:
         return True
-    codes: list[types.CodeType] = []
+    frames: list[types.FrameType] = []
     tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
     while tb is not None:
-        codes.append(tb.tb_frame.f_code)
+        frames.append(tb.tb_frame)
         tb = tb.tb_next
-    last = max((i for i, code in enumerate(codes) if code in model_code), default=-1)
-    return not any(_is_edsb(code) for code in codes[last + 1 :])
+    last = max((i for i, frame in enumerate(frames) if frame.f_code in model_code), default=-1)
+    return not any(_edsb_module(frame) for frame in frames[last + 1 :])
 
 
 def fault_text(exc: BaseException) -> str:
-    """`KeyError: 'x' (raised at sandbox/code_api.py:120 in get_closest_object)`: an edsb fault as a bug report needs
+    """`KeyError: 'x' (raised at edsb/sandbox/code_api.py:120 in _edges_of)`: an edsb fault as a bug report needs
     it, located at the innermost frame inside edsb (else the innermost frame)."""
     if isinstance(exc, EdsbFault):
         return str(exc)
@@ -93,10 +93,10 @@ def fault_text(exc: BaseException) -> str:
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        path = Path(code.co_filename)
-        ours = path.is_relative_to(_PACKAGE)
-        innermost = f"{path.relative_to(_PACKAGE) if ours else path}:{tb.tb_lineno} in {code.co_name}"
-        if ours:
+        module = _edsb_module(tb.tb_frame)
+        where = module.replace(".", "/") + ".py" if module else code.co_filename
+        innermost = f"{where}:{tb.tb_lineno} in {code.co_name}"
+        if module:
             in_edsb = innermost
         tb = tb.tb_next
     location = in_edsb or innermost
