@@ -21,13 +21,13 @@ _TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
 class NarratorFormatError(RunError):
     """The reply is not JSON, not an object, or its event lacks a usable `activity` / `characters`."""
 
-    kind = "narrator_format"
+    kind = "narrator_format"  # the model's: its reply is what cannot be read
 
 
 class NarratorNoCharacterError(RunError):
     """The event names none of the kept characters."""
 
-    kind = "narrator_no_character"
+    kind = "narrator_no_character"  # the model's: its event names no one who can act
 
 
 @dataclass(frozen=True)
