@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edsb.planning.sandbox import DEFAULT_LIMITS
 from edsb.runner.config import RunConfig
+from edsb.sandbox import DEFAULT_LIMITS
 from tests.security.scripted import BENIGN_BODY, ScriptedModel, edsb, program, results, run_args
 from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer

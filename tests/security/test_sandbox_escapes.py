@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.planning.code import CodeError
-from edsb.planning.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, CodeError, SandboxError, SandboxLimits, SandboxPool
 from tests.support.data import DATA
 
 LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)

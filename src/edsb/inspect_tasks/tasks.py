@@ -24,10 +24,10 @@ from edsb.data.selection import parse_levels, select_cases
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.sandbox import SandboxLimits, check_sandbox
 from edsb.planning.variants import get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.keys import expand_keys
+from edsb.sandbox import SandboxLimits, check_sandbox
 from edsb.scoring.metrics import TOTAL
 
 SCORE_METADATA = {"key", "status", "error_kind", "error", "event", "tokens"}  # of the run, shown in the log

@@ -21,13 +21,13 @@ _TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
 class NarratorFormatError(RunError):
     """The reply is not JSON, not an object, or its event lacks a usable `activity` / `characters`."""
 
-    kind = ErrorKind.NARRATOR_FORMAT
+    kind = ErrorKind.NARRATOR_FORMAT  # the model's: its reply is what cannot be read
 
 
 class NarratorNoCharacterError(RunError):
     """The event names none of the kept characters."""
 
-    kind = ErrorKind.NARRATOR_NO_CHARACTER
+    kind = ErrorKind.NARRATOR_NO_CHARACTER  # the model's: its event names no one who can act
 
 
 @dataclass(frozen=True)

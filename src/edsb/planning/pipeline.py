@@ -2,8 +2,9 @@
 
 This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox and the
 sampler run in worker threads so the event loop keeps other runs' requests in flight. Any failure the reference would
-turn into an execution error becomes a result with a named kind; a transport failure (the model never answered)
-makes the run `incomplete` instead, so it is neither scored nor lost.
+turn into an execution error because of what the model answered becomes a result with a named kind; a transport
+failure (the model never answered) or a fault of edsb's own code (`internal_error`) makes the run `incomplete`
+instead, so it is neither scored against the model nor lost.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
 from edsb.llm.transcripts import TranscriptWriter
-from edsb.planning.code import exception_text
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
+from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import sample_position
-from edsb.planning.sandbox import CodeContext, SandboxLimits, run_plan_code
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
+from edsb.sandbox import CodeContext, SandboxLimits, fault_text
 from edsb.scoring.judge import Judge
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
@@ -158,6 +159,11 @@ def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     return RunStatus.INCOMPLETE, kind, f"{kind}: {exc}"
 
 
+def _internal_error(exc: Exception) -> str:
+    kind = ErrorKind.INTERNAL_ERROR
+    return f"{kind}: {fault_text(exc)}. This is a bug of edsb, not the model's error: please report it."
+
+
 async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     """The result of one run (a line of results.jsonl). Set-up errors (missing data) propagate and stop the
     benchmark, as in the reference; everything after set-up is recorded."""
@@ -179,18 +185,15 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     except TransportError as exc:
         status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
+        # An execution error: every RunError is raised where the reference's run fails on what the model answered
+        # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
         status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
-    except (KeyError, ValueError, AttributeError, TypeError, AssertionError) as exc:
-        # Anything else the reference's try-block would catch; named so it can be told apart from model faults.
-        status, error_kind = RunStatus.ERROR, ErrorKind.RUNTIME
-        message = f"{error_kind}: {exception_text(exc)}"
     except Exception as exc:
-        # A fault of edsb itself: neither the model's failure nor a verdict. Kept out of the rates, retried by the
-        # next rerun, and visible in the summary as `internal_error` (please report it).
-        status, error_kind = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR
-        message = f"{error_kind}: {exception_text(exc)}"
+        # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
+        # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
+        status, error_kind, message = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR, _internal_error(exc)
     return RunResult(
         key=key.id,
         variant=key.variant,

@@ -81,7 +81,7 @@ Term = Callable[[np.ndarray], np.ndarray]
 class SamplerAnchorError(RunError, KeyError):
     """A relationship names an anchor that is neither an object of the scene nor a character (KeyError upstream)."""
 
-    kind = ErrorKind.SAMPLER_ANCHOR
+    kind = ErrorKind.SAMPLER_ANCHOR  # the model's: its plan names the anchor, and the reference's sampler fails on it
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
@@ -90,13 +90,13 @@ class SamplerAnchorError(RunError, KeyError):
 class SamplerPredicateError(RunError, ValueError):
     """A relationship whose predicate the sampler cannot score."""
 
-    kind = ErrorKind.SAMPLER_PREDICATE
+    kind = ErrorKind.SAMPLER_PREDICATE  # the model's: its plan wrote the relationship
 
 
 class SamplerSeatError(RunError, AttributeError):
     """`sit on` / `lie on` a character: the reference fails reading the character's seat attributes."""
 
-    kind = ErrorKind.SAMPLER_SEAT
+    kind = ErrorKind.SAMPLER_SEAT  # the model's: its plan seats a character on another
 
 
 def rewrite_relationships(relationships: Sequence[str]) -> list[str]:

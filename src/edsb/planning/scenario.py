@@ -17,6 +17,7 @@ from edsb.geometry.relations import POSTURES
 from edsb.planning.narrator import event_label, normalise_activity
 from edsb.planning.variants import DescriptionType, Variant, get_variant
 from edsb.results import ErrorKind, RunError
+from edsb.sandbox import LatestPlan
 
 MOVING_STATES = frozenset({"approaching", "transition_in", "transition_out"})  # never offered, never an error
 
@@ -64,15 +65,6 @@ class HistoryEvent:
     def label(self) -> str:
         """`[Ann, Bob] chat at table_1`, the form both prompts use."""
         return event_label(self.characters, self.activity)
-
-
-@dataclass(frozen=True)
-class LatestPlan:
-    """A character's details in the last history event that has them, with that event's state (for the code API)."""
-
-    target_action: str  # main action label
-    relationships: tuple[str, ...]
-    state: str
 
 
 # --- assembly, shared by cases and prompt-pack examples --------------------------------------------------------------

@@ -27,7 +27,6 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import read_transcript, transcripts_dir
-from edsb.planning.code import extract_code
 from edsb.planning.variants import get_variant
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
@@ -42,6 +41,7 @@ from edsb.report.topdown import (
     scene_extent,
 )
 from edsb.results.rundir import RunDirectory
+from edsb.sandbox import extract_code
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
 ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")

@@ -49,7 +49,6 @@ class ErrorKind(StrEnum):
     CHARACTER_STATE = "character_state"  # a character's current state that no prompt can show
     UNSUPPORTED_VARIANT = "unsupported_variant"  # no example answer for this variant and tag (w/o Event on PI, ...)
     REQUEST_REJECTED = "request_rejected"  # the endpoint refused the request itself (too long, invalid)
-    RUNTIME = "runtime"  # an exception the model's output caused outside its code (the reference's catch-all)
     # No verdict: the run stays incomplete and is retried on resume.
     TRANSPORT_TIMEOUT = "transport_timeout"
     TRANSPORT_UNREACHABLE = "transport_unreachable"  # no connection could be opened
@@ -73,6 +72,7 @@ class ErrorKind(StrEnum):
 
 
 class RunError(Exception):
-    """Something that makes one benchmark run an execution error (not a user error); subclasses set `kind`."""
+    """Something that makes one benchmark run an execution error (not a user error): raised only where the
+    reference's run fails on what the model answered. Subclasses set `kind`."""
 
-    kind: ErrorKind = ErrorKind.RUNTIME
+    kind: ErrorKind

@@ -18,13 +18,13 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
-from edsb.planning.sandbox import SandboxLimits, check_sandbox, shutdown_sandboxes
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
 from edsb.runner.keys import expand_keys
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
+from edsb.sandbox import SandboxLimits, check_sandbox, shutdown_sandboxes
 
 
 @dataclass

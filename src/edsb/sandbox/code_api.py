@@ -16,11 +16,17 @@ tolerance as the sampler's `between`, from `geometry.relations`), in scene order
 
 Model code reaches this module only through the sandbox, which refuses underscore attributes: everything internal
 is underscore-named, and handles carry no public reference to the API.
+
+Every operation on a value the model passed (a name lookup, a label slice, formatting, a comparison) and every
+deliberate error runs under `MODEL_OPERATION` or is raised through `caused_by_model`: that is where the model's
+mistakes surface, with the reference's exception. An exception raised anywhere else here is a fault of edsb
+(`edsb.sandbox.blame`), so keep model values out of unmarked code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,9 +49,9 @@ from edsb.geometry.relations import (
 )
 from edsb.geometry.scene import Scene
 from edsb.geometry.scene_graph import SceneGraph, scene_graph_of
-from edsb.planning.scenario import LatestPlan
+from edsb.sandbox.blame import MODEL_OPERATION, caused_by_model
 
-# --- what the API reads from a scene ----------------------------------------------------------------------------------
+# --- what the API reads: the scene and the history --------------------------------------------------------------------
 
 
 class ApiScene:
@@ -69,6 +75,16 @@ class ApiScene:
         return float(self._gaps[self._position[target.id], self._position[anchor.id]])
 
 
+@dataclass(frozen=True)
+class LatestPlan:
+    """A character's details in the last history event that has them, with that event's state (read by
+    `is_object_occupied`)."""
+
+    target_action: str  # main action label
+    relationships: tuple[str, ...]
+    state: str
+
+
 # --- values handed to model code --------------------------------------------------------------------------------------
 
 
@@ -81,12 +97,14 @@ class Area:
         self.conditions = [] if conditions is None else conditions
 
     def __repr__(self) -> str:
-        return f"Area(conditions={self.conditions!r})"
+        with MODEL_OPERATION:  # the conditions are the model's values
+            return f"Area(conditions={self.conditions!r})"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not Area:
             return NotImplemented
-        return bool(self.conditions == other.conditions)
+        with MODEL_OPERATION:
+            return bool(self.conditions == other.conditions)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the reference's dataclass
 
@@ -96,6 +114,7 @@ class SceneObject:
     string, so name-keyed lookups (`get_closest_object`, `get_distance_between`, ...) raise KeyError on it."""
 
     __slots__ = ("_box",)
+    _box: Box  # set once in __init__ (the class refuses attribute writes)
 
     def __init__(self, box: Box) -> None:
         object.__setattr__(self, "_box", box)
@@ -131,13 +150,20 @@ def _is_same_object(box: Box, value: object) -> bool:
         return box.id == value._box.id
     if isinstance(value, str):
         return box.name == value
-    raise NotImplementedError(f"a scene object cannot be compared with {type(value).__name__}")
+    # The model compared an object with something else: the reference's comparison raises the same.
+    raise caused_by_model(NotImplementedError(f"a scene object cannot be compared with {type(value).__name__}"))
 
 
-class Character:
-    """The handle `get_character` returns; its setters write the character's entry of the plan."""
+class CharacterHandle:
+    """The handle `get_character` returns; its setters write the character's entry of the plan.
+
+    Model code sees it under the reference's class name, `Character` (in messages such as "'Character' object has
+    no attribute ..."); here it is `CharacterHandle`, apart from the cast's `planning.scenario.Character`.
+    """
 
     __slots__ = ("_api", "name")
+    _api: CodeApi  # both set once in __init__ (the class refuses attribute writes)
+    name: Any
 
     def __init__(self, name: Any, api: CodeApi) -> None:
         object.__setattr__(self, "name", name)
@@ -147,12 +173,15 @@ class Character:
         raise AttributeError(f"'Character' object attribute '{name}' is read-only")
 
     def __repr__(self) -> str:
-        return f"Character(name={self.name!r})"
+        with MODEL_OPERATION:  # the name is whatever the model passed to `get_character`
+            return f"Character(name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not Character:
+        if type(other) is not CharacterHandle:
             return NotImplemented
-        return bool(self.name == other.name) and self._api is other._api
+        with MODEL_OPERATION:
+            same = bool(self.name == other.name)
+        return same and self._api is other._api
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -163,14 +192,18 @@ class Character:
             entry.position = position
         elif isinstance(position, Area):
             entry.position = position.conditions
-        else:
-            raise ValueError(f"set_position expects an Area or a list, not {type(position)}")
+        else:  # the model passed something else: the reference raises the same
+            raise caused_by_model(ValueError(f"set_position expects an Area or a list, not {type(position)}"))
 
     def set_orientation(self, target: Any) -> None:
-        self._api._entry(self.name).orientation = [f"{LOOK_AT} {target}"]
+        orientation = [_condition(LOOK_AT, target)]  # formatted first, as the reference's assignment does
+        self._api._entry(self.name).orientation = orientation
 
     def set_target_action(self, action: Any) -> None:
         self._api._entry(self.name).target_action = action
+
+
+CharacterHandle.__name__ = CharacterHandle.__qualname__ = "Character"  # the name model code and its messages show
 
 
 class PlanEntry:
@@ -190,7 +223,14 @@ class PlanEntry:
 
 def _label_matches(object_label: str, label: Any) -> bool:
     """The reference's filter: no label keeps everything; otherwise `label` or `label[:-1]` (plural, §9.13)."""
-    return not label or object_label in (label, label[:-1])
+    with MODEL_OPERATION:  # `label` is the model's: slicing an int raises TypeError there too
+        return not label or object_label in (label, label[:-1])
+
+
+def _condition(predicate: str, anchor: Any, second: Any = None, *, pair: bool = False) -> str:
+    """`adjacent to X` (or `between X and Y`) from the model's values, formatted as the reference's f-strings do."""
+    with MODEL_OPERATION:  # formatting fails on some of the model's values (an int over 4300 digits) there too
+        return f"{predicate} {anchor} and {second}" if pair else f"{predicate} {anchor}"
 
 
 class CodeApi:
@@ -205,22 +245,34 @@ class CodeApi:
         self._entries: dict[Any, PlanEntry] = {}
 
     def _entry(self, character: Any) -> PlanEntry:
-        if character not in self._entries:
+        with MODEL_OPERATION:  # an unhashable name given to `get_character` fails here, as in the reference
+            known = character in self._entries
+        if not known:
             self._entries[character] = PlanEntry(character)
         return self._entries[character]
 
     def _plan_entries(self) -> list[PlanEntry]:
         return list(self._entries.values())
 
+    def _box(self, name: Any) -> Box:
+        """The object called `name`, looked up as the reference's dict: KeyError for an unknown name or a handle,
+        TypeError for an unhashable value."""
+        with MODEL_OPERATION:  # the name is the model's
+            return self._scene.by_name[name]
+
     def _edges_of(self, anchor: Any) -> tuple[tuple[Box, str], ...]:
         """Outgoing edges of a name (KeyError if unknown) or of anything else by its text (none if not a name)."""
         if isinstance(anchor, str):
-            return self._scene.edges[self._scene.by_name[anchor].name]
-        return self._scene.edges.get(str(anchor), ())
+            return self._scene.edges[self._box(anchor).name]
+        with MODEL_OPERATION:
+            text = str(anchor)
+        return self._scene.edges.get(text, ())
 
     def _require_object(self, anchor: Any) -> None:
         if not any(_is_same_object(box, anchor) for box in self._scene.objects):
-            raise AssertionError(f"{anchor} is not an object in the scene")
+            with MODEL_OPERATION:
+                message = f"{anchor} is not an object in the scene"
+            raise caused_by_model(AssertionError(message))  # the model named no object: the reference asserts
 
     def _objects_with_edge_to(self, anchor: Any, predicate: str, label: Any, *, skip_anchor: bool = False) -> list[str]:
         found = []
@@ -244,44 +296,46 @@ class CodeApi:
         return found
 
     # --- characters ---------------------------------------------------------------------------------------------------
-    def get_character(self, name: Any) -> Character:
+    def get_character(self, name: Any) -> CharacterHandle:
         """Any value is accepted; the plan entry appears at the first setter call."""
-        return Character(name, self)
+        return CharacterHandle(name, self)
 
     # --- areas (no anchor validation) ---------------------------------------------------------------------------------
     def get_area_to_interact_with(self, anchor: Any) -> Area:
-        return Area([f"{ADJACENT_TO} {anchor}"])
+        return Area([_condition(ADJACENT_TO, anchor)])
 
     def get_area_to_sit_on(self, anchor: Any) -> Area:
-        return Area([f"{SIT_ON} {anchor}"])
+        return Area([_condition(SIT_ON, anchor)])
 
     def get_area_adjacent_to(self, anchor: Any) -> Area:
-        return Area([f"{ADJACENT_TO} {anchor}"])
+        return Area([_condition(ADJACENT_TO, anchor)])
 
     def get_area_close_to(self, anchor: Any) -> Area:
-        return Area([f"{CLOSE_TO} {anchor}"])
+        return Area([_condition(CLOSE_TO, anchor)])
 
     def get_area_in_front_of(self, anchor: Any) -> Area:
-        return Area([f"{IN_FRONT_OF} {anchor}"])
+        return Area([_condition(IN_FRONT_OF, anchor)])
 
     def get_area_behind(self, anchor: Any) -> Area:
-        return Area([f"{BEHIND} {anchor}"])
+        return Area([_condition(BEHIND, anchor)])
 
     def get_area_left_of(self, anchor: Any) -> Area:
-        return Area([f"{LEFT_OF} {anchor}"])
+        return Area([_condition(LEFT_OF, anchor)])
 
     def get_area_right_of(self, anchor: Any) -> Area:
-        return Area([f"{RIGHT_OF} {anchor}"])
+        return Area([_condition(RIGHT_OF, anchor)])
 
     def get_area_between(self, anchor_1: Any, anchor_2: Any) -> Area:
-        return Area([f"{BETWEEN} {anchor_1} and {anchor_2}"])
+        return Area([_condition(BETWEEN, anchor_1, anchor_2, pair=True)])
 
     def get_area_aligned_with(self, anchor_1: Any, anchor_2: Any) -> Area:
-        return Area([f"{ALIGNED_WITH} {anchor_1} and {anchor_2}"])
+        return Area([_condition(ALIGNED_WITH, anchor_1, anchor_2, pair=True)])
 
     def get_intersected_area(self, area_1: Any, area_2: Any) -> Area:
         """Both condition lists, concatenated (anything without `.conditions` raises AttributeError)."""
-        return Area(area_1.conditions + area_2.conditions)
+        with MODEL_OPERATION:  # the areas, or what the model put in them, are the model's
+            conditions = area_1.conditions + area_2.conditions
+        return Area(conditions)
 
     # --- object queries -----------------------------------------------------------------------------------------------
     def get_object_supporting(self, anchor: Any) -> SceneObject | None:
@@ -318,16 +372,16 @@ class CodeApi:
 
     def get_objects_associated_with(self, anchor: Any, label: Any = None) -> list[str]:
         """Objects close to the anchor whose closest object of the anchor's label is the anchor itself."""
-        anchor_label = self._scene.by_name[anchor].label
+        anchor_label = self._box(anchor).label
         return [
             name
             for name in self.get_objects_close_to(anchor, label=label)
-            if anchor == self.get_closest_object(name, label=anchor_label)
+            if anchor == self._closest(self._scene.by_name[name], anchor_label)
         ]
 
     def get_objects_between(self, anchor_1: Any, anchor_2: Any, label: Any = None) -> list[str]:
         """Objects whose centre lies between the anchors' centres (see the module notes: fixes §9.1)."""
-        first, second = self._scene.by_name[anchor_1], self._scene.by_name[anchor_2]
+        first, second = self._box(anchor_1), self._box(anchor_2)
         candidates = [
             box
             for box in self._scene.objects
@@ -341,7 +395,9 @@ class CodeApi:
 
     def get_closest_object(self, anchor: Any, label: Any = None) -> str:
         """The object nearest the anchor by footprint distance (first in scene order on ties); `"None"` if none."""
-        origin = self._scene.by_name[anchor]
+        return self._closest(self._box(anchor), label)
+
+    def _closest(self, origin: Box, label: Any) -> str:
         closest: Box | None = None
         best = float("inf")
         for box in self._scene.objects:
@@ -356,7 +412,7 @@ class CodeApi:
 
     # --- utilities ----------------------------------------------------------------------------------------------------
     def get_distance_between(self, anchor_1: Any, anchor_2: Any) -> float:
-        return self._scene.gap(self._scene.by_name[anchor_1], self._scene.by_name[anchor_2])
+        return self._scene.gap(self._box(anchor_1), self._box(anchor_2))
 
     def is_object_occupied(self, obj: Any) -> bool:
         """True if some character's latest history plan sits or lies on `obj`, whatever that event's state.
@@ -367,19 +423,27 @@ class CodeApi:
         """
         for plan in self._latest.values():
             for relationship in plan.relationships:
-                if relationship.startswith((SIT_ON, LIE_ON)) and relationship.split()[-1] == obj:
-                    return True
+                if relationship.startswith((SIT_ON, LIE_ON)):
+                    with MODEL_OPERATION:  # compared with the model's value
+                        seated = relationship.split()[-1] == obj
+                    if seated:
+                        return True
         for plan in self._latest.values():
             if plan.state == "completed":
                 continue
             for relationship in plan.relationships:
                 if relationship.startswith((ADJACENT_TO, CLOSE_TO)):
-                    box = self._scene.by_name[relationship.split()[-1]]
+                    # The reference's lookup fails the model's call here (a pending plan next to a character): its
+                    # KeyError is an execution error of the run, so it is the model's.
+                    with MODEL_OPERATION:
+                        box = self._scene.by_name[relationship.split()[-1]]
                     _is_same_object(box, obj)  # may raise like the reference's comparison; its result never counts
         return False
 
     def is_object_of_label(self, obj: Any, label: Any) -> bool:
-        return bool(label == self._scene.by_name[obj].label)
+        box = self._box(obj)
+        with MODEL_OPERATION:  # compared with the model's value
+            return bool(label == box.label)
 
 
 #: The callable names of the API, as model code writes them (the rewrite turns each into `self.<name>`).

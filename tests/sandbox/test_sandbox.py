@@ -18,18 +18,20 @@ from edsb.geometry.boxes import Box
 from edsb.geometry.relations import split_anchor
 from edsb.geometry.scene import build_scene, load_scene
 from edsb.geometry.scene_graph import Edge, SceneGraph
-from edsb.planning.code import CodeError
-from edsb.planning.code_api import ApiScene, CodeApi
+from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sandbox import (
+from edsb.planning.scenario import cast_and_history, latest_plans
+from edsb.sandbox import (
+    ApiScene,
+    CodeApi,
     CodeContext,
+    CodeError,
+    LatestPlan,
     SandboxError,
     SandboxLimits,
     SandboxPool,
     execute_plan_code,
-    run_plan_code,
 )
-from edsb.planning.scenario import LatestPlan, cast_and_history, latest_plans
 
 LIMITS = SandboxLimits(timeout=5.0, workers=2)
 

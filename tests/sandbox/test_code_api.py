@@ -13,8 +13,7 @@ from edsb.geometry.distances import footprint_distance
 from edsb.geometry.relations import ADJACENT_TO, CLOSE_TO
 from edsb.geometry.scene import load_scene
 from edsb.geometry.scene_graph import scene_graph_of
-from edsb.planning.code_api import ApiScene, Area, CodeApi, SceneObject
-from edsb.planning.scenario import LatestPlan
+from edsb.sandbox.code_api import ApiScene, Area, CodeApi, LatestPlan, SceneObject
 
 SCENES = ("House", "Office", "Restaurant")
 

@@ -1,0 +1,63 @@
+"""What one run of model code may use, and what it runs against (picklable, sent to the worker with the code)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edsb.geometry.scene import Scene
+from edsb.sandbox.code_api import ApiScene, LatestPlan
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-run limits. One pool of workers exists per distinct value (the memory limit is set at worker start)."""
+
+    timeout: float = 10.0  # wall-clock seconds for compiling and running the code
+    memory_bytes: int = 1 << 30  # address space of the worker process
+    cpu_seconds: float | None = None  # CPU seconds per run (backstop for a stalled parent); None = timeout + 5
+    max_result_bytes: int = 1 << 20  # JSON size of what the code set, printed text included
+    # JSON size of the plan alone. Honest plans take a few hundred bytes; the parent samples positions for every
+    # character and relationship without a time limit, so this bounds the parent's work per run (about 2 s).
+    max_plan_bytes: int = 16 << 10
+    max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
+    runs_per_worker: int = 500  # a worker is replaced after this many runs
+    workers: int = 0  # processes per pool; 0 = min(4, CPU count)
+
+    @property
+    def cpu_budget(self) -> float:
+        return self.cpu_seconds if self.cpu_seconds is not None else self.timeout + 5.0
+
+
+DEFAULT_LIMITS = SandboxLimits()
+
+
+@dataclass(frozen=True)
+class SceneSource:
+    """A benchmark scene by data directory and name; workers load and cache it themselves."""
+
+    data_dir: str
+    scene_name: str
+
+
+@dataclass(frozen=True)
+class CodeContext:
+    """What a run's API needs, in picklable form: the scene (by source; or a `Scene`, or an `ApiScene` with its own
+    graph, e.g. built by a test) and each character's latest history plan (`Scenario.latest_plans`, used by
+    `is_object_occupied`)."""
+
+    scene: SceneSource | Scene | ApiScene
+    latest_plans: tuple[tuple[str, LatestPlan], ...] = field(default=())
+
+    @classmethod
+    def create(
+        cls, scene: SceneSource | Scene | ApiScene, latest_plans: Mapping[str, LatestPlan] | None = None
+    ) -> CodeContext:
+        return cls(scene, tuple((latest_plans or {}).items()))
+
+    @classmethod
+    def for_benchmark(
+        cls, data_dir: str | Path, scene_name: str, latest_plans: Mapping[str, LatestPlan] | None = None
+    ) -> CodeContext:
+        return cls.create(SceneSource(str(Path(data_dir).resolve()), scene_name), latest_plans)

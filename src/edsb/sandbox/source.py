@@ -1,0 +1,79 @@
+"""The model's reply as the worker compiles it: the code block found in the reply, then the reference's textual
+rewrite (§4.1). Pure functions; they run in the worker on every reply, and in the parent wherever a report shows code.
+
+The reference runs model code by textual surgery followed by `exec`. We keep the surgery (its side effects decide
+verdicts: a helper whose name contains an API name stops compiling, a wrong entry signature fails on call, names
+defined at top level are invisible inside the entry function) and replace the `exec` by the sandbox.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from edsb.sandbox.code_api import API_FUNCTIONS
+
+# --- extraction -------------------------------------------------------------------------------------------------------
+
+_OPEN_FENCE = "```python"
+_FENCE = "```"
+_WHITESPACE_RUN = re.compile(r"\s+")
+
+
+def extract_code(reply: str) -> str:
+    """The code of a reply: the first ```` ```python ```` block, else the whole reply (prose included, §9.8).
+
+    A block opens with exactly ```` ```python ````, optional whitespace and a newline, and ends at the first later
+    newline followed by optional whitespace and ```` ``` ````. The reference finds it with a lazy regular expression
+    whose backtracking is quadratic on long whitespace runs; this scan gives the same answer in linear time, so the
+    harness can call it on any reply.
+    """
+    block = _first_python_block(reply)
+    return reply if block is None else block
+
+
+def _first_python_block(text: str) -> str | None:
+    runs = {m.start(): m.end() for m in _WHITESPACE_RUN.finditer(text)}
+    # Valid block ends: a newline whose whitespace run is followed by a fence.
+    ends: list[int] = []
+    for start, stop in runs.items():
+        if text.startswith(_FENCE, stop):
+            ends.extend(i for i in range(start, stop) if text[i] == "\n")
+    ends.sort()
+    position = text.find(_OPEN_FENCE)
+    while position >= 0:
+        after = position + len(_OPEN_FENCE)
+        run_end = runs.get(after)
+        if run_end is not None:
+            newlines = [i for i in range(after, run_end) if text[i] == "\n"]
+            # Greedy whitespace first: the body starts after the last newline of the run, then earlier ones.
+            for newline in reversed(newlines):
+                body_start = newline + 1
+                k = bisect.bisect_left(ends, body_start + 1)  # the body holds at least one character
+                if k < len(ends):
+                    return text[body_start : ends[k]]
+        position = text.find(_OPEN_FENCE, position + 1)
+    return None
+
+
+# --- the rewrite ------------------------------------------------------------------------------------------------------
+
+ENTRY_NAME = "parse_event"
+ENTRY_HEADERS = ("def parse_event():", "def generate_next_plan():")
+_ENTRY_METHOD_HEADER = "def parse_event(self):"
+_REWRITES: dict[str, str] = {
+    **dict.fromkeys(ENTRY_HEADERS, _ENTRY_METHOD_HEADER),
+    **{name: f"self.{name}" for name in API_FUNCTIONS},
+}
+_REWRITE_PATTERN = re.compile("|".join(re.escape(key) for key in sorted(_REWRITES, key=len, reverse=True)))
+
+
+def prepare_code(code: str) -> str:
+    """The code as the reference executes it: exact entry headers become a method header, every API name (as a
+    plain substring, comments and strings included) becomes `self.<name>`, and the result is stripped.
+
+    The reference writes `self._<name>`; our API object exposes the same functions without the underscore (the
+    sandbox forbids underscore attributes). The verdicts are the same: `my_get_character` becomes `my_self...` (a
+    NameError), `def get_closest_object_2(...)` no longer compiles, and so on.
+    """
+    return _REWRITE_PATTERN.sub(lambda match: _REWRITES[match.group(0)], code).strip()

@@ -1,0 +1,177 @@
+"""What crosses the process boundary between the parent and a worker: length-prefixed frames, and the plan the code
+set as plain values (JSON, never pickle, on the way back).
+
+Requests go down pickled (the parent's own data: the reply text, the scene, the limits); answers come back as JSON
+objects of bounded size, so nothing a run's code creates is ever unpickled in the parent. What the code stored in a
+character's plan is reduced to `Plain` values in the worker; anything else travels as an `Opaque` type name and repr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from edsb.sandbox.errors import SandboxError
+
+HEADER = struct.Struct(">I")  # the byte length of the frame that follows
+
+
+class WorkerDied(Exception):
+    """The worker's end of the pipe closed, or it sent something that is not an answer."""
+
+
+class Deadline(Exception):
+    """No (complete) answer before the deadline."""
+
+
+# --- plain values -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value set by model code that has no plain-data form (an Area inside a list, a handle, a dict, ...).
+
+    Kept as its type name and repr so that converting it fails, or is judged, as the original object would be.
+    """
+
+    type_name: str
+    text: str
+    hashable: bool
+
+
+Plain: TypeAlias = bool | int | float | str | list["Plain"] | tuple["Plain", ...] | Opaque | None
+
+
+@dataclass(frozen=True)
+class RawCharacterPlan:
+    """One character handle after the code ran, before conversion (the reference's parsed-event entry)."""
+
+    character: Plain  # the value passed to `get_character` (a name, normally)
+    position: Plain  # an Area's condition list, or the list / tuple given to `set_position`; [] if never set
+    target_action: Plain  # "" if never set
+    orientation: tuple[str, ...] | None  # ("look at X",) once `set_orientation` was called
+
+
+@dataclass(frozen=True)
+class RawPlan:
+    characters: tuple[RawCharacterPlan, ...]  # in order of each character's first setter call
+    output: str = ""  # what the code printed, capped
+
+
+def to_plain(value: Any, depth: int = 0) -> Plain:
+    """What the code stored, as plain data the parent can rebuild (containers to a small depth)."""
+    kind = type(value)
+    if value is None or kind in (bool, float, str):
+        return value
+    if kind is int:
+        return value if -(1 << 63) <= value < (1 << 63) else Opaque("int", "<a very large int>", True)
+    if kind in (list, tuple) and depth < 4:
+        items = [to_plain(v, depth + 1) for v in value]
+        return items if kind is list else tuple(items)
+    try:
+        hash(value)
+        hashable = True
+    except TypeError:
+        hashable = False
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{kind.__name__}>"
+    return Opaque(kind.__name__, text[:200], hashable)
+
+
+def encode_plain(value: Plain) -> Any:
+    if isinstance(value, Opaque):
+        return {"opaque": [value.type_name, value.text, value.hashable]}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_plain(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_plain(v) for v in value]
+    return value
+
+
+def decode_plain(value: Any) -> Plain:
+    if isinstance(value, dict):
+        if "opaque" in value:
+            type_name, text, hashable = value["opaque"]
+            return Opaque(str(type_name), str(text), bool(hashable))
+        return tuple(decode_plain(v) for v in value["tuple"])
+    if isinstance(value, list):
+        return [decode_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise SandboxError(f"malformed value from the sandbox worker: {type(value).__name__}")
+
+
+def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
+    return RawPlan(
+        tuple(
+            RawCharacterPlan(
+                character=decode_plain(c["character"]),
+                position=decode_plain(c["position"]),
+                target_action=decode_plain(c["target_action"]),
+                orientation=None if c["orientation"] is None else tuple(str(o) for o in c["orientation"]),
+            )
+            for c in characters
+        ),
+        str(output),
+    )
+
+
+# --- frames -----------------------------------------------------------------------------------------------------------
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """A JSON answer as the worker writes it: length, then UTF-8 JSON."""
+    payload = json.dumps(message, allow_nan=True).encode("utf-8")
+    return HEADER.pack(len(payload)) + payload
+
+
+def read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    """`size` bytes from `fd` before the monotonic `deadline` (Deadline), or WorkerDied at end of output."""
+    poller = select.poll()  # not select(): the harness may hold more than FD_SETSIZE descriptors
+    poller.register(fd, select.POLLIN)
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not poller.poll(math.ceil(wait * 1000)):
+            raise Deadline()
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise WorkerDied("end of output")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_answer(fd: int, deadline: float, max_result_bytes: int) -> dict[str, Any]:
+    """One JSON object from the worker; WorkerDied if it is oversized or not a JSON object."""
+    (size,) = HEADER.unpack(read_exactly(fd, HEADER.size, deadline))
+    if size > max_result_bytes + (1 << 16):
+        raise WorkerDied(f"it sent an oversized answer ({size} bytes)")
+    payload = read_exactly(fd, size, deadline)
+    try:
+        message = json.loads(payload.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise WorkerDied("it sent an answer that is not JSON") from None
+    if not isinstance(message, dict):
+        raise WorkerDied("it sent an answer that is not a JSON object")
+    return message
+
+
+def read_blocking(stream: Any, size: int) -> bytes | None:
+    """`size` bytes from a blocking stream (the worker's stdin), None at end of input."""
+    data = b""
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data

@@ -1,0 +1,299 @@
+"""The worker's side of the sandbox: a process that serves one request at a time on stdin/stdout, runs the model's
+code under RestrictedPython and answers with what it set. Everything here runs inside the worker process only.
+
+At start the worker imports what runs need, refuses to start when the memory limit leaves no room to run code (so a
+too-small `--code-memory` is one clear error), then limits its address space (`RLIMIT_AS`), core dumps and file
+writes (`RLIMIT_FSIZE` = 0) and scrubs `os.environ`. Per run it sets a CPU-time backstop (`RLIMIT_CPU`), scrubs the
+environment again, and builds a fresh namespace, API object and guards; whatever the run leaves behind is
+garbage-collected, finalisers included, before its answer is sent, so none of its code runs during a later run.
+
+Verdicts follow the reference where its `exec` fails: syntax errors, a missing or uncallable `parse_event`, and
+exceptions raised by the code keep their class name and message (`KeyError: 'chair_99'`). Where the reference would
+have succeeded only by escaping a sandbox (imports, dunder access), we report `code_policy` instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import inspect
+import json
+import math
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from RestrictedPython import compile_restricted_exec
+
+from edsb.results import ErrorKind
+from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
+from edsb.sandbox.code_api import ApiScene, CodeApi
+from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
+from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
+from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
+from edsb.sandbox.wire import HEADER, encode_plain, frame, read_blocking, to_plain
+
+
+def worker_main() -> None:
+    """Serve requests on stdin/stdout until stdin closes. Started by the pool (`pool._Worker.start`)."""
+    import resource
+
+    protocol_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # stray writes (warnings, C libraries) cannot corrupt the protocol
+    os.dup2(devnull, 2)
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    stdin = os.fdopen(0, "rb", buffering=0)
+
+    def send(message: dict[str, Any]) -> None:
+        view = memoryview(frame(message))
+        while view:
+            view = view[os.write(protocol_out, view) :]
+
+    try:
+        _warm_imports()
+        memory = int(sys.argv[2])
+        in_use = _address_space_in_use()
+        if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
+            send({"status": "fatal", "message": _too_little_memory(memory, in_use)})
+            return
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with an OSError instead of killing us
+        os.environ.clear()
+        _freeze_long_lived_objects()
+    except Exception as exc:
+        send({"status": "fatal", "message": exception_text(exc)})
+        return
+    send({"status": "ready"})
+
+    scenes: dict[tuple[str, ...], Any] = {}
+    while True:
+        header = read_blocking(stdin, HEADER.size)
+        if header is None:
+            return
+        body = read_blocking(stdin, HEADER.unpack(header)[0])
+        if body is None:
+            return
+        response = _serve(pickle.loads(body), scenes, send)
+        send(response)
+        if response.get("recycle"):
+            return
+
+
+_MIN_HEADROOM_BYTES = 32 << 20  # address space a run needs beyond the worker's own, at the very least
+
+
+def _address_space_in_use() -> int | None:
+    """The worker's current virtual memory size (what RLIMIT_AS counts), where /proc tells it."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _too_little_memory(limit: int, in_use: int) -> str:
+    need = math.ceil((in_use + _MIN_HEADROOM_BYTES) / (1 << 20) / 64) * 64
+    return (
+        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox worker already uses "
+        f"{in_use >> 20} MiB before running any code (use --code-memory {max(need, 256)} or more)"
+    )
+
+
+def _freeze_long_lived_objects() -> None:
+    """Move modules and cached scenes out of the collector's sight: the per-run collection then only scans what the
+    run itself created, and stays cheap."""
+    gc.collect()
+    gc.freeze()
+
+
+def _collect_run_garbage() -> None:
+    """Finalise everything a run left behind (generators suspended in `try/finally`, reference cycles) now, inside
+    the run's own deadline. A finaliser that creates new garbage forever keeps this loop busy until the parent's
+    timeout, which is then charged to the run that caused it."""
+    while gc.collect():
+        pass
+
+
+def _warm_imports() -> None:
+    """Import everything a run may need now, before the limits (and so that no run pays for it)."""
+    import resource  # noqa: F401
+
+    import numpy  # noqa: F401
+
+    import edsb.geometry.scene_graph
+    import edsb.sandbox.code_api  # noqa: F401
+
+
+def _serve(
+    request: dict[str, Any], scenes: dict[tuple[str, ...], Any], send: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    import resource
+
+    try:
+        api_scene = _api_scene(request["scene"], scenes)
+    except MemoryError:
+        return {"status": "fatal", "message": "out of memory while loading the scene", "recycle": True}
+    except Exception as exc:
+        return {"status": "fatal", "message": f"cannot load the scene: {exception_text(exc)}"}
+    send({"status": "loaded"})
+
+    used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    budget = math.ceil(used + float(request["cpu_seconds"]))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
+    os.environ.clear()
+    guards = Guards(int(request["max_printed_chars"]))
+    response = _execute(request, api_scene, guards)
+    try:
+        _collect_run_garbage()
+    except MemoryError:
+        return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
+    if response["status"] == "ok" and guards.violation is not None:  # a finaliser tried something refused
+        return _error(ErrorKind.CODE_POLICY, guards.violation)
+    return response
+
+
+def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> dict[str, Any]:
+    """Run one program and pack what it set; everything it created is unreachable once this returns."""
+    api = CodeApi(api_scene, dict(request["latest_plans"]))
+    try:
+        _run(request["reply"], api, guards)
+        characters = [
+            {
+                "character": encode_plain(to_plain(entry.character)),
+                "position": encode_plain(to_plain(entry.position)),
+                "target_action": encode_plain(to_plain(entry.target_action)),
+                "orientation": None if entry.orientation is None else [str(o) for o in entry.orientation],
+            }
+            for entry in api._plan_entries()
+        ]
+        plan_size = len(json.dumps(characters, allow_nan=True))
+        if plan_size > int(request["max_plan_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({plan_size} bytes)")
+        response: dict[str, Any] = {"status": "ok", "plan": characters, "output": guards.printed()}
+        size = len(json.dumps(response, allow_nan=True))
+        if size > int(request["max_result_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({size} bytes)")
+        return response
+    except CodeError as exc:
+        return _error(exc.kind, exc.message, recycle=exc.kind == ErrorKind.CODE_MEMORY)
+    except MemoryError:
+        return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
+    except RecursionError as exc:
+        return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
+    except EdsbFault as exc:
+        return _fault(str(exc))
+    except Exception as exc:  # a failure of ours while packing the result: never let it kill the loop silently
+        return _fault(f"the sandbox failed packing the plan: {fault_text(exc)}")
+
+
+_MAX_MESSAGE_CHARS = 2000
+
+
+def _error(kind: str, message: str, *, recycle: bool = False) -> dict[str, Any]:
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return {"status": "error", "kind": str(kind), "message": message, "recycle": recycle}
+
+
+def _fault(message: str) -> dict[str, Any]:
+    """A fault of edsb, not of the model: the parent raises EdsbFault; the worker is replaced, to be safe."""
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS] + "…"
+    return {"status": "fault", "message": message, "recycle": True}
+
+
+def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
+    from edsb.data.benchmark import Benchmark
+    from edsb.geometry.scene import load_scene
+
+    if spec[0] == "source":
+        key = spec[:3]
+        if key not in cache:
+            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1]), spec[2]))
+            _freeze_long_lived_objects()
+        return cache[key]
+    key = ("inline", spec[1])
+    if key not in cache:
+        scene = pickle.loads(spec[2])
+        cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        _freeze_long_lived_objects()
+    return cache[key]
+
+
+# --- compiling and running one program --------------------------------------------------------------------------------
+
+
+def _run(reply: str, api: CodeApi, guards: Guards) -> None:
+    """Compile the prepared code, run its top level, then call `parse_event(self)` as the reference does."""
+    source = prepare_code(extract_code(reply))
+    try:
+        tree = ast.parse(source, "<string>")
+        compile(tree, "<string>", "exec", dont_inherit=True)  # the compiler's own checks ('return' outside function)
+    except (SyntaxError, ValueError) as exc:
+        raise CodeError(ErrorKind.CODE_SYNTAX, exception_text(exc)) from None
+    except RecursionError:
+        raise CodeError(ErrorKind.CODE_SYNTAX, "RecursionError: the code is nested too deeply to compile") from None
+    compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
+    if compiled.errors or compiled.code is None:
+        errors = list(compiled.errors) or ["the code could not be compiled"]
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise CodeError(ErrorKind.CODE_POLICY, f"{errors[0]}{more}")
+
+    models = program_code(compiled.code) | MODEL_OPERATIONS
+    namespace = guards.namespace()
+    top_level: dict[str, Any] = {"self": api}
+    try:
+        exec(compiled.code, namespace, top_level)
+        entry = _entry_point(top_level, namespace, api)
+        with MODEL_OPERATION:  # calling what the model bound to `parse_event` fails as the reference's call does
+            entry(api)
+    except PolicyViolation:
+        pass  # recorded by the guard, reported below
+    except CodeError:
+        raise
+    except MemoryError:
+        raise
+    except RecursionError as exc:
+        # The model's: edsb's code never recurses deeply; only the model's code, or what it nested, runs out of stack.
+        guards.raise_if_violated()
+        raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
+    except BaseException as exc:
+        guards.raise_if_violated()
+        if not is_models_fault(exc, models):  # raised by edsb's own code, for no reason the model gave
+            raise EdsbFault(f"{fault_text(exc)} while the model's code ran") from None
+        raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
+    guards.raise_if_violated()
+
+
+def _entry_point(top_level: dict[str, Any], namespace: dict[str, Any], api: Any) -> Callable[..., Any]:
+    """`parse_event` looked up as the reference's `exec` does (local names, then global), bound to `self`."""
+    if ENTRY_NAME in top_level:
+        entry = top_level[ENTRY_NAME]
+    elif ENTRY_NAME in namespace:
+        entry = namespace[ENTRY_NAME]
+    else:
+        raise CodeError(ErrorKind.CODE_NO_ENTRY, f"NameError: name '{ENTRY_NAME}' is not defined")
+    if not callable(entry):
+        raise CodeError(ErrorKind.CODE_NO_ENTRY, "TypeError: first argument must be callable")
+    try:
+        inspect.signature(entry).bind(api)
+    except ValueError:
+        pass  # a builtin without a signature: just call it
+    except TypeError:
+        # Other signatures are not rewritten (`def parse_event() -> None:`): the call fails while binding its
+        # arguments, before any of the body runs, with Python's own message.
+        try:
+            with MODEL_OPERATION:
+                entry(api)
+        except TypeError as exc:
+            raise CodeError(ErrorKind.CODE_NO_ENTRY, exception_text(exc)) from None
+        return lambda _: None  # the signature check was wrong and the call ran: nothing left to do
+    return entry
