@@ -43,11 +43,10 @@ def validation_message(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-def parse_file(path: Path, model: type[M] | Any) -> M:
+def parse_file(path: Path, model: type[M]) -> M:
     data = read_json(path)
-    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
     try:
-        return adapter.validate_python(data)
+        return TypeAdapter(model).validate_python(data)
     except ValidationError as exc:
         raise DataError(f"{path}: {validation_message(exc)}") from None
 
