@@ -17,10 +17,10 @@ from inspect_ai.log import EvalLog, read_eval_log
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
-from tests.e2e.conftest import isolate_environment, read_results, run_edsb
-from tests.e2e.scripted_model import ScriptedModel
-from tests.e2e.test_scripted_run import closest_table_answer, prose_narration, seat_answer
+from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.run_dir import read_results
+from tests.support.scripted_stories import StoryModel, closest_table_answer, prose_narration, seat_answer
 
 # Every kind of outcome, each on its own case: an execution error in the sandbox (0), a plan judged false (13), a
 # null plan that passes (21), prose where the Narrator must answer JSON (44), a PI seat the sampler cannot find (60),
@@ -87,7 +87,7 @@ def inspect_runs(log: EvalLog) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BothRuns]:
     root = tmp_path_factory.mktemp("inspect")
-    model = ScriptedModel(benchmark.cases, answers=dict(MISTAKES))
+    model = StoryModel(benchmark.cases, answers=dict(MISTAKES))
     records: dict[str, dict[str, Any]] = {}
     logs = {}
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -20,7 +20,6 @@ from edsb.planning.messages import ChatRequest, narrator_request, parser_request
 from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
-from edsb.planning.variants import get_variant
 from tests.support.data import DATA
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,8 +83,6 @@ def _benchmark() -> Benchmark:
 
 @cache
 def _request(row: Row) -> ChatRequest:
-    if get_variant(row.variant).description_type != "narrative":
-        pytest.importorskip("edsb.geometry.render", reason="object list / scene graph rendering not available")
     benchmark = _benchmark()
     pack = load_prompt_pack(benchmark)
     scenario = build_scenario(benchmark, row.case, row.level, 0, row.variant)

@@ -11,7 +11,7 @@ import pytest
 from edsb.errors import EdsbError
 from edsb.runner.keys import RunKey, expand_keys
 from edsb.runner.store import RESULTS_FILE, ResultStore, encode, load_results, read_records
-from tests.runner.conftest import raw_lines
+from tests.support.run_dir import raw_lines
 
 
 def _record(case: int, status: str = "passed", **extra: Any) -> dict[str, Any]:

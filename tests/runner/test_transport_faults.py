@@ -13,9 +13,10 @@ from edsb.data.benchmark import Benchmark
 from edsb.llm import RetryPolicy
 from edsb.runner.config import RunConfig
 from edsb.runner.run import run_benchmark
-from tests.runner.conftest import DATA, content, records_by_key
-from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.run_dir import content, records_by_key
+from tests.support.scripted_planner import ScriptedPlanner
 
 FAULTS = {
     "500": lambda: Reply.error(500, "scripted server error"),
@@ -68,7 +69,7 @@ def _config(server: OpenAIServer) -> RunConfig:
         concurrency=8,
         timeout=2.0,  # generous: the server shares this process's GIL, and a slow answer must not look like a hang
         cache=False,
-        data=DATA,
+        data=str(DATA),
     )
 
 
