@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.data import DATA, writable_copy
+from tests.support.data import require_data, writable_copy
 from tests.support.edsb_cli import Outcome, edsb_in_process, isolate_environment
 from tests.support.openai_server import OpenAIServer
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, run_args
@@ -19,8 +19,7 @@ RUNS = 3
 @pytest.fixture
 def edsb(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Outcome]:
     """`edsb(*args) -> Outcome`, with the official data, a private cache and no ambient OpenAI settings."""
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     isolate_environment(monkeypatch, tmp_path / "cache")
     monkeypatch.chdir(tmp_path)
 

@@ -105,7 +105,7 @@ def test_retry_after_ms_is_honoured(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply.rate_limited(retry_after_ms="300"), Reply.completion("ok"))
     complete(make_model(openai_server))
     first, second = openai_server.chat_requests
-    assert 0.28 <= second.received_at - first.received_at < 2
+    assert second.received_at - first.received_at >= 0.28  # it waited at least as long as it was told
 
 
 def test_5xx_is_retried_with_backoff(openai_server: OpenAIServer) -> None:

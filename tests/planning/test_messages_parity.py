@@ -20,7 +20,7 @@ from edsb.planning.messages import ChatRequest, narrator_request, parser_request
 from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
 
 REPO = Path(__file__).resolve().parents[2]
 HASH_FILE_CANDIDATES = [
@@ -76,8 +76,7 @@ def _sha256(text: str) -> str:
 
 @cache
 def _benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     return Benchmark.open(DATA)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
 from tests.support.edsb_cli import Outcome, edsb_in_process
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.run_dir import read_results, transcript_records
@@ -118,8 +118,7 @@ def run_with_faults(
 
 @pytest.fixture(autouse=True)
 def data_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     monkeypatch.setenv("EDSB_DATA", str(DATA))
     monkeypatch.setenv("EDSB_CACHE_DIR", str(tmp_path / "cache"))
 

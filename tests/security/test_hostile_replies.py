@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from tests.support.data import DATA
+from tests.support.data import require_data
 from tests.support.edsb_cli import child_env, edsb_child
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.run_dir import read_results
@@ -34,8 +32,7 @@ class FirstReplyHostile:
 
 
 def run_two(tmp_path: Path, model: FirstReplyHostile, *options: str) -> tuple[dict, dict, str]:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     out = tmp_path / "run"
     env = child_env(tmp_path / "cache")
     with OpenAIServer(model) as server:

@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from edsb.planning.sandbox import DEFAULT_LIMITS
 from edsb.runner.config import RunConfig
-from tests.support.data import DATA
-from tests.support.edsb_cli import child_env, edsb_child
+from tests.support.edsb_cli import edsb_child
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import read_results
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, run_args
@@ -24,13 +21,6 @@ ALLOCATE = program(
     "block = ' ' * (400 << 20)\nget_character('David').set_target_action('eat')\n"
     "get_character('David').set_position(get_area_to_sit_on('chair_2'))",
 )
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return child_env(tmp_path / "cache")
 
 
 def run_loop_and_allocation(tmp_path: Path, env: dict[str, str], *options: str) -> tuple[dict, dict, dict]:

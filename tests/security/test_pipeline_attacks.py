@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.data import DATA
+from tests.support.data import require_data
 from tests.support.edsb_cli import Outcome, child_env, edsb_child
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import every_output, read_results
@@ -173,8 +173,7 @@ def attack_program(attack: Attack, targets: Path) -> str:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     root = tmp_path_factory.mktemp("attacks")
     targets, cwd, out = root / "targets", root / "cwd", root / "run"
     targets.mkdir()

@@ -11,15 +11,14 @@ import pytest
 
 from edsb.planning.code import CodeError
 from edsb.planning.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
 
 LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
 
 
 @pytest.fixture(scope="module")
 def context() -> CodeContext:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     return CodeContext.for_benchmark(DATA, "House")
 
 

@@ -7,10 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-import pytest
-
-from tests.support.data import DATA
-from tests.support.edsb_cli import Outcome, child_env, edsb_child
+from tests.support.edsb_cli import Outcome, edsb_child
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.run_dir import every_output, read_results
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, is_narrator_request, program, run_args
@@ -37,13 +34,6 @@ class EchoingServer:
         if is_narrator_request(request):
             return self.scripted(request)
         return Reply.error(self.status, f"{self.prefix}{presented_key(request)}. You can find your key at ...")
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return child_env(tmp_path / "cache")
 
 
 def run_against_echo(

@@ -5,8 +5,17 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("EDSB_DATA", REPO.parent / "shared" / "edsb-data"))
+
+
+def require_data() -> Path:
+    """DATA, or a test failure that says where it was looked for: a missing data directory never skips a test."""
+    if not DATA.is_dir():
+        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    return DATA
 
 
 def writable_copy(target: Path) -> Path:
