@@ -8,7 +8,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.runner.config import RunConfig
 from edsb.runner.keys import expand_keys
 from edsb.runner.run import run_benchmark
-from tests.support.data import DATA
+from tests.support.edsb_cli import scripted_config
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import content, raw_lines, records_by_key
 from tests.support.scripted_planner import ScriptedPlanner
@@ -17,16 +17,7 @@ DELAY_S = 0.04
 
 
 def _config(server: OpenAIServer, **overrides: object) -> RunConfig:
-    settings: dict[str, object] = {
-        "model": "openai:scripted",
-        "base_url": server.base_url,
-        "cases": [0, 2, 13, 14, 60, 61],
-        "repeats": 2,
-        "cache": False,
-        "data": str(DATA),
-        **overrides,
-    }
-    return RunConfig.model_validate(settings)
+    return scripted_config(server.base_url, **{"cases": [0, 2, 13, 14, 60, 61], "repeats": 2, **overrides})
 
 
 def test_concurrency_1_and_8_give_the_same_results(benchmark: Benchmark, tmp_path: Path) -> None:

@@ -14,11 +14,9 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.llm import read_transcripts
-from edsb.runner.config import RunConfig
 from edsb.runner.run import run_benchmark
 from edsb.runner.store import RESULTS_FILE
-from tests.support.data import DATA
-from tests.support.edsb_cli import child_env, scripted_run_args, start_edsb, wait_until
+from tests.support.edsb_cli import child_env, scripted_config, scripted_run_args, start_edsb, wait_until
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import content, raw_lines, records_by_key
 from tests.support.scripted_planner import ScriptedPlanner
@@ -36,15 +34,7 @@ def slow_server(benchmark: Benchmark) -> OpenAIServer:
 @pytest.fixture
 def uninterrupted(slow_server: OpenAIServer, tmp_path: Path) -> dict[str, dict]:
     """The records of the same selection run in one go."""
-    config = RunConfig(
-        model="openai:scripted",
-        base_url=slow_server.base_url,
-        cases=[0, 13, 60],
-        repeats=2,
-        concurrency=2,
-        cache=False,
-        data=str(DATA),
-    )
+    config = scripted_config(slow_server.base_url, cases=[0, 13, 60], repeats=2, concurrency=2)
     run_benchmark(config, tmp_path / "uninterrupted", quiet=True)
     records = records_by_key(tmp_path / "uninterrupted")
     assert len(records) == KEYS

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from edsb.cli import main
+from edsb.runner.config import RunConfig
 from tests.support.data import DATA, REPO
 
 HANG_GUARD_S = 60.0  # how long `wait_until` polls before it calls the wait a hang
@@ -123,6 +124,13 @@ def scripted_run_args(base_url: str, out: Path, *options: str) -> list[str]:
 def scripted_run_child(base_url: str, out: Path, cache_dir: Path, *options: str) -> Outcome:
     """`edsb run` against the loopback `base_url` in a child process with a private response cache."""
     return edsb_child(scripted_run_args(base_url, out, *options), env=child_env(cache_dir))
+
+
+def scripted_config(base_url: str, **settings: Any) -> RunConfig:
+    """The `RunConfig` of `run_benchmark` for `openai:scripted` at `base_url`, uncached, on the official data."""
+    return RunConfig.model_validate(
+        {"model": "openai:scripted", "base_url": base_url, "cache": False, "data": str(DATA), **settings}
+    )
 
 
 def isolate_environment(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
