@@ -193,11 +193,14 @@ def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> No
     }
 
 
-def run_one(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], EvalLog]:
-    """Case 13 at level 0 once through `edsb run` and once through Inspect, against the same server."""
+def run_one(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, exit_code: int = 0
+) -> tuple[dict[str, Any], EvalLog]:
+    """Case 13 at level 0 once through `edsb run` (which must exit with `exit_code`) and once through Inspect,
+    against the same server."""
     out = tmp_path / "run"
     args = ("--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13", "--distraction", "0")
-    assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == 0
+    assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == exit_code
     (record,) = read_results(out)
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
     (log,) = inspect_eval(
@@ -231,7 +234,7 @@ def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
     openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     openai_server.handler = lambda request: Reply.error(503, "overloaded")
-    record, log = run_one(openai_server, tmp_path, monkeypatch)
+    record, log = run_one(openai_server, tmp_path, monkeypatch, exit_code=1)  # an incomplete run exits non-zero
     assert (record["status"], record["error_kind"]) == ("incomplete", "transport_http")
     (sample,) = log.samples or []
     assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it
