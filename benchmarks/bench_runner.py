@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.scripted_model import ScriptedModel  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
+from tests.support.scripted_stories import StoryModel  # noqa: E402
 
 from edsb.cli import main  # noqa: E402
 from edsb.data.benchmark import Benchmark  # noqa: E402
@@ -65,7 +65,7 @@ def timed_run(server: OpenAIServer, concurrency: int, out: Path) -> tuple[int, f
 
 def main_bench() -> None:
     benchmark = Benchmark.open(os.environ.get("EDSB_DATA"))
-    scripted = ScriptedModel(benchmark.cases)
+    scripted = StoryModel(benchmark.cases)
 
     def slow(request):
         reply = scripted(request)

@@ -86,7 +86,7 @@ def test_usage_errors(edsb, files: Path, args: tuple[str, ...], contains: str) -
     before = sorted(p.name for p in files.iterdir())
     outcome = edsb(*(arg.replace("{tmp}", str(files)) for arg in args))
     outcome.assert_one_clear_error(2, contains=contains)
-    assert outcome.out == ""
+    assert outcome.stdout == ""
     assert sorted(p.name for p in files.iterdir()) == before  # no run directory, no stray file
 
 
@@ -123,10 +123,10 @@ def test_corrupt_case_file(edsb, files: Path, damaged_data, command: tuple[str, 
     (files / "plans.jsonl").write_text('{"case": 13, "plan": {}}\n')
     data = damaged_data(damage)
     outcome = edsb(*(arg.replace("{tmp}", str(files)) for arg in command), "--data", data)
-    assert outcome.code == 1
-    errors = [line for line in outcome.err.splitlines() if line.startswith("edsb: error: ")]
-    assert len(errors) == 1 and "testcase_13.json" in errors[0] and problem in errors[0], outcome.err
-    assert "Traceback" not in outcome.err + outcome.out
+    assert outcome.returncode == 1
+    errors = [line for line in outcome.stderr.splitlines() if line.startswith("edsb: error: ")]
+    assert len(errors) == 1 and "testcase_13.json" in errors[0] and problem in errors[0], outcome.stderr
+    assert "Traceback" not in outcome.stderr + outcome.stdout
     assert not (files / "run").exists()
 
 
@@ -134,8 +134,8 @@ def test_check_model_that_cannot_answer_prints_json_and_one_error_line(edsb) -> 
     with OpenAIServer(lambda request: Reply.error(403, "model not enabled for this key")) as server:
         outcome = edsb("check-model", "--model", "openai:x", "--base-url", server.base_url)
     outcome.assert_one_clear_error(1, contains="http 403 after 1 attempt: model not enabled for this key")
-    answer = json.loads(outcome.out)
-    assert answer["ok"] is False and answer["error"] in outcome.err
+    answer = json.loads(outcome.stdout)
+    assert answer["ok"] is False and answer["error"] in outcome.stderr
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_check_model_bad_settings(edsb, option: tuple[str, str], contains: str) 
     args = ["check-model", "--model", "openai:x", *option]
     outcome = edsb(*args)
     outcome.assert_one_clear_error(1, contains=contains)
-    assert json.loads(outcome.out)["ok"] is False
+    assert json.loads(outcome.stdout)["ok"] is False
 
 
 @pytest.mark.parametrize(
@@ -174,8 +174,8 @@ def test_score_reports_a_torn_last_line_on_its_own_line(edsb, files: Path) -> No
     good = {"case": 13, "plan": {"David": {"target_action": ["eat"], "relationships": ["sit on chair_2"]}}}
     plans.write_text(json.dumps(good) + "\n" + json.dumps(good)[:25])
     outcome = edsb("score", plans)
-    assert outcome.code == 0 and "Traceback" not in outcome.err
-    first, second = (json.loads(line) for line in outcome.out.splitlines())
+    assert outcome.returncode == 0 and "Traceback" not in outcome.stderr
+    first, second = (json.loads(line) for line in outcome.stdout.splitlines())
     assert first["passed"] is True
     assert second["passed"] is False and second["error"].startswith("invalid_input: line 2")
-    assert "1 invalid lines skipped" in outcome.err
+    assert "1 invalid lines skipped" in outcome.stderr

@@ -7,12 +7,12 @@ from edsb import __version__
 
 def test_version(edsb) -> None:
     outcome = edsb("--version")
-    assert (outcome.code, outcome.out) == (0, f"edsb {__version__}\n")
+    assert (outcome.returncode, outcome.stdout) == (0, f"edsb {__version__}\n")
 
 
 def test_help_texts_keep_brackets_and_show_defaults(edsb, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # one help line per option, so phrases are not wrapped apart
-    assert '"sampled_position": [x, y] or null' in edsb("score", "--help").out
-    assert "connection errors (default 6)" in edsb("run", "--help").out
-    assert "`--tag OA --tag SS`: OA or SS" in edsb("cases", "--help").out
-    assert "--archive" in edsb("data", "fetch", "--help").out
+    assert '"sampled_position": [x, y] or null' in edsb("score", "--help").stdout
+    assert "connection errors (default 6)" in edsb("run", "--help").stdout
+    assert "`--tag OA --tag SS`: OA or SS" in edsb("cases", "--help").stdout
+    assert "--archive" in edsb("data", "fetch", "--help").stdout

@@ -40,9 +40,9 @@ def test_a_torn_last_line_is_left_out_of_the_report(edsb, finished) -> None:
     results.write_bytes(results.read_bytes()[:-40])  # the last record lost its end
     before = snapshot(out)
     outcome = edsb("report", out, "--format", "json")
-    assert outcome.code == 0 and "Traceback" not in outcome.err
-    assert json.loads(outcome.out)["variants"]["object-list"]["runs"] == RUNS - 1
-    assert "note:" in outcome.err and "last line is torn" in outcome.err
+    assert outcome.returncode == 0 and "Traceback" not in outcome.stderr
+    assert json.loads(outcome.stdout)["variants"]["object-list"]["runs"] == RUNS - 1
+    assert "note:" in outcome.stderr and "last line is torn" in outcome.stderr
     assert snapshot(out) == before
 
 

@@ -23,7 +23,7 @@ def test_a_torn_last_line_is_dropped_and_that_run_done_again(edsb, server, finis
     asked = len(server.chat_requests)
 
     outcome = edsb(*args)
-    assert outcome.code == 0 and "Traceback" not in outcome.err
+    assert outcome.returncode == 0 and "Traceback" not in outcome.stderr
     assert len(server.chat_requests) - asked == 2  # one run again: its Narrator and its Event Parser
     repaired = results.read_bytes().splitlines(keepends=True)
     assert repaired[: RUNS - 1] == lines[:-1]  # whole lines kept byte for byte

@@ -7,21 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from edsb.cli import main
 from edsb.data.benchmark import Benchmark
-
-from .conftest import SHARED
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    captured = capsys.readouterr()
-    return exit_info.value.code or 0, captured.out, captured.err
+from tests.support.data import DATA
+from tests.support.edsb_cli import edsb_in_process
 
 
 def test_counts_on_the_official_data(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(["data", "check", "--data", str(SHARED), "--json"], capsys)
+    code, out, _ = edsb_in_process(["data", "check", "--data", str(DATA), "--json"], capsys)
     report = json.loads(out)
     assert code == 0
     assert report["cases"] == 40
@@ -32,7 +24,7 @@ def test_counts_on_the_official_data(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_case_facts_match_the_protocol() -> None:
-    cases = Benchmark.open(SHARED).cases
+    cases = Benchmark.open(DATA).cases
     assert sorted(cases) == [
         *range(5),
         *range(10, 15),
@@ -72,7 +64,7 @@ def test_case_facts_match_the_protocol() -> None:
 )
 def test_damaged_case_file_gives_one_line(data_copy: Path, damage, expected: str, capsys) -> None:
     damage(data_copy / "benchmark/test_cases/0_OA/testcase_0.json")
-    code, _, err = run_cli(["data", "check", "--data", str(data_copy)], capsys)
+    code, _, err = edsb_in_process(["data", "check", "--data", str(data_copy)], capsys)
     assert code == 1
     lines = err.strip().splitlines()
     assert any(expected in line for line in lines), lines
@@ -83,9 +75,9 @@ def test_damaged_case_file_gives_one_line(data_copy: Path, damage, expected: str
 def test_modified_but_valid_file_is_flagged_unless_allowed(data_copy: Path, capsys) -> None:
     path = data_copy / "configs/scenes/Office/descriptions/openai-gpt-4o-2024-08-06-0.1/description-3.txt"
     path.write_text(path.read_text() + "\nA new sentence.")
-    code, _, err = run_cli(["data", "check", "--data", str(data_copy)], capsys)
+    code, _, err = edsb_in_process(["data", "check", "--data", str(data_copy)], capsys)
     assert code == 1 and "description-3.txt: sha256 differs" in err
-    code, _, err = run_cli(["data", "check", "--data", str(data_copy), "--allow-modified"], capsys)
+    code, _, err = edsb_in_process(["data", "check", "--data", str(data_copy), "--allow-modified"], capsys)
     assert code == 0 and "warning:" in err
 
 
@@ -94,20 +86,20 @@ def test_corrupt_objects_file_names_the_field(data_copy: Path, capsys) -> None:
     objects = json.loads(path.read_text())
     objects[3]["center"] = [1.0, 2.0]
     path.write_text(json.dumps(objects))
-    code, _, err = run_cli(["data", "check", "--data", str(data_copy)], capsys)
+    code, _, err = edsb_in_process(["data", "check", "--data", str(data_copy)], capsys)
     assert code == 1
     assert "Office/objects.json: 3.center:" in err
 
 
 def test_missing_data_dir_is_one_line(tmp_path: Path, capsys) -> None:
-    code, _, err = run_cli(["cases", "--data", str(tmp_path / "nowhere")], capsys)
+    code, _, err = edsb_in_process(["cases", "--data", str(tmp_path / "nowhere")], capsys)
     assert code == 1
     assert err.count("\n") == 1 and "no benchmark data at" in err and "edsb data fetch" in err
 
 
 def test_env_var_points_at_the_data(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    monkeypatch.setenv("EDSB_DATA", str(SHARED))
-    code, out, _ = run_cli(["cases", "--json", "--cases", "PI"], capsys)
+    monkeypatch.setenv("EDSB_DATA", str(DATA))
+    code, out, _ = edsb_in_process(["cases", "--json", "--cases", "PI"], capsys)
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0
     assert [row["id"] for row in rows] == list(range(60, 70))

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import http.server
 import io
-import os
-import socket
-import subprocess
-import sys
 import tarfile
 import threading
 import zipfile
@@ -16,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from edsb.cli import main
 from edsb.data.download import fetch_data
 from edsb.data.manifest import load_manifest, verify_tree
 from edsb.errors import DataError
-
-from .conftest import SHARED
+from tests.support.data import DATA
+from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process
+from tests.support.network import closed_port
 
 TOP = "Event-Driven-Storytelling-8a6f726951decf3327d4e015c11202c19dca1749"
 
@@ -33,7 +29,7 @@ def build_archive(tamper: str | None = None, drop: str | None = None, runner: by
         for name in load_manifest():
             if name == drop:
                 continue
-            data = (SHARED / name).read_bytes()
+            data = (DATA / name).read_bytes()
             if name == tamper:
                 data = data.replace(b"chair", b"chaiR", 1) + b" "
             info = tarfile.TarInfo(f"{TOP}/{name}")
@@ -112,18 +108,11 @@ def test_garbage_body_is_a_clear_error(tmp_path: Path, archive_server: dict) -> 
         fetch_data(tmp_path / "data", archive_server["url"])
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_unreachable_url_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/archive.tar.gz"
-    with pytest.raises(SystemExit) as exit_info:
-        main(["data", "fetch", "--dest", str(tmp_path / "data"), "--url", url])
-    assert exit_info.value.code == 1
-    error = capsys.readouterr().err.strip()
+    url = f"http://127.0.0.1:{closed_port()}/archive.tar.gz"
+    outcome = edsb_in_process(["data", "fetch", "--dest", str(tmp_path / "data"), "--url", url], capsys)
+    assert outcome.returncode == 1
+    error = outcome.stderr.strip()
     assert error.startswith("edsb: error: download failed: cannot reach")
     assert "\n" not in error and "Traceback" not in error
     assert not (tmp_path / "data").exists()
@@ -136,16 +125,9 @@ def test_optional_runner_file_is_verified_too(tmp_path: Path, archive_server: di
     assert not (tmp_path / "data").exists()
 
 
-def _edsb(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "edsb", *argv], env=env, capture_output=True, text=True, timeout=120)
-
-
 def _cli_env(tmp_path: Path) -> dict[str, str]:
-    root = Path(__file__).resolve().parents[2]
-    env = {key: value for key, value in os.environ.items() if key != "EDSB_DATA"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "src"), env.get("PYTHONPATH")]))
-    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")  # the per-user data directory, inside the test's tmp dir
-    return env
+    """No EDSB_DATA, and the per-user data directory inside the test's tmp dir."""
+    return child_env(data=None, XDG_DATA_HOME=str(tmp_path / "xdg"))
 
 
 def test_fetch_from_a_local_archive_through_the_cli(tmp_path: Path) -> None:
@@ -153,10 +135,10 @@ def test_fetch_from_a_local_archive_through_the_cli(tmp_path: Path) -> None:
     archive.write_bytes(build_archive())
     dest = tmp_path / "deep" / "data"
     env = _cli_env(tmp_path)
-    result = _edsb("data", "fetch", "--archive", str(archive), "--dest", str(dest), env=env)
+    result = edsb_child(["data", "fetch", "--archive", str(archive), "--dest", str(dest)], env=env)
     assert result.returncode == 0, result.stderr
     assert verify_tree(dest) == [] and not (dest / "main.py").exists()
-    checked = _edsb("data", "check", "--data", str(dest), env=env)
+    checked = edsb_child(["data", "check", "--data", str(dest)], env=env)
     assert checked.returncode == 0 and "cases: 40" in checked.stdout
 
 
@@ -174,19 +156,19 @@ def test_fetch_from_a_local_zip_archive(tmp_path: Path) -> None:
 
 def test_a_missing_or_bad_local_archive_leaves_no_directory(tmp_path: Path) -> None:
     env = _cli_env(tmp_path)
-    missing = _edsb("data", "fetch", "--archive", str(tmp_path / "nope.tar.gz"), env=env)
+    missing = edsb_child(["data", "fetch", "--archive", str(tmp_path / "nope.tar.gz")], env=env)
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"edsb: error: --archive {tmp_path / 'nope.tar.gz'}: no such file"
     garbage = tmp_path / "garbage.tar.gz"
     garbage.write_bytes(b"<html>not an archive</html>")
-    bad = _edsb("data", "fetch", "--archive", str(garbage), env=env)
+    bad = edsb_child(["data", "fetch", "--archive", str(garbage)], env=env)
     assert bad.returncode == 1 and "is not a readable archive" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "xdg").exists()  # the default data directory and its parents were not left behind
 
 
 def test_unreachable_url_suggests_a_local_archive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/archive.tar.gz"
-    with pytest.raises(SystemExit):
-        main(["data", "fetch", "--dest", str(tmp_path / "a" / "b" / "data"), "--url", url])
-    assert "--archive FILE" in capsys.readouterr().err
+    url = f"http://127.0.0.1:{closed_port()}/archive.tar.gz"
+    outcome = edsb_in_process(["data", "fetch", "--dest", str(tmp_path / "a" / "b" / "data"), "--url", url], capsys)
+    assert outcome.returncode == 1
+    assert "--archive FILE" in outcome.stderr
     assert list(tmp_path.iterdir()) == []

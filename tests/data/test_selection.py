@@ -3,10 +3,9 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import describe_ids, parse_levels, select_cases
 from edsb.errors import UsageError
+from tests.support.data import DATA
 
-from .conftest import SHARED
-
-CASES = Benchmark.open(SHARED).cases
+CASES = Benchmark.open(DATA).cases
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import read_results, read_summary, run_edsb
+from tests.support.edsb_cli import run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.run_dir import read_results, read_summary
 
 COMMON = ("--no-cache", "--max-retries", "0", "--quiet", "--concurrency", "1")
 

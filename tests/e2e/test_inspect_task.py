@@ -17,10 +17,10 @@ from inspect_ai.log import EvalLog, read_eval_log
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
-from tests.e2e.conftest import isolate_environment, read_results, run_edsb
-from tests.e2e.scripted_model import ScriptedModel
-from tests.e2e.test_scripted_run import closest_table_answer, prose_narration, seat_answer
+from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.run_dir import read_results
+from tests.support.scripted_stories import StoryModel, closest_table_answer, prose_narration, seat_answer
 
 # Every kind of outcome, each on its own case: an execution error in the sandbox (0), a plan judged false (13), a
 # null plan that passes (21), prose where the Narrator must answer JSON (44), a PI seat the sampler cannot find (60),
@@ -87,7 +87,7 @@ def inspect_runs(log: EvalLog) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BothRuns]:
     root = tmp_path_factory.mktemp("inspect")
-    model = ScriptedModel(benchmark.cases, answers=dict(MISTAKES))
+    model = StoryModel(benchmark.cases, answers=dict(MISTAKES))
     records: dict[str, dict[str, Any]] = {}
     logs = {}
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -194,9 +194,10 @@ def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> No
 
 
 def run_one(
-    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exit_code: int = 0
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, exit_code: int = 0
 ) -> tuple[dict[str, Any], EvalLog]:
-    """Case 13 at level 0 once through `edsb run` and once through Inspect, against the same server."""
+    """Case 13 at level 0 once through `edsb run` (which must exit with `exit_code`) and once through Inspect,
+    against the same server."""
     out = tmp_path / "run"
     args = ("--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13", "--distraction", "0")
     assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == exit_code
@@ -233,7 +234,7 @@ def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
     openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     openai_server.handler = lambda request: Reply.error(503, "overloaded")
-    record, log = run_one(openai_server, tmp_path, monkeypatch, exit_code=1)  # edsb run: a run stays incomplete
+    record, log = run_one(openai_server, tmp_path, monkeypatch, exit_code=1)  # an incomplete run exits non-zero
     assert (record["status"], record["error_kind"]) == ("incomplete", "transport_http")
     (sample,) = log.samples or []
     assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from edsb.llm import bundled_gguf_path
-from tests.e2e.conftest import NetworkBlocked, block_network, read_results, read_summary, run_edsb
-
-pytest.importorskip("llama_cpp", reason="the embedded model needs the 'local' extra")
+from tests.support.edsb_cli import run_edsb
+from tests.support.network import NetworkBlocked, block_network
+from tests.support.run_dir import read_results, read_summary
 
 
 @pytest.mark.slow

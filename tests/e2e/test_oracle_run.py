@@ -19,8 +19,10 @@ from edsb.llm.errors import ModelSpecError
 from edsb.llm.oracle import OracleChatModel, OracleError
 from edsb.planning.variants import PRESETS
 from edsb.runner.keys import expand_keys
-from tests.e2e.conftest import block_network, read_results, read_summary, run_edsb
 from tests.support.data import DATA
+from tests.support.edsb_cli import run_edsb
+from tests.support.network import block_network
+from tests.support.run_dir import read_results, read_summary
 
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, preset: str) -> tuple[Path, list[dict]]:

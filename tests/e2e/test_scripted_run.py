@@ -22,18 +22,22 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
-from tests.e2e.conftest import block_network, isolate_environment, read_results, read_summary, run_edsb
-from tests.e2e.scripted_model import (
+from tests.support.edsb_cli import isolate_environment, run_edsb
+from tests.support.network import block_network
+from tests.support.openai_server import OpenAIServer
+from tests.support.run_dir import read_results, read_summary
+from tests.support.scripted_stories import (
     DIRECT_POSITIONS,
     Answer,
     Module,
-    ScriptedModel,
+    StoryModel,
     chosen_atoms,
+    closest_table_answer,
     fenced,
-    handle_name,
     module_of,
+    prose_narration,
+    seat_answer,
 )
-from tests.support.openai_server import OpenAIServer
 
 PIPELINE_MODULE = {
     "narrator": "narrator",
@@ -65,7 +69,7 @@ COMMON = ("--max-retries", "0", "--concurrency", "4", "--quiet")
 @dataclass
 class ScriptedRuns:
     root: Path
-    model: ScriptedModel
+    model: StoryModel
     requests: list[dict[str, Any]]  # bodies the server received
     exit_codes: dict[str, int] = field(default_factory=dict)
 
@@ -102,7 +106,7 @@ def all_records(runs: ScriptedRuns) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def scripted(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScriptedRuns]:
     root = tmp_path_factory.mktemp("scripted")
-    model = ScriptedModel(benchmark.cases)
+    model = StoryModel(benchmark.cases)
     with pytest.MonkeyPatch.context() as monkeypatch:
         isolate_environment(monkeypatch, root / "cache")
         with OpenAIServer(model) as server:
@@ -247,40 +251,6 @@ def test_replay_reproduces_every_verdict_without_a_server(
 # --- mistakes --------------------------------------------------------------------------------------------------------
 
 
-def seat_answer(seat: str, comment: str) -> Answer:
-    def answer(case: TestCase) -> str:
-        (expected,) = case.expected_plans
-        var = handle_name(expected.character)
-        action = expected.target_action or "idle"
-        body = [
-            f"    # {comment}",
-            f'    {var} = get_character("{expected.character}")',
-            f'    {var}.set_position(get_area_to_sit_on("{seat}"))',
-            f'    {var}.set_target_action("{action}")',
-            f"    return [{var}]",
-        ]
-        return fenced("def parse_event():", body)
-
-    return answer
-
-
-def closest_table_answer(case: TestCase) -> str:
-    (expected,) = case.expected_plans
-    body = [
-        "    # The table between the armchairs; the closest table to it is where Ryan should stand.",
-        '    table = get_closest_object("table_99", "table")',
-        f'    ryan = get_character("{expected.character}")',
-        "    ryan.set_position(get_area_adjacent_to(table))",
-        '    ryan.set_target_action("use_smartphone")',
-        "    return [ryan]",
-    ]
-    return fenced("def parse_event():", body)
-
-
-def prose_narration(case: TestCase) -> str:
-    return f"Sure! Next, {case.expected_plans[0].character} sits down in the kitchen to eat."
-
-
 BOTH = ["narrator", "event_parser"]
 
 
@@ -311,7 +281,7 @@ def test_mistakes_are_judged_as_the_reference_would(
     message: str | None,
     asked: list[str],
 ) -> None:
-    openai_server.handler = ScriptedModel(benchmark.cases, answers={(module, case_id): answer})
+    openai_server.handler = StoryModel(benchmark.cases, answers={(module, case_id): answer})
     out = tmp_path / "run"
     args = ("--model", "openai:scripted", "--base-url", openai_server.base_url, "--cases", str(case_id))
     assert run_edsb("run", *args, "--distraction", "0", *COMMON, "--out", str(out)) == 0
@@ -348,7 +318,7 @@ def test_wo_event_plan_naming_no_kept_character_is_a_skip(
 ) -> None:
     # The reference keeps such a plan only if it names a character of the scene; otherwise the turn is skipped
     # (plan `{}`), which passes the null-plan case 21 and misses the expected character elsewhere.
-    openai_server.handler = ScriptedModel(benchmark.cases, answers={("wo_event", case_id): stranger_plan})
+    openai_server.handler = StoryModel(benchmark.cases, answers={("wo_event", case_id): stranger_plan})
     out = tmp_path / "run"
     args = ("--model", "openai:scripted", "--base-url", openai_server.base_url, "--cases", str(case_id))
     assert run_edsb("run", *args, "--variant", "wo-event", "--distraction", "0", *COMMON, "--out", str(out)) == 0

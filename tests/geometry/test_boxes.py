@@ -5,7 +5,7 @@ import pytest
 
 from edsb.geometry.boxes import to_canonical
 from edsb.geometry.scene import Scene
-from tests.geometry.helpers import make_box
+from tests.support.scenes import make_box
 
 
 def test_box_keeps_reference_precision() -> None:

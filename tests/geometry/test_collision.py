@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 
 from edsb.geometry.collision import first_collision, floor_collisions, stands_on_floor
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 
 def test_only_strict_insides_of_floor_objects_collide() -> None:

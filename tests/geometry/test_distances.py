@@ -18,7 +18,7 @@ from edsb.geometry.distances import (
     two_anchor_distance,
 )
 from edsb.geometry.scene import load_scene
-from tests.geometry.helpers import make_box
+from tests.support.scenes import make_box
 
 # A 2 m wide, 1 m deep box at the origin facing +y: W = 1, H = 0.5 and canonical = world coordinates.
 TABLE = make_box("table_1", (0.0, 0.0), width=2.0, depth=1.0)

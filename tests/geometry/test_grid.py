@@ -6,7 +6,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.geometry.collision import floor_collisions
 from edsb.geometry.grid import build_occupancy_grid, occupancy_grid_of
 from edsb.geometry.scene import load_scene
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 
 def test_grid_spans_the_sampler_range_with_the_reference_cell_count(benchmark: Benchmark) -> None:

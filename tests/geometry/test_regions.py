@@ -7,7 +7,7 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.regions import ClusteringSettings, cluster_sizes, clusters_text, object_clusters
 from edsb.geometry.scene import load_scene
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 
 @pytest.mark.parametrize(

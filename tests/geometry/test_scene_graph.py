@@ -5,7 +5,7 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.geometry.scene_graph import Edge, SceneGraph, build_scene_graph, rewrite_predicate, scene_graph_of
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 
 @pytest.mark.parametrize(("name", "total"), [("House", 86), ("Office", 263), ("Restaurant", 169)])

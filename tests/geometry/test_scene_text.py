@@ -8,7 +8,7 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.geometry.scene_text import object_list_text, scene_graph_text
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 # Protocol §5.5: the reference's texts (UTF-8, no trailing newline).
 REFERENCE_TEXTS = {

@@ -68,7 +68,7 @@ def test_request_shape_and_usage(openai_server: OpenAIServer) -> None:
     assert response.finish_reason == "stop"
     assert response.attempts == 1
     assert response.source == "model"
-    assert 0 < response.latency_s < 5
+    assert response.latency_s > 0
 
 
 def test_text_mode_sends_no_response_format_and_optional_settings_only_when_set(openai_server: OpenAIServer) -> None:
@@ -105,7 +105,7 @@ def test_retry_after_ms_is_honoured(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply.rate_limited(retry_after_ms="300"), Reply.completion("ok"))
     complete(make_model(openai_server))
     first, second = openai_server.chat_requests
-    assert 0.28 <= second.received_at - first.received_at < 2
+    assert second.received_at - first.received_at >= 0.28  # it waited at least as long as it was told
 
 
 def test_5xx_is_retried_with_backoff(openai_server: OpenAIServer) -> None:
@@ -146,11 +146,10 @@ def test_echoed_key_is_redacted_and_404_explained(openai_server: OpenAIServer) -
 
 def test_hanging_response_times_out(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply.hang(), Reply.hang())
-    started = time.monotonic()
     with pytest.raises(TransportError) as caught:
         complete(make_model(openai_server, timeout_s=0.3, retry=RetryPolicy(max_retries=1, initial_delay_s=0.01)))
     assert (caught.value.kind, caught.value.attempts) == ("timeout", 2)
-    assert time.monotonic() - started < 3
+    assert len(openai_server.chat_requests) == 2  # one try and one retry, then it gave up
 
 
 def test_slow_but_timely_response_succeeds(openai_server: OpenAIServer) -> None:

@@ -20,8 +20,7 @@ from edsb.planning.messages import StagePrompt, narrator_request, parser_request
 from edsb.planning.narrator import make_event
 from edsb.planning.prompt_pack import load_prompt_pack
 from edsb.planning.scenario import build_scenario
-from edsb.planning.variants import get_variant
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
 
 REPO = Path(__file__).resolve().parents[2]
 HASH_FILE_CANDIDATES = [
@@ -77,15 +76,12 @@ def _sha256(text: str) -> str:
 
 @cache
 def _benchmark() -> Benchmark:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     return Benchmark.open(DATA)
 
 
 @cache
 def _request(row: Row) -> StagePrompt:
-    if get_variant(row.variant).description_type != "narrative":
-        pytest.importorskip("edsb.geometry.scene_text", reason="object list / scene graph rendering not available")
     benchmark = _benchmark()
     pack = load_prompt_pack(benchmark)
     scenario = build_scenario(benchmark, row.case, row.level, 0, row.variant)

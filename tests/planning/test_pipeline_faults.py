@@ -22,8 +22,8 @@ from edsb.planning.pipeline import RunServices, execute_run
 from edsb.results import RunKey, RunResult
 from edsb.sandbox import ApiScene, CodeContext, SandboxLimits
 from edsb.scoring.judge import Judge
-from tests.security.scripted import BENIGN_BODY, CASE, VARIANT, ScriptedModel, program
 from tests.support.openai_server import OpenAIServer
+from tests.support.scripted_programs import BENIGN_BODY, CASE, VARIANT, ProgramScript, program
 
 KEY = RunKey(VARIANT, CASE, 0, 0)
 LIMITS = SandboxLimits(timeout=5.0, workers=1)
@@ -35,7 +35,7 @@ def run(benchmark: Benchmark) -> Iterator[Any]:
     servers: list[OpenAIServer] = []
 
     def run_once(body: str) -> RunResult:
-        server = OpenAIServer(ScriptedModel([program("under-test", body)])).start()
+        server = OpenAIServer(ProgramScript([program("under-test", body)])).start()
         servers.append(server)
         model = build_model("openai:scripted", base_url=server.base_url, cache=False, max_retries=0)
         services = RunServices(benchmark=benchmark, model=model, limits=LIMITS)

@@ -9,6 +9,8 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
 from edsb.errors import DataError
+from edsb.geometry.scene import load_scene
+from edsb.geometry.scene_text import object_list_text, scene_graph_text
 from edsb.planning.scenario import (
     Character,
     CharacterStateError,
@@ -248,12 +250,9 @@ def test_narrative_description_is_the_repeat_file(benchmark: Benchmark) -> None:
 
 
 def test_rendered_descriptions_come_from_geometry(benchmark: Benchmark) -> None:
-    render = pytest.importorskip("edsb.geometry.scene_text")
-    from edsb.geometry.scene import load_scene
-
     scene = load_scene(benchmark, "Restaurant")
     listed = build_scenario(benchmark, 2, 0, 3, "object-list")
-    assert listed.description == render.object_list_text(scene)
+    assert listed.description == object_list_text(scene)
     graph = build_scenario(benchmark, 2, 0, 0, "scene-graph")
-    assert graph.description == render.scene_graph_text(scene)
+    assert graph.description == scene_graph_text(scene)
     assert build_scenario(benchmark, 2, 1, 4, "direct").description == graph.description  # same for every repeat

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from tests.e2e.conftest import run_edsb
-from tests.e2e.scripted_model import ScriptedModel
+from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer
+from tests.support.scripted_stories import StoryModel
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -78,10 +78,8 @@ def run_dir(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> P
     root = tmp_path_factory.mktemp("html")
     out = root / "run"
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setenv("EDSB_CACHE_DIR", str(root / "cache"))
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            monkeypatch.delenv(name, raising=False)
-        with OpenAIServer(ScriptedModel(benchmark.cases)) as server:
+        isolate_environment(monkeypatch, root / "cache")
+        with OpenAIServer(StoryModel(benchmark.cases)) as server:
             code = run_edsb(
                 "run", "--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13,60",
                 "--distraction", "0", "--repeats", "1", "--max-retries", "0", "--quiet", "--out", str(out),

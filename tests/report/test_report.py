@@ -10,59 +10,29 @@ from pathlib import Path
 
 import pytest
 
-from edsb.cli import main
-
-
-def record(variant: str, case: int, tags: list[str], level: int, repeat: int, status: str, **extra) -> dict:
-    return {
-        "key": f"{variant}/tc{case:02d}-d{level}-r{repeat}",
-        "variant": variant,
-        "case": case,
-        "distraction": level,
-        "repeat": repeat,
-        "tags": tags,
-        "status": status,
-        "passed": status == "passed",
-        "error_kind": extra.get("error_kind"),
-        "error": extra.get("error"),
-        "reason": extra.get("reason"),
-        "prompt_tokens": 1000,
-        "completion_tokens": 100,
-        "tokens": {"narrator": {"prompt": 600, "completion": 60}, "event_parser": {"prompt": 400, "completion": 40}},
-    }
-
-
-def write_run(path: Path, records: list[dict], model: str = "openai:gpt-4o-2024-08-06") -> Path:
-    path.mkdir(parents=True)
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (path / "config.json").write_text(json.dumps({"model": model, "variants": ["ours", "scene-graph"]}))
-    return path
+from tests.support.edsb_cli import edsb_in_process
+from tests.support.run_dir import result_record, write_run_dir
 
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     records = [
-        record("ours", 0, ["OA"], 0, 0, "passed"),
-        record("ours", 0, ["OA"], 0, 1, "passed"),
-        record(
+        result_record("ours", 0, ["OA"], 0, 0, "passed"),
+        result_record("ours", 0, ["OA"], 0, 1, "passed"),
+        result_record(
             "ours", 30, ["OA", "RC"], 1, 0, "failed", reason="Ann: relationships [] do not satisfy 'sit on chair_1'"
         ),
-        record("ours", 30, ["OA", "RC"], 1, 1, "error", error_kind="code_runtime", error="code_runtime: KeyError"),
-        record("ours", 20, ["SS"], 2, 0, "incomplete", error_kind="transport_timeout"),
-        record("scene-graph", 0, ["OA"], 0, 0, "failed"),
+        result_record(
+            "ours", 30, ["OA", "RC"], 1, 1, "error", error_kind="code_runtime", error="code_runtime: KeyError"
+        ),
+        result_record("ours", 20, ["SS"], 2, 0, "incomplete", error_kind="transport_timeout"),
+        result_record("scene-graph", 0, ["OA"], 0, 0, "failed"),
     ]
-    return write_run(tmp_path / "run-a", records)
-
-
-def invoke(args: list[str], capsys) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    captured = capsys.readouterr()
-    return exit_info.value.code or 0, captured.out, captured.err
+    return write_run_dir(tmp_path / "run-a", records)
 
 
 def test_json_report_counts_and_excludes_incomplete(run_dir: Path, capsys) -> None:
-    code, out, _ = invoke(["report", str(run_dir), "--format", "json"], capsys)
+    code, out, _ = edsb_in_process(["report", str(run_dir), "--format", "json"], capsys)
     summary = json.loads(out)["variants"]
     ours = summary["ours"]
     assert code == 0
@@ -79,7 +49,7 @@ def test_json_report_counts_and_excludes_incomplete(run_dir: Path, capsys) -> No
 
 def test_csv_report_is_tidy(run_dir: Path, capsys) -> None:
     """One header, then one row per cell: no section rows, every row as wide as the header."""
-    _, out, _ = invoke(["report", str(run_dir), "--format", "csv"], capsys)
+    _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "csv"], capsys)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert out.count("variant,tag,distraction") == 1
     assert all(None not in row and None not in row.values() for row in rows)
@@ -95,7 +65,7 @@ def test_csv_report_is_tidy(run_dir: Path, capsys) -> None:
 
 
 def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> None:
-    _, out, _ = invoke(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
+    _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
     assert "| ours | 0.5 (0.75) [0.15, 0.85]" in out
     assert "| ours | code_runtime | 1 |" in out
     assert "### Why plans failed (most frequent reasons)" in out
@@ -103,16 +73,16 @@ def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> Non
     assert "incomplete: transport_timeout (not counted) | 1 |" in out
     # Built-in price for gpt-4o-2024-08-06: 5,000 prompt and 500 completion tokens over all ours runs.
     assert "$0.02" in out
-    _, out, _ = invoke(
+    _, out, _ = edsb_in_process(
         ["report", str(run_dir), "--format", "markdown", "--price-in", "1000", "--price-out", "0"], capsys
     )
     assert "$5.00" in out
 
 
 def test_compare_flags_non_overlapping_intervals(run_dir: Path, tmp_path: Path, capsys) -> None:
-    better = [record("ours", 0, ["OA"], level, r, "passed") for level in range(3) for r in range(10)]
-    other = write_run(tmp_path / "run-b", better)
-    code, out, _ = invoke(["compare", str(run_dir), str(other), "--format", "csv"], capsys)
+    better = [result_record("ours", 0, ["OA"], level, r, "passed") for level in range(3) for r in range(10)]
+    other = write_run_dir(tmp_path / "run-b", better)
+    code, out, _ = edsb_in_process(["compare", str(run_dir), str(other), "--format", "csv"], capsys)
     rows = {(r[0], r[1]): r for r in csv.reader(io.StringIO(out))}
     assert code == 0
     assert rows[("ours", "OA")][2:] == ["0.5 (0.75)", "1.0 (1.0)", "+0.50", "NO"]
@@ -120,34 +90,34 @@ def test_compare_flags_non_overlapping_intervals(run_dir: Path, tmp_path: Path, 
 
 
 def test_compare_warns_when_runs_cover_different_cases_or_levels(run_dir: Path, tmp_path: Path, capsys) -> None:
-    other = write_run(tmp_path / "run-b", [record("ours", 0, ["OA"], 0, r, "passed") for r in range(2)])
-    code, out, err = invoke(["compare", str(run_dir), str(other)], capsys)
+    other = write_run_dir(tmp_path / "run-b", [result_record("ours", 0, ["OA"], 0, r, "passed") for r in range(2)])
+    code, out, err = edsb_in_process(["compare", str(run_dir), str(other)], capsys)
     assert code == 0 and "ours" in out
     assert "warning: run-b and run-a cover different cases (in one only: 30)" in err
     assert "warning: run-b and run-a cover different distraction levels (0 vs 0, 1)" in err
-    _, _, err = invoke(["compare", str(run_dir), str(shutil.copytree(run_dir, tmp_path / "run-c"))], capsys)
+    _, _, err = edsb_in_process(["compare", str(run_dir), str(shutil.copytree(run_dir, tmp_path / "run-c"))], capsys)
     assert err == ""
 
 
 def test_report_of_a_non_run_directory_is_one_line(tmp_path: Path, capsys) -> None:
-    code, _, err = invoke(["report", str(tmp_path)], capsys)
+    code, _, err = edsb_in_process(["report", str(tmp_path)], capsys)
     assert code == 2
     assert err.strip().count("\n") == 0 and "not a run directory" in err
 
 
 def test_plot_is_written(run_dir: Path, tmp_path: Path, capsys) -> None:
     figure = tmp_path / "figures" / "success.png"
-    code, _, err = invoke(["report", str(run_dir), "--format", "json", "--plot", str(figure)], capsys)
+    code, _, err = edsb_in_process(["report", str(run_dir), "--format", "json", "--plot", str(figure)], capsys)
     assert code == 0 and "figure written" in err
     assert figure.read_bytes().startswith(b"\x89PNG") and figure.stat().st_size > 10_000
 
 
 def test_html_report_of_hand_written_records(run_dir: Path, tmp_path: Path, capsys) -> None:
     # Records without plans or transcripts (an older edsb, a crash) still get their grid cells and drill-downs.
-    code, _, err = invoke(["report", str(run_dir), "--format", "html"], capsys)
+    code, _, err = edsb_in_process(["report", str(run_dir), "--format", "html"], capsys)
     assert code == 2 and "--format html needs -o FILE.html" in err
     page = tmp_path / "report.html"
-    code, _, err = invoke(["report", str(run_dir), "--format", "html", "-o", str(page)], capsys)
+    code, _, err = edsb_in_process(["report", str(run_dir), "--format", "html", "-o", str(page)], capsys)
     assert code == 0, err
     html = page.read_text()
     assert html.count('<details class="run"') == 6

@@ -9,11 +9,11 @@ import matplotlib
 import numpy as np
 import pytest
 
-from edsb.cli import main
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import SCENES
 from edsb.geometry.scene import load_scene
 from edsb.report.topdown import EXPECTED_COLOUR, case_figure, plan_marks
+from tests.support.edsb_cli import run_edsb
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -27,9 +27,7 @@ def image_colours(path: Path) -> int:
 
 @pytest.mark.parametrize("scene", SCENES)
 def test_each_scene_renders_with_its_regions(tmp_path: Path, scene: str) -> None:
-    with pytest.raises(SystemExit) as done:
-        main(["scenes", "--scene", scene, "-o", str(tmp_path)])
-    assert done.value.code == 0
+    assert run_edsb("scenes", "--scene", scene, "-o", tmp_path) == 0
     picture = tmp_path / f"{scene}.png"
     assert picture.stat().st_size > 20_000
     assert image_colours(picture) > 50  # footprints in several region colours, names, axes
@@ -41,20 +39,15 @@ def test_show_writes_a_case_picture_with_a_run_plan(tmp_path: Path, benchmark: B
     plan = {"David": {"target_action": ["eat", "sit"], "relationships": ["sit on chair_3"]}}
     line = {"key": "ours/tc13-d1-r0", "variant": "ours", "case": 13, "distraction": 1, "repeat": 0, "plan": plan}
     (run / "results.jsonl").write_text(json.dumps({**line, "status": "failed"}) + "\n")
-    with pytest.raises(SystemExit) as done:
-        main(["show", "13", "--distraction", "1", "--run", str(run), "-o", str(tmp_path / "c13.svg")])
-    assert done.value.code == 0
+    assert run_edsb("show", "13", "--distraction", "1", "--run", run, "-o", tmp_path / "c13.svg") == 0
     svg = (tmp_path / "c13.svg").read_text()
     assert "FAILED" in svg and "chair_3" in svg and "do not satisfy" in svg
 
 
 def test_show_refuses_an_unknown_run_and_suffix(tmp_path: Path, capsys) -> None:
-    with pytest.raises(SystemExit) as done:
-        main(["show", "13", "-o", str(tmp_path / "c13.gif")])
-    assert done.value.code != 0
+    assert run_edsb("show", "13", "-o", tmp_path / "c13.gif") != 0
     assert "must be .png, .svg or .pdf" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as done:
-        main(["show", "13", "--run", str(tmp_path), "-o", str(tmp_path / "c13.png")])
+    assert run_edsb("show", "13", "--run", tmp_path, "-o", tmp_path / "c13.png") != 0
     assert "not a run directory" in capsys.readouterr().err
 
 

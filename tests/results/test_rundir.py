@@ -14,7 +14,7 @@ from edsb.errors import EdsbError
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
 from edsb.results.rundir import RESULTS_FILE, ResultStore, RunDirectory, load_results, read_results
 from edsb.runner.keys import expand_keys
-from tests.runner.conftest import raw_lines
+from tests.support.run_dir import raw_lines
 
 
 def _record(case: int, status: str = "passed", **extra: Any) -> RunResult:

@@ -2,46 +2,32 @@
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 from edsb.data.benchmark import Benchmark
 from edsb.runner.config import RunConfig
 from edsb.runner.keys import expand_keys
 from edsb.runner.run import run_benchmark
-from tests.runner.conftest import DATA, content, raw_lines, records_by_key
-from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.edsb_cli import scripted_config
 from tests.support.openai_server import OpenAIServer
+from tests.support.run_dir import content, raw_lines, records_by_key
+from tests.support.scripted_planner import ScriptedPlanner
 
 DELAY_S = 0.04
 
 
 def _config(server: OpenAIServer, **overrides: object) -> RunConfig:
-    settings: dict[str, object] = {
-        "model": "openai:scripted",
-        "base_url": server.base_url,
-        "cases": [0, 2, 13, 14, 60, 61],
-        "repeats": 2,
-        "cache": False,
-        "data": DATA,
-        **overrides,
-    }
-    return RunConfig.model_validate(settings)
-
-
-def _request_gaps(server: OpenAIServer) -> list[float]:
-    times = sorted(request.received_at for request in server.chat_requests)
-    return [later - earlier for earlier, later in itertools.pairwise(times)]
+    return scripted_config(server.base_url, **{"cases": [0, 2, 13, 14, 60, 61], "repeats": 2, **overrides})
 
 
 def test_concurrency_1_and_8_give_the_same_results(benchmark: Benchmark, tmp_path: Path) -> None:
     outcomes = {}
-    gaps = {}
+    overlap = {}
     for concurrency in (1, 8):
         with OpenAIServer(ScriptedPlanner(benchmark, delay_s=DELAY_S)) as server:
             config = _config(server, concurrency=concurrency)
             run_benchmark(config, tmp_path / f"c{concurrency}", quiet=True)
-            gaps[concurrency] = _request_gaps(server)
+            overlap[concurrency] = server.max_in_flight
         outcomes[concurrency] = records_by_key(tmp_path / f"c{concurrency}")
 
     expected = {key.id for key in expand_keys(["ours"], config.cases, [0, 1, 2], 2, benchmark.cases)}
@@ -58,8 +44,8 @@ def test_concurrency_1_and_8_give_the_same_results(benchmark: Benchmark, tmp_pat
         modules = {"narrator"} if record["error_kind"] == "narrator_format" else {"narrator", "event_parser"}
         assert set(record["tokens"]) == modules and record["prompt_tokens"] > 0, record["key"]
     # One run in flight: each request waits for the previous answer. Eight: requests overlap.
-    assert min(gaps[1]) >= DELAY_S
-    assert sum(gap < DELAY_S / 2 for gap in gaps[8]) >= len(gaps[8]) // 4
+    assert overlap[1] == 1
+    assert 1 < overlap[8] <= 8
 
 
 def test_sandbox_work_runs_off_the_event_loop(benchmark: Benchmark, tmp_path: Path) -> None:
@@ -72,8 +58,8 @@ def test_sandbox_work_runs_off_the_event_loop(benchmark: Benchmark, tmp_path: Pa
         run_benchmark(config, tmp_path, quiet=True)
     records = records_by_key(tmp_path)
     spinning = records.pop("ours/tc13-d0-r0")
-    assert spinning["status"] == "error" and spinning["error_kind"] == "code_timeout"
-    assert spinning["wall_s"] >= 2.0
+    assert (spinning["status"], spinning["error_kind"]) == ("error", "code_timeout")
+    assert spinning["error"].endswith("TimeoutError: the code ran longer than 2 s")  # the spin ran until its limit
     assert len(records) == 7 and all(record["status"] == "passed" for record in records.values())
     # Runs that started after the spinning one (it is fourth in the reference's order) still finished before it.
     assert raw_lines(tmp_path)[-1].startswith(b'{"key":"ours/tc13-d0-r0"')

@@ -11,8 +11,10 @@ from edsb.cli import main
 from edsb.errors import UsageError
 from edsb.results.rundir import CONFIG_FILE
 from edsb.runner.config import RunConfig, load_config_file, load_session_options, resolve_run_config
-from tests.runner.conftest import DATA, records_by_key, run_cli
+from tests.support.data import DATA
+from tests.support.edsb_cli import scripted_run_child
 from tests.support.openai_server import OpenAIServer
+from tests.support.run_dir import records_by_key
 
 # Every option of `edsb run` but --config itself, in command-line spelling.
 FULL_FILE = f"""
@@ -110,7 +112,7 @@ def test_presets_file_then_command_line(tmp_path: Path) -> None:
 
 
 def test_a_previous_runs_config_json_works_as_a_config_file(tmp_path: Path) -> None:
-    original = RunConfig(model="openai:m", cases=[13], distraction=[1], seed=3, data=DATA, edsb_version="0.0.1")
+    original = RunConfig(model="openai:m", cases=[13], distraction=[1], seed=3, data=str(DATA), edsb_version="0.0.1")
     path = _write(tmp_path, original.model_dump_json(), CONFIG_FILE)
     again = resolve_run_config(dict(NO_OPTIONS), path)
     assert again.identity() == original.identity()
@@ -153,7 +155,8 @@ def test_run_with_config_file_writes_the_resolved_config_without_secrets(
         '[run]\nmodel = "openai:scripted"\napi-key-env = "EDSB_TEST_KEY"\ncases = "13"\ndistraction = "0"\n'
         'seed = 5\nconcurrency = 2\nout = "from-file"\nquiet = true\n',
     )
-    result = run_cli(scripted_server, tmp_path / "unused", private_cache, "--config", str(path), "--out", "cli-out")
+    options = ("--config", str(path), "--out", "cli-out")
+    result = scripted_run_child(scripted_server.base_url, tmp_path / "unused", private_cache, *options)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "cli-out"  # --out on the command line beats the file's `out`
     assert not (tmp_path / "from-file").exists()

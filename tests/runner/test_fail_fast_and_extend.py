@@ -5,45 +5,39 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from edsb.data.benchmark import Benchmark
 from edsb.runner.loop import UNREACHABLE_STREAK
-from tests.runner.conftest import cli_command, cli_env, records_by_key, run_cli
-from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.edsb_cli import (
+    child_env,
+    edsb_child,
+    scripted_run_args,
+    scripted_run_child,
+    start_edsb,
+    wait_until,
+)
+from tests.support.network import closed_port
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.run_dir import records_by_key
+from tests.support.scripted_planner import ScriptedPlanner
 
 QUIET = ("--no-cache", "--quiet")
 
 
-def _closed_port() -> int:
-    """A loopback port nobody listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class _Dead:
-    """Stands in for a server in `run_cli`: an address where nothing answers."""
-
-    base_url = f"http://127.0.0.1:{_closed_port()}/v1"
-
-
 def test_a_dead_endpoint_stops_the_sweep_with_one_line(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # 15 runs; the subprocess timeout of run_cli bounds the time loosely (it used to take minutes).
-    result = run_cli(_Dead(), out, tmp_path / "cache", "--cases", "0-4", "--concurrency", "2", *QUIET)  # type: ignore[arg-type]
+    dead = f"http://127.0.0.1:{closed_port()}/v1"  # nothing listens there
+    selection = ("--cases", "0-4", "--concurrency", "2", *QUIET)  # 15 runs
+    result = scripted_run_child(dead, out, tmp_path / "cache", *selection)
     assert result.returncode == 1, result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert error.startswith(f"edsb: error: stopped: {UNREACHABLE_STREAK} runs in a row could not connect")
-    assert _Dead.base_url in error and "rerun the same command to resume" in error
+    assert dead in error and "rerun the same command to resume" in error
     assert "Traceback" not in result.stderr
     records = records_by_key(out)
-    assert len(records) < 15, "the sweep must stop before trying every run"
+    assert len(records) == UNREACHABLE_STREAK, "the sweep stops at the streak; the other 12 runs are not recorded"
     assert {r["error_kind"] for r in records.values()} == {"transport_unreachable"}
     # The requests themselves gave up quickly: an endpoint that never answered gets only a few attempts.
     assert all("after 3 attempts" in r["error"] for r in records.values())
@@ -51,8 +45,8 @@ def test_a_dead_endpoint_stops_the_sweep_with_one_line(tmp_path: Path) -> None:
 
 def test_incomplete_runs_make_the_exit_code_non_zero(tmp_path: Path) -> None:
     with OpenAIServer(lambda request: Reply.error(503, "overloaded")) as server:
-        result = run_cli(server, tmp_path / "run", tmp_path / "cache", "--cases", "13", "--distraction", "0",
-                         "--max-retries", "0", *QUIET)  # fmt: skip
+        options = ("--cases", "13", "--distraction", "0", "--max-retries", "0", *QUIET)
+        result = scripted_run_child(server.base_url, tmp_path / "run", tmp_path / "cache", *options)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"edsb: error: 1 runs are incomplete (the model never answered); see {tmp_path / 'run'}"
@@ -63,18 +57,18 @@ def test_resume_at_a_moved_endpoint(benchmark: Benchmark, tmp_path: Path) -> Non
     out, cache = tmp_path / "run", tmp_path / "cache"
     selection = ("--cases", "13,60", "--distraction", "0", "--max-retries", "0", *QUIET)
     with OpenAIServer(lambda request: Reply.error(503, "outage")) as first:
-        assert run_cli(first, out, cache, *selection).returncode == 1
+        assert scripted_run_child(first.base_url, out, cache, *selection).returncode == 1
     assert {r["status"] for r in records_by_key(out).values()} == {"incomplete"}
     with OpenAIServer(ScriptedPlanner(benchmark)) as moved:
-        result = run_cli(moved, out, cache, *selection)
+        result = scripted_run_child(moved.base_url, out, cache, *selection)
         assert result.returncode == 0, result.stderr
         assert f"note: endpoint changed from {first.base_url} to {moved.base_url}" in result.stderr
         assert "2 runs planned, 0 already done, 2 executed (0 incomplete" in result.stderr
         assert json.loads((out / "config.json").read_text())["base_url"] == moved.base_url
         assert {r["status"] for r in records_by_key(out).values()} <= {"passed", "failed", "error"}
     # The transcripts hold the model at two addresses; a replay of the directory still answers every request.
-    command = [sys.executable, "-m", "edsb", "run", "--model", f"replay:{out}", "--out", str(tmp_path / "replayed")]
-    replay = subprocess.run([*command, *selection], env=cli_env(cache), capture_output=True, text=True, timeout=120)
+    command = ["run", "--model", f"replay:{out}", "--out", str(tmp_path / "replayed"), *selection]
+    replay = edsb_child(command, env=child_env(cache))
     assert replay.returncode == 0, replay.stderr
     replayed = records_by_key(tmp_path / "replayed")
     assert {k: r["status"] for k, r in replayed.items()} == {k: r["status"] for k, r in records_by_key(out).items()}
@@ -83,12 +77,12 @@ def test_resume_at_a_moved_endpoint(benchmark: Benchmark, tmp_path: Path) -> Non
 def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAIServer, tmp_path: Path) -> None:
     out, cache = tmp_path / "run", tmp_path / "cache"
     selection = ("--cases", "13", "--distraction", "0", *QUIET)
-    assert run_cli(scripted_server, out, cache, *selection, "--repeats", "1").returncode == 0
+    assert scripted_run_child(scripted_server.base_url, out, cache, *selection, "--repeats", "1").returncode == 0
     first = records_by_key(out)
     asked = len(scripted_server.chat_requests)
     first_transcript = (out / "transcripts" / "ours__tc13-d0-r0.jsonl").read_bytes()
 
-    result = run_cli(scripted_server, out, cache, *selection, "--repeats", "3")
+    result = scripted_run_child(scripted_server.base_url, out, cache, *selection, "--repeats", "3")
     assert result.returncode == 0, result.stderr
     assert "note: extending the run directory (repeats)" in result.stderr
     assert "3 runs planned, 1 already done, 2 executed" in result.stderr
@@ -102,7 +96,7 @@ def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAISer
     assert len(scripted_server.chat_requests) - asked == new_lines > 0
 
     # A different case and level join too; the summary covers everything the directory holds.
-    result = run_cli(scripted_server, out, cache, "--cases", "60", "--distraction", "0", *QUIET)
+    result = scripted_run_child(scripted_server.base_url, out, cache, "--cases", "60", "--distraction", "0", *QUIET)
     assert result.returncode == 0, result.stderr
     config = json.loads((out / "config.json").read_text())
     assert (config["cases"], config["distraction"], config["repeats"]) == ([13, 60], [0], 3)
@@ -111,7 +105,7 @@ def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAISer
     assert summary["variants"]["ours"]["cells"]["Total"]["Total"]["runs"] == 4
 
     # The identity of the run may not change.
-    refused = run_cli(scripted_server, out, cache, *selection, "--temperature", "0.7")
+    refused = scripted_run_child(scripted_server.base_url, out, cache, *selection, "--temperature", "0.7")
     assert refused.returncode == 2
     assert "temperature was 0.1, now 0.7" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
@@ -119,12 +113,12 @@ def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAISer
 def test_ctrl_c_twice_stops_at_once_without_a_traceback(benchmark: Benchmark, tmp_path: Path) -> None:
     out, log = tmp_path / "run", tmp_path / "stderr.txt"
     with OpenAIServer(ScriptedPlanner(benchmark, delay_s=2.0)) as server, log.open("w") as stderr:
-        command = [*cli_command(server, out), "--cases", "0-4", "--concurrency", "2", *QUIET]
-        process = subprocess.Popen(command, env=cli_env(tmp_path / "cache"), stdout=subprocess.DEVNULL, stderr=stderr)
+        command = scripted_run_args(server.base_url, out, "--cases", "0-4", "--concurrency", "2", *QUIET)
+        process = start_edsb(command, env=child_env(tmp_path / "cache"), stdout=subprocess.DEVNULL, stderr=stderr)
         try:
-            _wait_for(lambda: len(server.chat_requests) >= 2, process)
+            wait_until(lambda: len(server.chat_requests) >= 2, process, "two requests reached the model")
             process.send_signal(signal.SIGINT)
-            _wait_for(lambda: "Ctrl-C again to stop now" in log.read_text(), process)
+            wait_until(lambda: "Ctrl-C again to stop now" in log.read_text(), process, "the first Ctrl-C was noted")
             process.send_signal(signal.SIGINT)
             process.wait(timeout=30)
         finally:
@@ -137,21 +131,15 @@ def test_ctrl_c_twice_stops_at_once_without_a_traceback(benchmark: Benchmark, tm
     assert "Traceback" not in text
 
 
-def _wait_for(condition, process: subprocess.Popen) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 60
-    while not condition():
-        assert process.poll() is None, "the run ended early"
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
 def test_a_replay_miss_stops_the_replay_with_one_line(scripted_server: OpenAIServer, tmp_path: Path) -> None:
     recorded, cache = tmp_path / "recorded", tmp_path / "cache"
-    assert run_cli(scripted_server, recorded, cache, "--cases", "13", "--distraction", "0", *QUIET).returncode == 0
+    selection = ("--cases", "13", "--distraction", "0", *QUIET)
+    recording = scripted_run_child(scripted_server.base_url, recorded, cache, *selection)
+    assert recording.returncode == 0, recording.stderr
     out = tmp_path / "replayed"
-    command = [sys.executable, "-m", "edsb", "run", "--model", f"replay:{recorded}", "--out", str(out)]
+    command = ["run", "--model", f"replay:{recorded}", "--out", str(out)]
     options = ["--cases", "13,60", "--distraction", "0", "--concurrency", "1", *QUIET]  # case 60 was never recorded
-    result = subprocess.run([*command, *options], env=cli_env(cache), capture_output=True, text=True, timeout=120)
+    result = edsb_child([*command, *options], env=child_env(cache))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("edsb: error: replay stopped: a request is not recorded in")

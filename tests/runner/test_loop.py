@@ -15,7 +15,7 @@ from rich.progress import Progress
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
 from edsb.results.rundir import ResultStore
 from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
-from tests.runner.conftest import records_by_key
+from tests.support.run_dir import records_by_key
 
 KEYS = [RunKey("ours", case, 0, 0) for case in range(20)]
 

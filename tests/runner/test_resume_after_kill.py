@@ -15,11 +15,11 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.llm import read_transcripts
 from edsb.results.rundir import RESULTS_FILE
-from edsb.runner.config import RunConfig
 from edsb.runner.run import run_benchmark
-from tests.runner.conftest import DATA, cli_command, cli_env, content, raw_lines, records_by_key
-from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.edsb_cli import child_env, scripted_config, scripted_run_args, start_edsb, wait_until
 from tests.support.openai_server import OpenAIServer
+from tests.support.run_dir import content, raw_lines, records_by_key
+from tests.support.scripted_planner import ScriptedPlanner
 
 SELECTION = ("--cases", "0,13,60", "--repeats", "2", "--concurrency", "2", "--no-cache", "--quiet")
 KEYS = 14  # cases 0 and 13 at levels 0-2, case 60 at level 0; two repeats each
@@ -34,15 +34,7 @@ def slow_server(benchmark: Benchmark) -> OpenAIServer:
 @pytest.fixture
 def uninterrupted(slow_server: OpenAIServer, tmp_path: Path) -> dict[str, dict]:
     """The records of the same selection run in one go."""
-    config = RunConfig(
-        model="openai:scripted",
-        base_url=slow_server.base_url,
-        cases=[0, 13, 60],
-        repeats=2,
-        concurrency=2,
-        cache=False,
-        data=DATA,
-    )
+    config = scripted_config(slow_server.base_url, cases=[0, 13, 60], repeats=2, concurrency=2)
     run_benchmark(config, tmp_path / "uninterrupted", quiet=True)
     records = records_by_key(tmp_path / "uninterrupted")
     assert len(records) == KEYS
@@ -50,9 +42,9 @@ def uninterrupted(slow_server: OpenAIServer, tmp_path: Path) -> dict[str, dict]:
 
 
 def _start(server: OpenAIServer, out: Path, cache: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        cli_command(server, out, *SELECTION),
-        env=cli_env(cache),
+    return start_edsb(
+        scripted_run_args(server.base_url, out, *SELECTION),
+        env=child_env(cache),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its sandbox workers share its process group, so they can be reaped below
@@ -91,11 +83,7 @@ def test_kill_after_k_results_then_resume(
     out = tmp_path / "killed"
     for k in (1, 5, 10):
         process = _start(slow_server, out, tmp_path / "cache")
-        deadline = time.monotonic() + 60
-        while len(raw_lines(out)) < k:
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            assert time.monotonic() < deadline, f"no {k} results within 60 s"
-            time.sleep(0.005)
+        wait_until(lambda k=k: len(raw_lines(out)) >= k, process, f"{k} results were written")
         _kill(process)
         lines = raw_lines(out)
         assert k <= len(lines) < KEYS, "the kill must land mid-run"
@@ -117,10 +105,11 @@ def test_kill_at_random_times_then_resume(
     for _ in range(3):
         asked = len(slow_server.chat_requests)
         process = _start(slow_server, out, tmp_path / "cache")
-        deadline = time.monotonic() + 60
-        while len(slow_server.chat_requests) == asked and process.poll() is None:
-            assert time.monotonic() < deadline, "the run never reached the model"
-            time.sleep(0.005)
+
+        def reached(asked: int = asked, process: subprocess.Popen[bytes] = process) -> bool:
+            return len(slow_server.chat_requests) > asked or process.poll() is not None  # or it had nothing to do
+
+        wait_until(reached, process, "the run reached the model")
         time.sleep(rng.uniform(0.2, 0.9))
         cut_short += process.poll() is None
         _kill(process)
@@ -134,10 +123,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(
 ) -> None:
     out = tmp_path / "interrupted"
     process = _start(slow_server, out, tmp_path / "cache")
-    deadline = time.monotonic() + 60
-    while len(raw_lines(out)) < 3:
-        assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.005)
+    wait_until(lambda: len(raw_lines(out)) >= 3, process, "3 results were written")
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130

@@ -12,9 +12,10 @@ from pathlib import Path
 from edsb.data.benchmark import Benchmark
 from edsb.llm import RetryPolicy
 from edsb.runner.config import RunConfig
-from tests.runner.conftest import DATA, content, records_by_key
-from tests.runner.scripted_model import ScriptedPlanner
+from tests.support.edsb_cli import scripted_config
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.run_dir import content, records_by_key
+from tests.support.scripted_planner import ScriptedPlanner
 from tests.support.sweep import run_and_summarise
 
 FAULTS = {
@@ -60,15 +61,12 @@ class FaultInjector:
 
 
 def _config(server: OpenAIServer) -> RunConfig:
-    return RunConfig(
-        model="openai:scripted",
-        base_url=server.base_url,
+    return scripted_config(
+        server.base_url,
         cases=[0, 1, 2, 13, 14, 21, 60, 61],
         repeats=2,
         concurrency=8,
         timeout=2.0,  # generous: the server shares this process's GIL, and a slow answer must not look like a hang
-        cache=False,
-        data=DATA,
     )
 
 

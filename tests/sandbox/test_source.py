@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 
 import pytest
 
@@ -60,11 +59,10 @@ def test_extract_code_matches_the_lazy_pattern_on_random_replies() -> None:
         assert extract_code(reply) == regex_extract(reply), repr(reply)
 
 
-def test_extract_code_is_linear_on_whitespace_floods() -> None:
+@pytest.mark.timeout(60)  # a hang guard: the backtracking pattern would take hours on this reply
+def test_extract_code_does_not_backtrack_on_whitespace_floods() -> None:
     reply = "```python" + "\n" * 200_000 + "x"  # quadratic (or worse) for the backtracking pattern
-    start = time.perf_counter()
     assert extract_code(reply) == reply
-    assert time.perf_counter() - start < 2.0
 
 
 # --- the rewrite ------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from edsb.geometry.collision import floor_collisions
 from edsb.geometry.scene import Scene, load_scene
 from edsb.scoring.conditions import evaluate_condition, iter_atoms, parse_condition
 from edsb.scoring.position import area_box_mask, position_atom_mask
-from tests.geometry.helpers import make_box, make_scene
+from tests.support.scenes import make_box, make_scene
 
 # id: (lattice nx, ny, points where the condition holds, colliding points, passing points, sha256[:16] of the
 # x-major pass bit string) — protocol §7.7, produced by the reference evaluator.

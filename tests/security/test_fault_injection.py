@@ -19,18 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.security.scripted import (
-    BENIGN_BODY,
-    EdsbResult,
-    ScriptedModel,
-    edsb_in_process,
-    program,
-    results,
-    run_args,
-    transcript_records,
-)
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
+from tests.support.edsb_cli import Outcome, edsb_in_process
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.run_dir import read_results, transcript_records
+from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, run_args
 
 RUNS = 12
 
@@ -42,7 +35,7 @@ class FaultyModel:
     """
 
     def __init__(self, fault: Callable[[Reply], Reply], rate: float, seed: int = 7) -> None:
-        self.inner = ScriptedModel([program("benign", BENIGN_BODY)] * (8 * RUNS))
+        self.inner = ProgramScript([program("benign", BENIGN_BODY)] * (8 * RUNS))
         self.fault = fault
         self.rate = rate
         self.faults = 0
@@ -94,10 +87,10 @@ SCENARIOS = [
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Invocation:
     """One invocation: its process, what results.jsonl and the transcripts held right after it, requests served."""
 
-    process: EdsbResult
+    process: Outcome
     records: list[dict[str, Any]]
     transcripts: list[dict[str, Any]]
     model: FaultyModel
@@ -106,7 +99,7 @@ class Outcome:
 
 def run_with_faults(
     scenario: Scenario, tmp_path: Path, capsys: pytest.CaptureFixture[str], concurrency: int = 4, *, reruns: int = 0
-) -> list[Outcome]:
+) -> list[Invocation]:
     """The same `edsb run` command against the faulty server, then `reruns` more times against it once healed."""
     out = tmp_path / "run"
     model = FaultyModel(scenario.fault, scenario.rate)
@@ -119,14 +112,13 @@ def run_with_faults(
             seen = len(server.chat_requests)
             process = edsb_in_process(args, capsys)
             served = len(server.chat_requests) - seen
-            outcomes.append(Outcome(process, results(out), transcript_records(out), model, served))
+            outcomes.append(Invocation(process, read_results(out), transcript_records(out), model, served))
     return outcomes
 
 
 @pytest.fixture(autouse=True)
 def data_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     monkeypatch.setenv("EDSB_DATA", str(DATA))
     monkeypatch.setenv("EDSB_CACHE_DIR", str(tmp_path / "cache"))
 

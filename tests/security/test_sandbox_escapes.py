@@ -5,21 +5,19 @@ Everything runs through real worker processes with short limits; the whole file 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from edsb.sandbox import CodeContext, CodeError, SandboxError, SandboxLimits, SandboxPool
-from tests.support.data import DATA
+from tests.support.data import DATA, require_data
 
 LIMITS = SandboxLimits(timeout=1.5, memory_bytes=512 << 20, workers=2)
 
 
 @pytest.fixture(scope="module")
 def context() -> CodeContext:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
+    require_data()
     return CodeContext.for_benchmark(DATA, "House")
 
 
@@ -111,21 +109,18 @@ def test_no_route_to_modules(pool: SandboxPool, context: CodeContext) -> None:
         assert kind == "code_policy" or message.startswith("NameError")
 
 
-def test_infinite_loop_is_stopped_within_its_limit(pool: SandboxPool, context: CodeContext) -> None:
-    start = time.monotonic()
-    assert outcome(pool, context, "while True:\n    pass")[0] == "code_timeout"
-    assert time.monotonic() - start < LIMITS.timeout + 1.5
+def test_infinite_loop_is_stopped_by_its_wall_clock_limit(pool: SandboxPool, context: CodeContext) -> None:
+    kind, message = outcome(pool, context, "while True:\n    pass")
+    assert (kind, message) == ("code_timeout", f"TimeoutError: the code ran longer than {LIMITS.timeout:g} s")
     healthy(pool, context)
 
 
 def test_cpu_limit_backstops_the_wall_clock(context: CodeContext) -> None:
     with SandboxPool(SandboxLimits(timeout=30.0, cpu_seconds=1.0, workers=1)) as slow:
-        start = time.monotonic()
         with pytest.raises(CodeError) as caught:
             slow.execute("def parse_event():\n    while True:\n        pass", context)
         assert caught.value.kind == "code_timeout"
-        assert "CPU" in caught.value.message
-        assert time.monotonic() - start < 10
+        assert caught.value.message == "TimeoutError: the code used up its CPU time"  # not the 30 s wall clock
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,10 @@ import json
 import uuid
 from pathlib import Path
 
-import pytest
-
-from tests.security.scripted import (
-    BENIGN_BODY,
-    EdsbResult,
-    ScriptedModel,
-    edsb,
-    every_output,
-    is_narrator_request,
-    program,
-    results,
-    run_args,
-)
-from tests.support.data import DATA
+from tests.support.edsb_cli import Outcome, edsb_child
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.run_dir import every_output, read_results
+from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, is_narrator_request, program, run_args
 
 
 def canary(label: str) -> str:
@@ -39,7 +28,7 @@ class EchoingServer:
     def __init__(self, status: int = 401, prefix: str = "Incorrect API key provided: ") -> None:
         self.status = status
         self.prefix = prefix
-        self.scripted = ScriptedModel([program("benign", BENIGN_BODY)] * 10)
+        self.scripted = ProgramScript([program("benign", BENIGN_BODY)] * 10)
 
     def __call__(self, request: RecordedRequest) -> Reply:
         if is_narrator_request(request):
@@ -47,26 +36,19 @@ class EchoingServer:
         return Reply.error(self.status, f"{self.prefix}{presented_key(request)}. You can find your key at ...")
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    if not DATA.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA} (set EDSB_DATA)")
-    return {"EDSB_DATA": str(DATA), "EDSB_CACHE_DIR": str(tmp_path / "cache")}
-
-
 def run_against_echo(
     tmp_path: Path, env: dict[str, str], server: EchoingServer, *options: str
-) -> tuple[EdsbResult, Path, list[str]]:
+) -> tuple[Outcome, Path, list[str]]:
     out = tmp_path / "run"
     with OpenAIServer(server) as loopback:
         args = [a for a in run_args(loopback.base_url, out, 2, "--max-retries", "0", *options) if a != "--no-cache"]
-        process = edsb(args, env=env, cwd=tmp_path)  # the response cache is on: it must not keep keys either
+        process = edsb_child(args, env=env, cwd=tmp_path)  # the response cache is on: it must not keep keys either
         keys = [presented_key(request) for request in loopback.chat_requests]
     assert "Traceback" not in process.stderr, process.stderr
     return process, out, keys
 
 
-def assert_nowhere(secret: str, out: Path, process: EdsbResult, cache: Path) -> None:
+def assert_nowhere(secret: str, out: Path, process: Outcome, cache: Path) -> None:
     everything = every_output(out, process.stdout, process.stderr) + every_output(cache)
     assert secret not in everything
 
@@ -88,7 +70,7 @@ def test_a_500_quoting_the_key_is_recorded_without_it(tmp_path: Path, env: dict[
     process, out, presented = run_against_echo(tmp_path, {**env, "OPENAI_API_KEY": key}, EchoingServer(500))
     assert set(presented) == {key}
     assert process.returncode == 1, process.stderr  # both runs stay incomplete
-    records = results(out)
+    records = read_results(out)
     assert [r["error_kind"] for r in records] == ["transport_http", "transport_http"]
     assert all("Incorrect API key provided: ***" in r["error"] for r in records)
     assert_nowhere(key, out, process, tmp_path / "cache")
@@ -113,7 +95,7 @@ def test_a_custom_key_variable(tmp_path: Path, env: dict[str, str]) -> None:
 def test_check_model_does_not_print_an_echoed_key(tmp_path: Path, env: dict[str, str]) -> None:
     key = canary("check")
     with OpenAIServer(lambda request: Reply.error(401, f"Incorrect API key provided: {presented_key(request)}")) as s:
-        process = edsb(
+        process = edsb_child(
             ["check-model", "--model", "openai:x", "--base-url", s.base_url],
             env={**env, "OPENAI_API_KEY": key},
             cwd=tmp_path,

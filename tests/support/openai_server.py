@@ -7,8 +7,9 @@
 
 `POST /v1/chat/completions` answers from the queue first, then from `handler(request) -> Reply` if one is given,
 else with a short default completion. `GET /v1/models` lists `model_name`. Every request is recorded with its
-headers and body. Faults: latency (`delay_s`), any status, `Retry-After`, connection reset, a hang until the client
-gives up, a body cut short of its Content-Length, a non-JSON body, a completion without choices.
+headers and body; `max_in_flight` tells how many chat requests were open at once. Faults: latency (`delay_s`), any
+status, `Retry-After`, connection reset, a hang until the client gives up, a body cut short of its Content-Length, a
+non-JSON body, a completion without choices.
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ class OpenAIServer:
         self.model_name = model_name
         self._replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
         self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -178,6 +181,12 @@ class OpenAIServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [request for request in self.requests if request.path == CHAT_PATH]
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most chat requests that were open at once (read, not yet answered): how far a client overlaps."""
+        with self._lock:
+            return self._max_in_flight
 
     def enqueue(self, *replies: Reply) -> None:
         for reply in replies:
@@ -213,6 +222,11 @@ class OpenAIServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _opened(self, change: int) -> None:
+        with self._lock:
+            self._in_flight += change
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
     def _reply_for(self, request: RecordedRequest) -> Reply:
         try:
@@ -258,11 +272,23 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if request.path != CHAT_PATH:
             self._send(Reply.error(404, f"no route {request.path}"))
             return
+        self.owner._opened(+1)
+        self._open = True
         try:
-            reply = self.owner._reply_for(request)
-        except Exception as exc:  # a broken test handler should surface as a 500, not a hung client
-            reply = Reply.error(500, f"test handler raised {type(exc).__name__}: {exc}")
-        self._send(reply)
+            try:
+                reply = self.owner._reply_for(request)
+            except Exception as exc:  # a broken test handler should surface as a 500, not a hung client
+                reply = Reply.error(500, f"test handler raised {type(exc).__name__}: {exc}")
+            self._send(reply)
+        finally:
+            self._close_request()
+
+    def _close_request(self) -> None:
+        """The request stops counting as open just before its answer goes out, so a client that waits for the
+        answer before it asks again is never seen with two requests open."""
+        if getattr(self, "_open", False):
+            self._open = False
+            self.owner._opened(-1)
 
     def _send(self, reply: Reply) -> None:
         if reply.delay_s and self.owner._stopping.wait(reply.delay_s):
@@ -277,6 +303,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.owner._stopping.wait()
             self.close_connection = True
             return
+        self._close_request()
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)

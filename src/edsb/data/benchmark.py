@@ -34,11 +34,10 @@ def read_json(path: Path) -> Any:
         raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
 
 
-def parse_file(path: Path, model: type[M] | Any) -> M:
+def parse_file(path: Path, model: type[M]) -> M:
     data = read_json(path)
-    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
     try:
-        return adapter.validate_python(data)
+        return TypeAdapter(model).validate_python(data)
     except ValidationError as exc:
         raise DataError(f"{path}: {validation_message(exc)}") from None
 

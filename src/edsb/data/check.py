@@ -54,8 +54,7 @@ def check_data(benchmark: Benchmark) -> DataReport:
     # Checksums last: a parse error above is the more useful message for the same file.
     already = {line.split(":", 1)[0] for line in report.problems}
     for line in verify_tree(benchmark.root):
-        path = line.split(":", 1)[0]
-        if path in already:
+        if line.split(":", 1)[0] in already:
             continue
         if line.endswith("missing"):
             report.problems.append(line)

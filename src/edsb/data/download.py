@@ -66,9 +66,9 @@ def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) 
             for member in tar:
                 relative = _strip_top(member.name)
                 if relative in wanted and member.isfile():
-                    source = tar.extractfile(member)
-                    if source is not None:
-                        write(relative, source)
+                    extracted = tar.extractfile(member)
+                    if extracted is not None:
+                        write(relative, extracted)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise DataError(f"{label} is not a readable archive ({exc})") from None
 

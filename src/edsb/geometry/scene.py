@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import GridSettings
@@ -42,18 +43,18 @@ def scene_order(boxes: list[Box] | tuple[Box, ...]) -> tuple[Box, ...]:
     return tuple(sorted(sorted(boxes, key=lambda box: box.id), key=lambda box: box.label))
 
 
-def build_scene(name: str, boxes: list[Box], bounds: np.ndarray, grid: GridSettings) -> Scene:
+def build_scene(name: str, boxes: list[Box], bounds: ArrayLike, grid: GridSettings) -> Scene:
     ordered = scene_order(boxes)
-    bounds = np.array(bounds, dtype=np.float32).reshape(2, 3)
-    bounds.setflags(write=False)
+    corners = np.array(bounds, dtype=np.float32).reshape(2, 3)
+    corners.setflags(write=False)
     margins = np.array([grid.x_margin, grid.y_margin])
-    allowed = np.stack([bounds[0, :2] + margins, bounds[1, :2] - margins])  # float64, as the reference's check
+    allowed = np.stack([corners[0, :2] + margins, corners[1, :2] - margins])  # float64, as the reference's check
     allowed.setflags(write=False)
     return Scene(
         name=name,
         objects=ordered,
         by_name={box.name: box for box in ordered},
-        bounds=bounds,
+        bounds=corners,
         grid=grid,
         allowed_xy=allowed,
     )

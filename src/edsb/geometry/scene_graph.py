@@ -76,6 +76,8 @@ _REWRITE_BY_PAIR: dict[tuple[str, str, str], str | None] = {
 
 def rewrite_predicate(predicate: str | None, target: Box, anchor: Box) -> str | None:
     """Label-based corrections of raw vertical relations (a cup is `on` a table, not `inside` it)."""
+    if predicate is None:
+        return None
     if (predicate, target.label, anchor.label) in _REWRITE_BY_PAIR:
         return _REWRITE_BY_PAIR[predicate, target.label, anchor.label]
     return _REWRITE_BY_ANCHOR.get((predicate, anchor.label), predicate)

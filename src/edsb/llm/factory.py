@@ -11,7 +11,7 @@ from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.errors import TransportError
 from edsb.llm.local import LocalChatModel
 from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT_S, OpenAIChatModel
-from edsb.llm.protocol import ChatModel, ChatRequest
+from edsb.llm.protocol import ChatModel, ChatRequest, Message
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
 from edsb.llm.spec import ModelSpec, parse_model_spec
@@ -19,10 +19,10 @@ from edsb.llm.spec import ModelSpec, parse_model_spec
 DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
 CHECK_TIMEOUT_S = 60.0
 CHECK_REQUEST = ChatRequest(
-    messages=[
-        {"role": "system", "content": "You reply with a single JSON object and nothing else."},
-        {"role": "user", "content": 'Reply with {"ok": true}.'},
-    ],
+    messages=(
+        Message(role="system", content="You reply with a single JSON object and nothing else."),
+        Message(role="user", content='Reply with {"ok": true}.'),
+    ),
     temperature=0.1,
     json_mode=True,
 )

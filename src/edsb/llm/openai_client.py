@@ -132,9 +132,11 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
         detail = f" (error: {_flat(json.dumps(error))})" if error else ""
         raise _Failure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
-    message = first.get("message") if isinstance(first.get("message"), dict) else {}
-    content = message.get("content")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    message = first.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     reported_model = data.get("model")
     return ChatResponse(
         text=content if isinstance(content, str) else "",

@@ -33,10 +33,16 @@ def parse_model_spec(text: str) -> ModelSpec:
         return ModelSpec("oracle")
     if value == "oracle-wrong":
         return ModelSpec("oracle-wrong")
-    if kind in ("openai", "replay"):
-        if not target.strip():
-            what = "model name" if kind == "openai" else "run directory"
-            raise ModelSpecError(f"model spec {text!r} needs a {what} after '{kind}:'")
-        return ModelSpec(kind, target.strip())
+    if kind == "openai":
+        return ModelSpec("openai", _named_target(text, kind, target, "model name"))
+    if kind == "replay":
+        return ModelSpec("replay", _named_target(text, kind, target, "run directory"))
     hint = f" (did you mean openai:{value}?)" if value and not sep else ""
     raise ModelSpecError(f"unknown model spec {text!r}: use {SPEC_FORMS}{hint}")
+
+
+def _named_target(text: str, kind: str, target: str, what: str) -> str:
+    """The stripped text after `kind:`, which `openai` and `replay` cannot do without."""
+    if not target.strip():
+        raise ModelSpecError(f"model spec {text!r} needs a {what} after '{kind}:'")
+    return target.strip()

@@ -14,14 +14,14 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Literal, Self
+from typing import BinaryIO, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from edsb.llm.errors import ReplayError, TransportError, TransportKind
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key
 
-FORMAT = "edsb.transcript/1"
+FORMAT: Final = "edsb.transcript/1"
 TRANSCRIPTS_DIR = "transcripts"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 

@@ -21,9 +21,18 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache, reduce
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
-T = TypeVar("T")
+
+class Logical(Protocol):
+    """What conditions combine with `&` and `|`: Python bools, or numpy boolean arrays element-wise."""
+
+    def __and__(self, other: Any, /) -> Any: ...
+
+    def __or__(self, other: Any, /) -> Any: ...
+
+
+T = TypeVar("T", bound=Logical)
 
 _OPERATORS = re.compile(r"(\|\||&&|[()])")
 

@@ -1,4 +1,4 @@
-"""Driving the real `edsb run` (a subprocess of the installed package) against a scripted loopback model.
+"""A scripted loopback model that hands the Event Parser one program after another, for `edsb run` on one case.
 
 The Narrator is always answered with one valid event for case 13 ("David eats a sandwich sitting in the kitchen");
 the Event Parser gets the next program of a script. Runs use the Object List variant: the same Narrator → Event
@@ -11,17 +11,14 @@ rather than trusting the order.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from tests.support.edsb_cli import scripted_run_args
 from tests.support.openai_server import RecordedRequest, Reply
+from tests.support.run_dir import transcript_records
 
 CASE = 13
 VARIANT = "object-list"
@@ -62,7 +59,7 @@ def is_narrator_request(request: RecordedRequest) -> bool:
     return (request.json().get("response_format") or {}).get("type") == "json_object"
 
 
-class ScriptedModel:
+class ProgramScript:
     """Answers Narrator requests with `NARRATOR_REPLY` and Event Parser requests with the script, in order."""
 
     def __init__(self, programs: Sequence[str], narrator_reply: str = NARRATOR_REPLY) -> None:
@@ -81,100 +78,19 @@ class ScriptedModel:
         return Reply.completion(self.programs[index])
 
 
-@dataclass(frozen=True)
-class EdsbResult:
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-
-
-def edsb(args: Iterable[str], *, env: Mapping[str, str], cwd: Path, timeout: float = 300) -> EdsbResult:
-    """`python -m edsb ARGS` in a child process; its whole environment is `env` on top of ours."""
-    import time
-
-    started = time.monotonic()
-    completed = subprocess.run(
-        [sys.executable, "-m", "edsb", *args],
-        env={**os.environ, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    return EdsbResult(completed.returncode, completed.stdout, completed.stderr, time.monotonic() - started)
-
-
 def run_args(base_url: str, out: Path, repeats: int, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--model",
-        "openai:scripted",
-        "--base-url",
-        base_url,
-        "--variant",
-        VARIANT,
-        "--cases",
-        str(CASE),
-        "--distraction",
-        "0",
-        "--repeats",
-        str(repeats),
-        "--no-cache",
-        "--quiet",
-        "--out",
-        str(out),
-        *extra,
-    ]
-
-
-def results(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    """`edsb run` of case 13 at level 0 with the Object List variant, `repeats` times, uncached and quiet."""
+    selection = ["--variant", VARIANT, "--cases", str(CASE), "--distraction", "0", "--repeats", str(repeats)]
+    return scripted_run_args(base_url, out, *selection, "--no-cache", "--quiet", *extra)
 
 
 def programs_by_run(out: Path) -> dict[str, str]:
     """Run key → the name of the program its Event Parser answered with, read from the run's transcript."""
     names: dict[str, str] = {}
-    for path in sorted((out / "transcripts").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if record["module"] != "event_parser" or record["response"] is None:
-                continue
-            found = MARKER.search(record["response"]["text"])
-            if found:
-                names[record["run"].replace("__", "/")] = found.group(1)
+    for record in transcript_records(out):
+        if record["module"] != "event_parser" or record["response"] is None:
+            continue
+        found = MARKER.search(record["response"]["text"])
+        if found:
+            names[record["run"].replace("__", "/")] = found.group(1)
     return names
-
-
-def every_output(out: Path, *texts: str) -> str:
-    """Everything a run wrote (every file under `out`, recursively) plus the given texts (stdout, stderr)."""
-    parts = list(texts)
-    for path in sorted(out.rglob("*")):
-        if path.is_file():
-            parts.append(path.read_bytes().decode("utf-8", "replace"))
-    return "\n".join(parts)
-
-
-def edsb_in_process(args: Sequence[str], capsys: Any) -> EdsbResult:
-    """`edsb ARGS` through `edsb.cli.main` in this process (no interpreter start-up); `capsys` is pytest's fixture."""
-    import time
-
-    import pytest
-
-    from edsb.cli import main
-
-    started = time.monotonic()
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    returncode = 0 if code is None else code if isinstance(code, int) else 1
-    return EdsbResult(returncode, captured.out, captured.err, time.monotonic() - started)
-
-
-def transcript_records(out: Path) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted((out / "transcripts").glob("*.jsonl")):
-        records += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return records

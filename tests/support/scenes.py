@@ -1,4 +1,4 @@
-"""Small hand-made boxes and scenes for geometry tests (no data directory needed)."""
+"""Small hand-made boxes and scenes for geometry and scoring tests (no data directory needed)."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ Answer = Callable[[TestCase], str]
 
 
 @dataclass
-class ScriptedModel:
+class StoryModel:
     """The request handler. `answers` may replace the answer of a module for chosen cases (mistakes on purpose)."""
 
     cases: Mapping[int, TestCase]
@@ -209,3 +209,40 @@ class ScriptedModel:
         with self._lock:
             self.usage.append((module, case.id, prompt, completion))
         return Reply.completion(text, prompt_tokens=prompt, completion_tokens=completion, model=body["model"])
+
+
+# --- mistakes on purpose (`StoryModel.answers`) ----------------------------------------------------------------------
+
+
+def seat_answer(seat: str, comment: str) -> Answer:
+    def answer(case: TestCase) -> str:
+        (expected,) = case.expected_plans
+        var = handle_name(expected.character)
+        action = expected.target_action or "idle"
+        body = [
+            f"    # {comment}",
+            f'    {var} = get_character("{expected.character}")',
+            f'    {var}.set_position(get_area_to_sit_on("{seat}"))',
+            f'    {var}.set_target_action("{action}")',
+            f"    return [{var}]",
+        ]
+        return fenced("def parse_event():", body)
+
+    return answer
+
+
+def closest_table_answer(case: TestCase) -> str:
+    (expected,) = case.expected_plans
+    body = [
+        "    # The table between the armchairs; the closest table to it is where Ryan should stand.",
+        '    table = get_closest_object("table_99", "table")',
+        f'    ryan = get_character("{expected.character}")',
+        "    ryan.set_position(get_area_adjacent_to(table))",
+        '    ryan.set_target_action("use_smartphone")',
+        "    return [ryan]",
+    ]
+    return fenced("def parse_event():", body)
+
+
+def prose_narration(case: TestCase) -> str:
+    return f"Sure! Next, {case.expected_plans[0].character} sits down in the kitchen to eat."

@@ -1,0 +1,56 @@
+"""Network conditions for tests: a port where nothing listens, and a guard that blocks any connection or lookup."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any
+
+import pytest
+
+
+class NetworkBlocked(OSError):
+    pass
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _is_loopback(host: Any) -> bool:
+    if host in (None, "", "localhost", b"localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: resolving it would already be network traffic
+
+
+def block_network(monkeypatch: pytest.MonkeyPatch, *, allow_loopback: bool) -> list[Any]:
+    """From now until the test ends, socket connections and name lookups (beyond loopback, if allowed) raise
+    NetworkBlocked; the returned list collects what was attempted."""
+    attempts: list[Any] = []
+    connect = socket.socket.connect
+    getaddrinfo = socket.getaddrinfo
+
+    def allowed(host: Any) -> bool:
+        return allow_loopback and _is_loopback(host)
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        if isinstance(address, tuple) and not allowed(address[0]):
+            attempts.append(address)
+            raise NetworkBlocked(f"network access blocked in this test: {address!r}")
+        connect(self, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not allowed(host):
+            attempts.append(host)
+            raise NetworkBlocked(f"name lookup blocked in this test: {host!r}")
+        return getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    return attempts
