@@ -21,7 +21,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
-from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
+from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
@@ -81,7 +81,7 @@ class RunTrace:
 
 async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
     model_request = ChatRequest(
-        messages=tuple(request.messages),
+        messages=tuple(Message.model_validate(message) for message in request.messages),
         temperature=services.temperature,
         json_mode=request.json_mode,
         sample_index=key.repeat,

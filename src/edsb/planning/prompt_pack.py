@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TypeVar, get_args
+from typing import Literal, TypeVar, get_args, overload
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -151,11 +151,16 @@ class PromptPack:
         extra = extra_guidelines.strip()
         return f"{text}\n{extra}" if extra else text
 
+    @overload
+    def examples(self, module: Literal["narrator"], tags: Iterable[str]) -> list[NarratorExample]: ...
+    @overload
+    def examples(self, module: Literal["event_parser"], tags: Iterable[str]) -> list[ParserExample]: ...
     def examples(self, module: Module, tags: Iterable[str]) -> list[NarratorExample] | list[ParserExample]:
         """The examples whose file stem is one of the case's tags, in file-name order."""
         wanted = set(tags)
-        pool = self.narrator_examples if module == "narrator" else self.parser_examples
-        return [example for example in pool if example.stem in wanted]
+        if module == "narrator":
+            return [example for example in self.narrator_examples if example.stem in wanted]
+        return [example for example in self.parser_examples if example.stem in wanted]
 
     def sample_description(self, scene_name: str, description_type: DescriptionType) -> str:
         """The description an example's query shows (stripped, as the reference does for examples)."""
@@ -191,9 +196,9 @@ def _load(root: Path) -> PromptPack:
     systems = {
         stem: benchmark.prompt_file(rel).read_text(encoding="utf-8").strip() for stem, rel in SYSTEM_FILES.items()
     }
-    narrator_examples = _load_examples(benchmark, "narrator", NarratorExample)
-    parser_examples = _load_examples(benchmark, "event_parser", ParserExample)
-    scenes = sorted({e.scene_name for e in (*narrator_examples, *parser_examples)})
+    narrator_examples: tuple[NarratorExample, ...] = _load_examples(benchmark, "narrator", NarratorExample)
+    parser_examples: tuple[ParserExample, ...] = _load_examples(benchmark, "event_parser", ParserExample)
+    scenes = sorted({e.scene_name for e in narrator_examples} | {e.scene_name for e in parser_examples})
     samples = {
         (scene, kind): benchmark.prompt_file(f"{SAMPLE_DESCRIPTIONS_DIR}/{scene}_{kind}.txt")
         .read_text(encoding="utf-8")
