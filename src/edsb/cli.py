@@ -295,7 +295,9 @@ def run_command(
         highlight=False,
     )
     if stats.incomplete:  # a sweep with holes must not look like a finished one to a script or CI
-        raise EdsbError(f"{stats.incomplete} runs are incomplete (the model never answered); see {out}")
+        raise EdsbError(
+            f"{stats.incomplete} runs are incomplete (no answer from the model, or an edsb fault); see {out}"
+        )
 
 
 @app.command("report")

@@ -161,7 +161,13 @@ def render_report(
         title = "Success (execution), all distraction levels" if level == "Total" else f"Distraction level {level}"
         blocks.append((title, ["variant", *TAG_COLUMNS], paper_rows(summary, level, intervals=intervals)))
     if brief:
-        blocks.append(("Not counted: the model never answered", ["variant", "kind", "runs"], _incomplete_rows(summary)))
+        blocks.append(
+            (
+                "Not counted: no answer from the model, or an edsb fault (retried on resume)",
+                ["variant", "kind", "runs"],
+                _incomplete_rows(summary),
+            )
+        )
     stats_rows = []
     for variant, data in summary["variants"].items():
         if brief or not data.get("runs"):
