@@ -87,8 +87,9 @@ async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: 
         sample_index=key.repeat,
     )
     if services.transcripts is not None:
-        run = key.id.replace("/", "__")
-        response = await services.transcripts.complete(services.model, model_request, run=run, module=request.module)
+        response = await services.transcripts.complete(
+            services.model, model_request, run=key.file_stem, module=request.module
+        )
     else:
         response = await services.model.complete(model_request)
     trace.add(request.module, response)

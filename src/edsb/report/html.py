@@ -40,6 +40,7 @@ from edsb.report.topdown import (
     plan_marks,
     scene_extent,
 )
+from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
 from edsb.sandbox import extract_code
 
@@ -129,8 +130,8 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def _transcripts(run_dir: Path, key: str, sections: _Sections) -> list[dict[str, Any]]:
-    path = transcripts_dir(run_dir) / f"{key.replace('/', '__')}.jsonl"
+def _transcripts(run_dir: Path, key: RunKey, sections: _Sections) -> list[dict[str, Any]]:
+    path = transcripts_dir(run_dir) / f"{key.file_stem}.jsonl"
     if not path.is_file():
         return []
     exchanges = []
@@ -177,7 +178,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         case = benchmark.cases.get(record.case)
         status = str(record.status)
         colour = error_colours.get(str(record.error_kind)) if record.errored else STATUS_COLOURS.get(status)
-        anchor = "run-" + record.key.replace("/", "__")
+        anchor = "run-" + record.run_key.file_stem
         entry: dict[str, Any] = {
             "anchor": anchor,
             "key": record.key,
@@ -188,7 +189,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
             "event": json.dumps(record.event) if record.event else None,
         }
-        exchanges = _transcripts(run_dir, record.key, sections)
+        exchanges = _transcripts(run_dir, record.run_key, sections)
         entry["exchanges"] = exchanges
         entry["code"] = _executed_code(exchanges, sections.table(), record.variant) if exchanges else None
         if case is not None:

@@ -29,6 +29,11 @@ class RunKey:
         """The reference's name of a run, `tc<id>-d<level>-r<repeat>`."""
         return f"tc{self.case:02d}-d{self.distraction}-r{self.repeat}"
 
+    @property
+    def file_stem(self) -> str:
+        """The run's name on disk (its transcript file): the id with `__` for the slash."""
+        return f"{self.variant}__{self.run_name}"
+
     @classmethod
     def from_id(cls, text: str) -> RunKey:
         variant, run = text.split("/", 1)
