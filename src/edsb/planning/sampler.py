@@ -76,6 +76,7 @@ LATTICE_STEP = 0.05  # metres between lattice points; the judge's tolerances are
 POLISHED_POINTS = 16  # best lattice points handed to the pattern search
 POLISH_STEP_FLOOR = 1e-5  # the pattern search stops once its step is below this (float32 spacing is ~1e-6 m)
 POLISH_MAX_ROUNDS = 200
+OPTIMA_CACHED = 64  # relationship sets whose search result is kept (a few hundred lattice points each, typically)
 CLEARANCE_FALLBACK = 0.1  # neighbourhood radius tried when the character radius leaves no optimal point
 PROXIMITY_SCALE = 1.0  # metres: how quickly preference fades with distance from the start beyond the nearest point
 
@@ -149,7 +150,7 @@ class PositionCost:
     terms: tuple[Term, ...]
     avoids_collisions: bool  # false once any relationship mentions `sit on` / `lie on`
     # float64 (2, 2) [[min_x, min_y], [max_x, max_y]] holding every zero-cost point, empty (min > max) when no point
-    # can cost zero, None when the terms do not bound it; lets the search skip most of the lattice (see `_minimise`)
+    # can cost zero, None when the terms do not bound it; lets the search skip most of the lattice (see `_search`)
     zero_box: np.ndarray | None = None
 
     def __call__(self, points: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
@@ -431,23 +432,32 @@ def _smallest(values: np.ndarray, count: int) -> np.ndarray:
     return below[np.argsort(values[below], kind="stable")[:count]]
 
 
+@lru_cache(maxsize=8)
+def _disc_rows(radius_cells: float) -> tuple[tuple[int, int], ...]:
+    """(di, w) for each row of the lattice disc of this radius: offsets (di, dj) with di² + dj² ≤ r² have |dj| ≤ w."""
+    reach, squared = int(np.floor(radius_cells)), radius_cells * radius_cells
+    return tuple(
+        (di, max(dj for dj in range(reach + 1) if di * di + dj * dj <= squared))
+        for di in range(-reach, reach + 1)
+        if di * di <= squared
+    )
+
+
 def _clear_of_worse(optimal: np.ndarray, radius_cells: float) -> np.ndarray:
     """bool (nx, ny): optimal lattice points whose whole disc of `radius_cells` is optimal (outside counts as not).
 
-    The disc is cut into rows: row `di` spans `|dj| <= w` with w² ≤ r² − di², and a row is all optimal where a
-    running count of non-optimal cells along y does not grow across it."""
+    The disc is cut into rows: row `di` spans `|dj| <= w`, and it is all optimal where a running count of
+    non-optimal cells along y does not grow across it."""
     reach = int(np.floor(radius_cells))
     nx, ny = optimal.shape
-    padded = np.pad(optimal, reach, constant_values=False)
+    padded = np.zeros((nx + 2 * reach, ny + 2 * reach), dtype=bool)
+    padded[reach : reach + nx, reach : reach + ny] = optimal
     worse = np.zeros((padded.shape[0], padded.shape[1] + 1), dtype=np.int32)
     np.cumsum(~padded, axis=1, out=worse[:, 1:])
     rows: dict[int, np.ndarray] = {}
     clear = optimal.copy()
-    for di in range(-reach, reach + 1):
-        if di * di > radius_cells * radius_cells:
-            continue
-        w = max(dj for dj in range(reach + 1) if di * di + dj * dj <= radius_cells * radius_cells)
-        if w not in rows:  # row_clear[i, j]: no non-optimal cell in padded[i, j - w .. j + w] (j in padded frame)
+    for di, w in _disc_rows(radius_cells):
+        if w not in rows:  # rows[w][i, j]: no non-optimal cell in padded[i, reach + j - w .. reach + j + w]
             rows[w] = worse[:, reach + w + 1 : reach + w + 1 + ny] == worse[:, reach - w : reach - w + ny]
         clear &= rows[w][reach + di : reach + di + nx]
     return clear
@@ -460,30 +470,45 @@ def _choose_near(candidates: np.ndarray, start: np.ndarray, rng: np.random.Gener
     return candidates[rng.choice(len(candidates), p=weights / weights.sum())]
 
 
-def _choose_optimal(
-    cost: PositionCost, points: np.ndarray, optimal: np.ndarray, start: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Among the optimal points of a lattice block (every optimal point of the lattice lies in it), prefer those
-    clear of worse ones by the character radius, else by CLEARANCE_FALLBACK, then those near `start`."""
+@dataclass(frozen=True, eq=False)
+class _Optimum:
+    """What the search found for one set of relationships, before the start and the generator pick the answer:
+    a strict minimum between lattice points (the answer whatever the start), or the optimal lattice points to draw
+    from (those clear of worse points when there are any)."""
+
+    point: np.ndarray | None
+    candidates: np.ndarray  # float32 (M, 2), x-major; empty when `point` is set
+
+    def choose(self, start: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.point if self.point is not None else _choose_near(self.candidates, start, rng)
+
+
+def _optimal_points(cost: PositionCost, points: np.ndarray, optimal: np.ndarray) -> _Optimum:
+    """Among the optimal points of a lattice block (every optimal point of the lattice lies in it), those clear of
+    worse ones by the character radius, else by CLEARANCE_FALLBACK, else all of them."""
     for radius in (cost.scene.grid.cylinder_radius, CLEARANCE_FALLBACK):
         clear = _clear_of_worse(optimal, radius / LATTICE_STEP)
         if clear.any():
-            return _choose_near(points[clear], start, rng)
-    return _choose_near(points[optimal], start, rng)
+            return _Optimum(None, points[clear])
+    return _Optimum(None, points[optimal])
 
 
-def _minimise(cost: PositionCost, start: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _search(cost: PositionCost) -> _Optimum:
     lattice = _lattice_of(cost.scene)
     if cost.zero_box is not None:
         # Every cost is 0 or at least 1 and zero-cost points lie in the box: if the box holds one, the lattice's
         # optimum is 0, no polish can beat it, and the optimal points are the box's zeros. Same answer, less work.
+        # Only free points are evaluated: a collision (when avoided) or the boundary already makes a cost nonzero.
         window = lattice.window(cost.zero_box)
         block = lattice.points[window]
-        if block.size:
-            values = cost.summed(block.reshape(-1, 2), lattice.collisions[window].ravel(), lattice.allowed[window].ravel())
-            zero = (values == 0.0).reshape(block.shape[:2])
+        free = lattice.allowed[window] & ~lattice.collisions[window] if cost.avoids_collisions else lattice.allowed[window]
+        if free.any():
+            points = block[free]
+            values = cost.summed(points, np.zeros(len(points), dtype=bool), np.ones(len(points), dtype=bool))
+            zero = np.zeros(free.shape, dtype=bool)
+            zero[free] = values == 0.0
             if zero.any():
-                return _choose_optimal(cost, block, zero, start, rng)
+                return _optimal_points(cost, block, zero)
     flat = lattice.flat
     values = cost.summed(flat, lattice.collisions.ravel(), lattice.allowed.ravel())
     lattice_best = values.min()
@@ -492,10 +517,17 @@ def _minimise(cost: PositionCost, start: np.ndarray, rng: np.random.Generator) -
     seeds = _smallest(values, POLISHED_POINTS)
     polished, polished_values = _polish(cost, flat[seeds], values[seeds])
     if polished_values.min() < lattice_best - tolerance:  # a strict minimum between lattice points
-        return polished[polished_values.argmin()]
+        return _Optimum(polished[polished_values.argmin()], np.empty((0, 2), dtype=np.float32))
 
     optimal = (values <= lattice_best + tolerance).reshape(lattice.points.shape[:2])
-    return _choose_optimal(cost, lattice.points, optimal, start, rng)
+    return _optimal_points(cost, lattice.points, optimal)
+
+
+@lru_cache(maxsize=OPTIMA_CACHED)
+def _optimum(scene: Scene, rewritten: tuple[str, ...], characters: frozenset[str]) -> _Optimum:
+    """The search's result for these relationships, kept for the next run that writes the same ones (the repeats
+    of a case, or another character with the same relationships): only the draw differs between them."""
+    return _search(_compile(scene, rewritten, characters))
 
 
 def sample_position(
@@ -512,14 +544,14 @@ def sample_position(
     SamplerPredicateError (a ValueError) or SamplerSeatError where the reference raises.
     """
     rewritten = rewrite_relationships(relationships)
-    anchors = _Anchors(scene, characters or ())
+    anchors = _Anchors(scene, frozenset(characters or ()))
     seat = _fixed_seat(anchors, rewritten)
     if seat is not None:
         return float(seat[0]), float(seat[1])
     start = _anchor_start(anchors, rewritten)
-    cost = _compile(scene, rewritten, anchors.characters)
+    optimum = _optimum(scene, tuple(rewritten), anchors.characters)
     if start is None:
         free = occupancy_grid_of(scene).free_points()
         start = free[rng.integers(len(free))]
-    x, y = _minimise(cost, np.asarray(start, dtype=np.float64), rng)
+    x, y = optimum.choose(np.asarray(start, dtype=np.float64), rng)
     return float(x), float(y)
