@@ -214,7 +214,7 @@ class Judge:
             if point is None:
                 point = _as_float32(raw, name)
                 _require_pair(point, name)
-            hit = int(first_collision(self.scene, point.reshape(1, 2))[0])
+            hit = int(first_collision(self.scene, point.reshape(1, 2))[0]) if holds else -1
         if holds and hit < 0:
             return None
         where = f"({float(point[0]):.2f}, {float(point[1]):.2f})"
