@@ -133,7 +133,8 @@ def main() -> None:
           f"per sample, target >= {TARGET_SPEEDUP:.0f})")  # fmt: skip
     print(f"speedup_vs_annealing_cold: {annealing_s / cold_s:.1f} (ratio of {annealing_ms:.2f} to {cold_ms:.3f} ms "
           f"per sample, search cache cleared before each, target >= {TARGET_SPEEDUP:.0f})")  # fmt: skip
-    print(f"sampler_hit_rate: {sampler_hits / samples:.3f} (ratio {sampler_hits}/{samples}, target >= {TARGET_HIT_RATE})")
+    rate = sampler_hits / samples
+    print(f"sampler_hit_rate: {rate:.3f} (ratio {sampler_hits}/{samples}, target >= {TARGET_HIT_RATE})")
     print(f"cold_same_point: {same / samples:.3f} (ratio {same}/{samples} cold samples equal to cached ones, target 1)")
     print(f"annealing_hit_rate: {annealing_hits / samples:.3f} (ratio {annealing_hits}/{samples}, baseline)")
     print(f"sampler_ms_per_sample: {sampler_ms:.3f} (ratio {sampler_s / annealing_s:.4f} of annealing, "

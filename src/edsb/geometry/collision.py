@@ -85,7 +85,8 @@ def floor_collisions(scene: Scene, points: np.ndarray) -> np.ndarray:
     """bool (N,): which points (cast to float32, as the judge does) stand inside some floor object's footprint."""
     xy = np.asarray(points, dtype=np.float32)
     inside, _ = _inside_floor_footprints(scene, xy.reshape(-1, 2))
-    return inside.any(axis=1).reshape(xy.shape[:-1])
+    hit = np.asarray(inside.any(axis=1))
+    return hit.reshape(xy.shape[:-1])
 
 
 def first_collision(scene: Scene, points: np.ndarray) -> np.ndarray:

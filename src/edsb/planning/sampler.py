@@ -41,8 +41,8 @@ from edsb.geometry.relations import (
     DIRECTIONS,
     IN_FRONT_OF,
     INTERACTION_PREDICATES,
-    LIE_ON,
     LEFT_OF,
+    LIE_ON,
     LOOK_AT,
     RIGHT_OF,
     SAMPLER_DIRECTIONAL_OFFSET,
@@ -240,7 +240,8 @@ def _directional_term(anchors: _Anchors, relationship: str) -> tuple[Term, ZeroB
 
     # zero on the strip past the face, `offset` wider than the box, cut where the allowed area ends
     reach, offset = _reach(anchors.scene, box), SAMPLER_DIRECTIONAL_OFFSET
-    wide, deep = (-box.half_width - offset, box.half_width + offset), (-box.half_depth - offset, box.half_depth + offset)
+    wide = (-box.half_width - offset, box.half_width + offset)
+    deep = (-box.half_depth - offset, box.half_depth + offset)
     strips = {
         IN_FRONT_OF: (wide, (box.half_depth, reach)),
         BEHIND: (wide, (-reach, -box.half_depth)),
@@ -501,7 +502,9 @@ def _search(cost: PositionCost) -> _Optimum:
         # Only free points are evaluated: a collision (when avoided) or the boundary already makes a cost nonzero.
         window = lattice.window(cost.zero_box)
         block = lattice.points[window]
-        free = lattice.allowed[window] & ~lattice.collisions[window] if cost.avoids_collisions else lattice.allowed[window]
+        free = lattice.allowed[window].copy()
+        if cost.avoids_collisions:
+            free &= ~lattice.collisions[window]
         if free.any():
             points = block[free]
             values = cost.summed(points, np.zeros(len(points), dtype=bool), np.ones(len(points), dtype=bool))
@@ -544,12 +547,13 @@ def sample_position(
     SamplerPredicateError (a ValueError) or SamplerSeatError where the reference raises.
     """
     rewritten = rewrite_relationships(relationships)
-    anchors = _Anchors(scene, frozenset(characters or ()))
+    names = frozenset(characters or ())
+    anchors = _Anchors(scene, names)
     seat = _fixed_seat(anchors, rewritten)
     if seat is not None:
         return float(seat[0]), float(seat[1])
     start = _anchor_start(anchors, rewritten)
-    optimum = _optimum(scene, tuple(rewritten), anchors.characters)
+    optimum = _optimum(scene, tuple(rewritten), names)
     if start is None:
         free = occupancy_grid_of(scene).free_points()
         start = free[rng.integers(len(free))]
