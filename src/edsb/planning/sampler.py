@@ -379,6 +379,14 @@ class _Lattice:
     def flat(self) -> np.ndarray:
         return self.points.reshape(-1, 2)
 
+    def where(self, window: tuple[slice, slice], mask: np.ndarray) -> np.ndarray:
+        """float32 (M, 2): `self.points[window][mask]` (x-major), gathered from the axes (a 3-D mask index is slow)."""
+        i, j = np.nonzero(mask)
+        picked = np.empty((len(i), 2), dtype=np.float32)
+        picked[:, 0] = self.points[window[0], 0, 0][i]
+        picked[:, 1] = self.points[0, window[1], 1][j]
+        return picked
+
     def window(self, box: np.ndarray) -> tuple[slice, slice]:
         """The index ranges of the lattice points inside `box` [[min_x, min_y], [max_x, max_y]] (maybe empty)."""
         xs, ys = self.points[:, 0, 0], self.points[0, :, 1]
@@ -484,14 +492,16 @@ class _Optimum:
         return self.point if self.point is not None else _choose_near(self.candidates, start, rng)
 
 
-def _optimal_points(cost: PositionCost, points: np.ndarray, optimal: np.ndarray) -> _Optimum:
+def _optimal_points(
+    cost: PositionCost, lattice: _Lattice, window: tuple[slice, slice], optimal: np.ndarray
+) -> _Optimum:
     """Among the optimal points of a lattice block (every optimal point of the lattice lies in it), those clear of
     worse ones by the character radius, else by CLEARANCE_FALLBACK, else all of them."""
     for radius in (cost.scene.grid.cylinder_radius, CLEARANCE_FALLBACK):
         clear = _clear_of_worse(optimal, radius / LATTICE_STEP)
         if clear.any():
-            return _Optimum(None, points[clear])
-    return _Optimum(None, points[optimal])
+            return _Optimum(None, lattice.where(window, clear))
+    return _Optimum(None, lattice.where(window, optimal))
 
 
 def _search(cost: PositionCost) -> _Optimum:
@@ -501,17 +511,16 @@ def _search(cost: PositionCost) -> _Optimum:
         # optimum is 0, no polish can beat it, and the optimal points are the box's zeros. Same answer, less work.
         # Only free points are evaluated: a collision (when avoided) or the boundary already makes a cost nonzero.
         window = lattice.window(cost.zero_box)
-        block = lattice.points[window]
         free = lattice.allowed[window].copy()
         if cost.avoids_collisions:
             free &= ~lattice.collisions[window]
         if free.any():
-            points = block[free]
+            points = lattice.where(window, free)
             values = cost.summed(points, np.zeros(len(points), dtype=bool), np.ones(len(points), dtype=bool))
             zero = np.zeros(free.shape, dtype=bool)
             zero[free] = values == 0.0
             if zero.any():
-                return _optimal_points(cost, block, zero)
+                return _optimal_points(cost, lattice, window, zero)
     flat = lattice.flat
     values = cost.summed(flat, lattice.collisions.ravel(), lattice.allowed.ravel())
     lattice_best = values.min()
@@ -523,7 +532,7 @@ def _search(cost: PositionCost) -> _Optimum:
         return _Optimum(polished[polished_values.argmin()], np.empty((0, 2), dtype=np.float32))
 
     optimal = (values <= lattice_best + tolerance).reshape(lattice.points.shape[:2])
-    return _optimal_points(cost, lattice.points, optimal)
+    return _optimal_points(cost, lattice, (slice(None), slice(None)), optimal)
 
 
 @lru_cache(maxsize=OPTIMA_CACHED)
