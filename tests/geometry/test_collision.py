@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edsb.geometry.collision import first_collision, floor_collisions, stands_on_floor
+from edsb.geometry.collision import first_collision, floor_collisions, inside_footprint, stands_on_floor
 from tests.support.scenes import make_box, make_scene
 
 
@@ -35,3 +35,32 @@ def test_nan_is_never_outside_so_it_collides() -> None:
     points = np.array([[np.nan, 1.0], [1.0, np.nan], [np.nan, np.nan]])
     assert floor_collisions(scene, points).tolist() == [True, True, True]
     assert first_collision(scene, points).tolist() == [0, 0, 0]  # bed_1, first in scene order and on the floor
+
+
+def test_the_broadcast_test_is_the_per_box_test_on_real_scenes(real_scene) -> None:
+    """Bitwise: random points, points on every footprint edge and their float32 neighbours, non-finite ones."""
+    rng = np.random.default_rng(11)
+    parts = [rng.uniform(real_scene.bounds[0, :2] - 1, real_scene.bounds[1, :2] + 1, size=(20_000, 2))]
+    for box in real_scene.objects:
+        corners = box.footprint.astype(np.float64)
+        for start, end in zip(corners, np.roll(corners, -1, axis=0), strict=True):
+            edge = (start + (end - start) * rng.uniform(0, 1, size=(50, 1))).astype(np.float32)
+            parts += [edge, np.nextafter(edge, np.float32(np.inf)), np.nextafter(edge, np.float32(-np.inf))]
+    parts.append(np.array([[np.nan, 1.0], [1.0, np.inf], [-np.inf, np.nan]]))
+    points = np.concatenate([part.astype(np.float32) for part in parts])
+
+    with np.errstate(invalid="ignore"):
+        per_box = np.array([inside_footprint(box, points) for box in real_scene.objects if stands_on_floor(box)])
+        floor_index = [index for index, box in enumerate(real_scene.objects) if stands_on_floor(box)]
+        expected_first = np.where(per_box.any(axis=0), np.array(floor_index)[per_box.argmax(axis=0)], -1)
+
+        assert np.array_equal(floor_collisions(real_scene, points), per_box.any(axis=0))
+        assert np.array_equal(first_collision(real_scene, points), expected_first)
+        assert floor_collisions(real_scene, points.reshape(-1, 1, 2)).shape == (len(points), 1)
+
+
+def test_a_scene_without_floor_objects_has_no_collisions() -> None:
+    scene = make_scene(make_box("lamp_1", min_z=1.0, box_id=0))
+    points = np.array([[0.0, 0.0], [np.nan, np.nan]])
+    assert floor_collisions(scene, points).tolist() == [False, False]
+    assert first_collision(scene, points).tolist() == [-1, -1]

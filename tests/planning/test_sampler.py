@@ -3,6 +3,8 @@ cost follows the §6 table, the optimum is found, the seat rule is exact, errors
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.geometry.collision import floor_collisions, stands_on_floor
 from edsb.geometry.distances import box_distance, directional_distance, interaction_distance, two_anchor_distance
 from edsb.geometry.scene import Scene, load_scene
+from edsb.planning import sampler
 from edsb.planning.sampler import (
     SEAT_LABELS,
     compile_cost,
@@ -255,3 +258,72 @@ def test_relationships_the_reference_never_reads_raise_nothing(scenes) -> None:
         alone = sample(house, ["in front of fridge_1"], seed)
         assert sample(house, ["look at nobody", "in front of fridge_1"], seed) == alone
         assert sample(house, ["in front of fridge_1", "close to the sofa_9"], seed) == alone  # inexact, after the start
+
+
+# --- the search's shortcuts give the full search's answer ------------------------------------------------------------
+
+SHORTCUT_CASES = [
+    ("House", ["in front of fridge_1"]),
+    ("House", ["adjacent to coffee_maker_1", "look at fridge_1"]),
+    ("House", ["behind chair_1"]),
+    ("Office", ["in front of couch_1", "in front of couch_3"]),
+    ("Office", ["to the left of water_dispenser_1"]),
+    ("Office", ["close to couch_3", "behind couch_3"]),
+    ("Restaurant", ["behind reception_desk_1"]),
+    ("Restaurant", ["close to table_5", "to the left of bar_counter_1", "look at table_5"]),
+    ("Restaurant", ["in front of bar_counter_1", "behind bar_counter_1"]),  # no zero: the full search runs
+]
+
+
+@pytest.mark.parametrize(("scene_name", "relationships"), SHORTCUT_CASES)
+def test_every_zero_cost_point_lies_in_the_zero_box(scenes, scene_name, relationships) -> None:
+    scene = scenes[scene_name]
+    cost = compile_cost(scene, relationships)
+    points = np.concatenate([lattice(scene, 0.02), random_points(scene, 20_000)])
+    zero = points[cost(points) == 0.0]
+    assert cost.zero_box is not None
+    assert ((zero >= cost.zero_box[0]) & (zero <= cost.zero_box[1])).all()
+
+
+@pytest.mark.parametrize(("scene_name", "relationships"), SHORTCUT_CASES)
+def test_the_zero_box_search_finds_what_the_whole_lattice_search_finds(scenes, scene_name, relationships) -> None:
+    scene = scenes[scene_name]
+    cost = compile_cost(scene, relationships)
+    quick, full = sampler._search(cost), sampler._search(dataclasses.replace(cost, zero_box=None))
+    assert (quick.point is None) == (full.point is None)
+    assert np.array_equal(quick.candidates, full.candidates)
+    if quick.point is not None:
+        assert np.array_equal(quick.point, full.point)
+
+
+def test_a_kept_search_result_gives_the_point_a_fresh_search_gives(scenes) -> None:
+    office = scenes["Office"]
+    relationships = ["to the right of cabinet_2"]
+    kept = [sample(office, relationships, seed) for seed in range(4)]
+    fresh = []
+    for seed in range(4):
+        sampler._optimum.cache_clear()
+        fresh.append(sample(office, relationships, seed))
+    assert kept == fresh
+
+
+def test_clearance_by_disc_rows_is_the_disc_test() -> None:
+    rng = np.random.default_rng(3)
+    for shape, density in (((30, 40), 0.9), ((7, 90), 0.99), ((60, 5), 0.5)):
+        optimal = rng.random(shape) < density
+        for radius in (6.04, 6.28, 3.1, 2.0, 0.5):
+            reach = int(np.floor(radius))
+            padded = np.pad(optimal, reach)
+            expected = optimal.copy()
+            for di in range(-reach, reach + 1):
+                for dj in range(-reach, reach + 1):
+                    if di * di + dj * dj <= radius * radius:
+                        expected &= padded[reach + di : reach + di + shape[0], reach + dj : reach + dj + shape[1]]
+            assert np.array_equal(sampler._clear_of_worse(optimal, radius), expected)
+
+
+def test_the_polish_seeds_are_the_stable_sort_s_first() -> None:
+    values = np.random.default_rng(5).integers(0, 6, size=500).astype(np.float64)  # many ties
+    values[::7] = np.inf
+    for count in (1, 16, 100, 500, 600):
+        assert np.array_equal(sampler._smallest(values, count), np.argsort(values, kind="stable")[:count])

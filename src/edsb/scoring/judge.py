@@ -194,25 +194,13 @@ class Judge:
         return evaluate_condition(_parse(condition), lambda atom: _position_mask(self.scene, xy, atom))
 
     def _position_failure(self, expected: ExpectedPlan, entry: object) -> str | None:
-        """None when the sampled position passes, else whether it missed the expected area or hit an object."""
-        if self._position_holds(expected, entry):
-            return None
-        name = expected.character
-        point = _as_float32(entry["sampled_position"], name)  # type: ignore[index]  # _position_holds read it
-        where = f"({float(point[0]):.2f}, {float(point[1]):.2f})"
-        if isinstance(expected.sampled_position, list) or expected.sampled_position:
-            with np.errstate(all="ignore"):
-                missed = not bool(self._condition_mask(expected.sampled_position, point.reshape(1, 2))[0])
-            if missed:
-                return f"{name}: position {where} is not where {_shown_condition(expected.sampled_position)} holds"
-        with np.errstate(all="ignore"):
-            hit = int(first_collision(self.scene, point.reshape(1, 2))[0])
-        return f"{name}: position {where} stands inside {self.scene.objects[hit].name}"
+        """None when the sampled position passes, else whether it missed the expected area or hit an object.
 
-    def _position_holds(self, expected: ExpectedPlan, entry: object) -> bool:
+        The point is read once and both checks run once; the reason comes from the values the verdict used."""
         name = expected.character
         raw = _field(entry, "sampled_position", name)
         condition = expected.sampled_position
+        point: np.ndarray | None = None
         holds = True
         with np.errstate(all="ignore"):  # NaN or infinite coordinates are judged, not warned about
             if isinstance(condition, list) or condition:  # an empty condition string holds without reading the point
@@ -223,9 +211,16 @@ class Judge:
                     _position_mask(self.scene, np.zeros((0, 2), dtype=np.float32), first_atom)
                 _require_pair(point, name)
                 holds = bool(self._condition_mask(condition, point.reshape(1, 2))[0])
-            point = _as_float32(raw, name)
-            _require_pair(point, name)
-            return holds and not bool(floor_collisions(self.scene, point.reshape(1, 2))[0])
+            if point is None:
+                point = _as_float32(raw, name)
+                _require_pair(point, name)
+            hit = int(first_collision(self.scene, point.reshape(1, 2))[0]) if holds else -1
+        if holds and hit < 0:
+            return None
+        where = f"({float(point[0]):.2f}, {float(point[1]):.2f})"
+        if not holds:
+            return f"{name}: position {where} is not where {_shown_condition(condition)} holds"  # type: ignore[arg-type]
+        return f"{name}: position {where} stands inside {self.scene.objects[hit].name}"
 
 
 def _shown(items: Collection[Any]) -> str:
@@ -249,6 +244,8 @@ def _position_mask(scene: Scene, points: np.ndarray, atom: str) -> np.ndarray:
 def _as_float32(raw: object, name: str) -> np.ndarray:
     """The plan's position as the evaluator sees it: whatever numpy makes of it as float32 (strings of digits and
     booleans convert, null becomes NaN)."""
+    if type(raw) is list and len(raw) == 2 and type(raw[0]) is float and type(raw[1]) is float:
+        return np.array(raw, dtype=np.float32)  # the usual plan: nothing to warn about but overflow, ignored here
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
