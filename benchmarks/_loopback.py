@@ -58,6 +58,22 @@ class LoopbackServer:
             self._process.wait(timeout=30)
 
 
+def first_cases(runs: int, repeats: int) -> str:
+    """The smallest prefix of the Table 1 cases whose sweep holds at least `runs` runs at `repeats` repeats."""
+    from edsb.data.benchmark import Benchmark
+    from edsb.runner.config import resolve_run_config
+    from edsb.runner.keys import expand_keys
+
+    benchmark = Benchmark.open(None)
+    config = resolve_run_config({"model": "openai:x", "base_url": "http://127.0.0.1/v1", "preset": "table1"}, None)
+    chosen: list[int] = []
+    for case in config.cases:
+        chosen.append(case)
+        if len(expand_keys(config.variants, chosen, config.distraction, repeats, benchmark.cases)) >= runs:
+            break
+    return ",".join(map(str, chosen))
+
+
 def _serve(latency_s: float) -> None:
     sys.path.insert(0, str(ROOT))
     from tests.support import openai_server

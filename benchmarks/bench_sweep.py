@@ -32,9 +32,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _loopback import LoopbackServer  # noqa: E402
+from _loopback import LoopbackServer, first_cases  # noqa: E402
 
 LATENCY_S = 0.2
 TIMING_FIELDS = ("latency_s", "wall_s")
@@ -43,9 +44,9 @@ STAGES = ("prompt", "request", "parse", "sandbox", "sampler", "judge", "write")
 
 def _selection(smoke: bool, subset: bool = False) -> list[str]:
     if smoke:
-        return ["--preset", "table1", "--cases", "0,60", "--repeats", "1"]
-    if subset:
-        return ["--preset", "table1", "--cases", "0,13,44,60,63"]
+        return ["--preset", "table1", "--cases", first_cases(8, 1), "--repeats", "1"]
+    if subset:  # about a ninth of the sweep: the first cases of the preset, every variant and repeat
+        return ["--preset", "table1", "--cases", first_cases(200, 5)]
     return ["--preset", "table1"]
 
 
@@ -94,7 +95,9 @@ def sweep(work: Path, smoke: bool) -> None:
                 flush=True,
             )
     low, high = _records(outs[levels[0]]), _records(outs[levels[-1]])
-    same = sum(record == high.get(key) for key, record in low.items())
+    if not low.keys() <= high.keys():
+        raise SystemExit(f"bench_sweep: the concurrency-{levels[0]} keys are not all in the larger sweep")
+    same = sum(record == high[key] for key, record in low.items())
     print(
         f"results_unchanged: {same / len(low):.3f} (ratio identical/compared = {same}/{len(low)} records of "
         f"concurrency {levels[0]} vs {levels[-1]}, target 1)",
@@ -102,8 +105,8 @@ def sweep(work: Path, smoke: bool) -> None:
     )
 
 
-def cpu_per_run(work: Path, smoke: bool) -> None:
-    concurrency = 4 if smoke else 64
+def cpu_per_run(work: Path, smoke: bool, concurrency: int) -> None:
+    concurrency = min(concurrency, 4) if smoke else concurrency
     with LoopbackServer(0.0) as server:
         out = work / "cpu"
         wall, cpu = _run_child(server.base_url, out, concurrency, _selection(smoke))
@@ -222,7 +225,7 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
     for owner, name, stage, children in patches:
         setattr(owner, name, stages.wrap(stage, getattr(owner, name), children))
     options = {"model": "openai:scripted", "cache": False, "concurrency": 1, "preset": "table1"}
-    options.update({"cases": "0,60", "repeats": 1} if smoke else {"cases": "0,13,44,60,63"})
+    options.update({"cases": first_cases(8, 1), "repeats": 1} if smoke else {"cases": first_cases(200, 5)})
     try:
         with LoopbackServer(0.0) as server:
             config = resolve_run_config({**options, "base_url": server.base_url}, None)
@@ -246,6 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few runs, a few seconds")
     parser.add_argument("--only", choices=("sweep", "cpu", "stages"), help="one part only")
+    parser.add_argument("--cpu-concurrency", type=int, default=64, help="concurrency of the CPU figure")
     args = parser.parse_args()
     if not os.environ.get("EDSB_DATA"):
         raise SystemExit("bench_sweep: set EDSB_DATA to the benchmark data directory")
@@ -254,7 +258,7 @@ def main() -> None:
         if args.only in (None, "sweep"):
             sweep(Path(work), args.smoke)
         if args.only in (None, "cpu"):
-            cpu_per_run(Path(work), args.smoke)
+            cpu_per_run(Path(work), args.smoke, args.cpu_concurrency)
         if args.only in (None, "stages"):
             stage_breakdown(Path(work), args.smoke)
     print(f"machine: {os.cpu_count()} cores, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
