@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import json
 import os
 import time
@@ -52,12 +53,13 @@ def _sdk() -> tuple[ModuleType, ModuleType]:
     """The openai SDK and the HTTP library it is built on: httpx2 from openai 3 on, httpx before."""
     import openai
 
+    http: ModuleType
     try:
-        import httpx2 as http
+        http = importlib.import_module("httpx2")
     except ImportError:  # pragma: no cover - older SDKs
-        import httpx as http
+        http = importlib.import_module("httpx")
     if not issubclass(openai.DefaultAsyncHttpxClient, http.AsyncClient):  # pragma: no cover - older SDKs
-        import httpx as http
+        http = importlib.import_module("httpx")
     return openai, http
 
 
@@ -261,7 +263,7 @@ class OpenAIChatModel:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout_s):
-                raw = await client.post(CHAT_PATH, cast_to=self._response_type, body=params)
+                raw: Any = await client.post(CHAT_PATH, cast_to=self._response_type, body=params)
                 body = raw.content
         except (openai.APIError, TimeoutError) as exc:
             raise _classify(exc, self.timeout_s) from exc
