@@ -74,9 +74,9 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-def sweep(work: Path, smoke: bool) -> None:
+def sweep(work: Path, smoke: bool, levels: tuple[int, ...]) -> None:
     latency = 0.02 if smoke else LATENCY_S
-    levels = (1, 4) if smoke else (1, 16, 64, 256)
+    levels = (1, 4) if smoke else levels
     outs: dict[int, Path] = {}
     with LoopbackServer(latency) as server:
         for concurrency in levels:
@@ -249,6 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few runs, a few seconds")
     parser.add_argument("--only", choices=("sweep", "cpu", "stages"), help="one part only")
+    parser.add_argument("--levels", default="1,16,64,256", help="concurrencies of the sweep (1 runs a subset)")
     parser.add_argument("--cpu-concurrency", type=int, default=64, help="concurrency of the CPU figure")
     args = parser.parse_args()
     if not os.environ.get("EDSB_DATA"):
@@ -256,7 +257,7 @@ def main() -> None:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "sweep"):
-            sweep(Path(work), args.smoke)
+            sweep(Path(work), args.smoke, tuple(int(level) for level in args.levels.split(",")))
         if args.only in (None, "cpu"):
             cpu_per_run(Path(work), args.smoke, args.cpu_concurrency)
         if args.only in (None, "stages"):
