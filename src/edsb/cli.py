@@ -12,12 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from edsb import __version__
-from edsb.data.benchmark import Benchmark
-from edsb.data.check import check_data
-from edsb.data.download import DEFAULT_URL, fetch_data
-from edsb.data.location import resolve_data_dir
+from edsb.data.download import DEFAULT_URL
 from edsb.data.models import TAGS, SceneName, TagName
-from edsb.data.selection import select_cases
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat
@@ -69,6 +65,9 @@ def data_fetch(
     force: Annotated[bool, typer.Option(help="Download again even if a verified copy exists.")] = False,
 ) -> None:
     """Download the benchmark files at the pinned commit (or read --archive) and verify every sha256."""
+    from edsb.data.download import fetch_data
+    from edsb.data.location import resolve_data_dir
+
     target = dest or resolve_data_dir(None)
     installed = fetch_data(target, url, archive=archive, force=force)
     err.print(f"benchmark data verified at {installed}")
@@ -82,6 +81,9 @@ def data_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Validate every benchmark file and print the counts."""
+    from edsb.data.benchmark import Benchmark
+    from edsb.data.check import check_data
+
     report = check_data(Benchmark.open(data))
     problems = report.problems + ([] if allow_modified else report.modified)
     if as_json:
@@ -115,6 +117,8 @@ def data_check(
 @data_app.command("path")
 def data_path(data: DataOption = None) -> None:
     """Print the data directory edsb would use."""
+    from edsb.data.location import resolve_data_dir
+
     out.print(str(resolve_data_dir(data)), markup=False)
 
 
@@ -134,6 +138,9 @@ def cases_command(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """List the test cases: id, scene, tags, max distraction level, instruction."""
+    from edsb.data.benchmark import Benchmark
+    from edsb.data.selection import select_cases
+
     benchmark = Benchmark.open(data)
     ids = select_cases(cases, benchmark.cases)
     wanted = {str(t) for t in tag or []}
@@ -177,6 +184,7 @@ def score_command(
     Input lines: {"case": 0, "distraction": 1, "plan": {character: {"target_action": [...], "relationships": [...],
     "sampled_position": \\[x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
     """
+    from edsb.data.benchmark import Benchmark
     from edsb.scoring.score_file import score_lines, summarize_scores
 
     benchmark = Benchmark.open(data)
@@ -313,6 +321,7 @@ def report_command(
 ) -> None:
     """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
     `--format html -o report.html` writes one self-contained page with a drill-down per run."""
+    from edsb.data.benchmark import Benchmark
     from edsb.report.render import load_run, render_report
 
     if fmt == ReportFormat.HTML:
@@ -349,6 +358,7 @@ def show_command(
     data: DataOption = None,
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
+    from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import case_figure, result_figure, save_figure
 
@@ -376,6 +386,7 @@ def scenes_command(
     data: DataOption = None,
 ) -> None:
     """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
+    from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import regions_figure, save_figure
 

@@ -12,6 +12,7 @@ import warnings
 import pytest
 
 from edsb.llm import ApiKeyError, ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
+from edsb.llm.openai_client import POOL_SHARD
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 FAST_RETRIES = RetryPolicy(max_retries=2, initial_delay_s=0.01, max_delay_s=5.0, jitter=0.0)
@@ -225,6 +226,27 @@ def test_requests_in_flight_are_limited() -> None:
 
         assert asyncio.run(run()) == ["done"] * 6
     assert state["peak"] == 2
+
+
+def test_every_slot_of_a_high_concurrency_is_on_the_wire_at_once() -> None:
+    """Across the connection pool's shards, every admitted request is on the wire at once: no shard is asked for
+    more connections than it holds while another has them idle."""
+    slots = POOL_SHARD * 2 + 3  # three shards
+    with OpenAIServer(lambda recorded: Reply.completion("done", delay_s=0.3)) as server:
+        model = make_model(server, max_in_flight=slots)
+
+        async def run() -> None:
+            try:
+                for wave in range(2):
+                    await asyncio.gather(
+                        *(model.complete(request(sample_index=wave * slots + i)) for i in range(slots))
+                    )
+            finally:
+                await model.aclose()
+
+        asyncio.run(run())
+        assert server.max_in_flight == slots
+        assert len(server.chat_requests) == 2 * slots
 
 
 def test_model_survives_a_new_event_loop(openai_server: OpenAIServer) -> None:

@@ -3,6 +3,8 @@ corruption refused; the typed record round-trips."""
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
 import os
 from pathlib import Path
@@ -147,3 +149,48 @@ def test_a_run_directory_finds_one_run_and_names_what_it_holds(tmp_path: Path) -
         run.find(3, 0, 0)
     with pytest.raises(EdsbError, match="not a run directory"):
         RunDirectory.open(tmp_path / "nowhere")
+
+
+def test_runs_finishing_together_share_one_write_and_one_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group commit: lines committed while no batch is being written land together, whole, with a single fsync,
+    and each commit returns only once its line is on disk."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    store = ResultStore(tmp_path)
+    store.open()
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    async def finish_together() -> None:
+        await asyncio.gather(*(store.commit(_record(case)) for case in range(20)))
+        assert synced == [(tmp_path / RESULTS_FILE).stat().st_size]  # already synced when the commits return
+        await store.commit(_record(20))  # a later run gets its own batch
+
+    asyncio.run(finish_together())
+    store.close()
+    assert len(synced) == 2 and store.fsyncs == 2
+    lines = raw_lines(tmp_path)
+    assert len(lines) == 21 and all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in lines)
+    assert sorted(r.case for r in load_results(tmp_path)) == list(range(21))
+
+
+def test_a_failed_batch_write_reaches_every_run_of_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that fails the fsync (full, gone): every commit of the batch raises it, none hangs or passes."""
+    store = ResultStore(tmp_path)
+    store.open()
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+
+    async def commit_three() -> list[BaseException | None]:
+        return await asyncio.gather(*(store.commit(_record(case)) for case in range(3)), return_exceptions=True)
+
+    outcomes = asyncio.run(commit_three())
+    store.close()
+    assert [getattr(outcome, "errno", None) for outcome in outcomes] == [errno.ENOSPC] * 3, outcomes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -41,9 +42,9 @@ def uninterrupted(slow_server: OpenAIServer, tmp_path: Path) -> dict[str, dict]:
     return records
 
 
-def _start(server: OpenAIServer, out: Path, cache: Path) -> subprocess.Popen[bytes]:
+def _start(server: OpenAIServer, out: Path, cache: Path, *options: str) -> subprocess.Popen[bytes]:
     return start_edsb(
-        scripted_run_args(server.base_url, out, *SELECTION),
+        scripted_run_args(server.base_url, out, *SELECTION, *options),
         env=child_env(cache),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -115,6 +116,29 @@ def test_kill_at_random_times_then_resume(
         _kill(process)
     assert cut_short >= 2, "most kills must land before the pass ends"
     _finish(slow_server, out, tmp_path / "cache")
+    _assert_same_as(out, uninterrupted)
+
+
+def test_kill_during_group_commit_then_resume(
+    slow_server: OpenAIServer, uninterrupted: dict[str, dict], tmp_path: Path
+) -> None:
+    """Seven runs in flight finish close together, so their lines land as batches (one write, one fsync each). A
+    kill in the middle of a batch's write leaves its first lines whole and the next one torn: the whole ones are
+    kept, the torn one and every run whose line never landed run again, and no key appears twice."""
+    out = tmp_path / "batched"
+    process = _start(slow_server, out, tmp_path / "cache", "--concurrency", "7")
+    wait_until(lambda: len(raw_lines(out)) >= 1, process, "the first batch was written")
+    _kill(process)
+    written = records_by_key(out)
+    missing = [key for key in sorted(uninterrupted) if key not in written]
+    assert len(missing) >= 3, "the kill must land before the last batches"
+    by_key = {json.loads(line)["key"]: line for line in raw_lines(tmp_path / "uninterrupted")}
+    torn_batch = by_key[missing[0]] + by_key[missing[1]] + by_key[missing[2]][:40]
+    with (out / RESULTS_FILE).open("ab") as handle:
+        handle.write(torn_batch)
+    stderr = _finish(slow_server, out, tmp_path / "cache")
+    kept = len(written) + 2
+    assert f"{KEYS} runs planned, {kept} already done, {KEYS - kept} executed" in stderr
     _assert_same_as(out, uninterrupted)
 
 

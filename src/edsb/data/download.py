@@ -12,8 +12,6 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-import httpx
-
 from edsb import REFERENCE_COMMIT, REFERENCE_REPO
 from edsb.data.manifest import OPTIONAL_FILES, load_manifest, manifest_text, sha256_file, verify_tree
 from edsb.errors import DataError
@@ -22,6 +20,8 @@ DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.t
 
 
 def _download(url: str, target: Path, timeout: float) -> None:
+    import httpx  # here, not at the top: every `edsb` command imports this module for DEFAULT_URL
+
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
             if response.status_code != 200:

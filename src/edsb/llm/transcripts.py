@@ -9,6 +9,7 @@ cannot reach these files.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -115,7 +116,9 @@ class TranscriptWriter:
             raise
         finally:
             if response is not None or failure is not None:
-                self.write(
+                # In a worker thread: the fsync must not hold up the event loop and the other runs' requests.
+                await asyncio.to_thread(
+                    self.write,
                     TranscriptRecord(
                         key=request_key(model.identity, request),
                         run=run,
@@ -126,7 +129,7 @@ class TranscriptWriter:
                         error=failure,
                         started_at=started_at,
                         finished_at=datetime.now(UTC),
-                    )
+                    ),
                 )
 
 

@@ -1,14 +1,18 @@
 """The run directory: `config.json`, the append-only `results.jsonl` and `summary.json`. Everything that reads or
 writes those files lives here, so the runner and the report agree on them without importing each other.
 
-`results.jsonl` holds one fsynced line per finished run and is safe to resume after kill -9: a line is either whole
-(ends with a newline and parses) or the torn tail of a killed write, which the loader drops. Records whose run did
+`results.jsonl` holds one line per finished run and is safe to resume after kill -9: a line is either whole (ends
+with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
+close together are written and fsynced as one batch in a worker thread (group commit), so the event loop never waits
+on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
+process died is simply run again on resume. Records whose run did
 not complete are dropped when the directory is reopened for writing, so the next pass retries them and the file
 never holds a key twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterable
@@ -81,6 +85,9 @@ class ResultStore:
     def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
         self._handle: Any = None
+        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self.fsyncs = 0  # batches made durable, for benchmarks and tests
 
     def open(self) -> dict[str, RunResult]:
         """Repair the file (torn tail, incomplete runs) and return the finished records by key id."""
@@ -103,10 +110,44 @@ class ResultStore:
 
     def append(self, result: RunResult) -> None:
         """Write one record as a single write of a whole line, then flush and fsync before returning."""
+        self._write_batch(result.to_line())
+
+    async def commit(self, result: RunResult) -> None:
+        """Append one record; returns once it is on disk. Records committed while a batch is being written join
+        the next batch, which is written with one write and one fsync in a worker thread."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((result.to_line(), future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        await future
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            error: Exception | None = None
+            try:
+                await asyncio.to_thread(self._write_batch, b"".join(line for line, _ in batch))
+            except asyncio.CancelledError:
+                for _, future in batch:
+                    future.cancel()
+                raise
+            except Exception as exc:  # a full disk: every run of the batch reports it
+                error = exc
+            for _, future in batch:
+                if future.done():
+                    continue
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
+
+    def _write_batch(self, lines: bytes) -> None:
+        """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""
         assert self._handle is not None, "open() first"
-        self._handle.write(result.to_line())
+        self._handle.write(lines)
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        self.fsyncs += 1
 
     def close(self) -> None:
         if self._handle is not None:

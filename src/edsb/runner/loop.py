@@ -1,4 +1,4 @@
-"""The async loop over run keys: bounded concurrency, one fsynced result line per finished run, live progress.
+"""The async loop over run keys: bounded concurrency, one durable result line per finished run, live progress.
 
 A run's own model calls stay sequential inside `execute`; up to `concurrency` runs are in flight at once. The order
 of lines on disk therefore varies with timing, never their content.
@@ -218,7 +218,7 @@ async def run_keys(
                 result = await execute(key)
             finally:
                 stats.in_flight -= 1
-            store.append(result)
+            await store.commit(result)  # group commit: runs finishing together share one fsync, off the loop
             stats.note(result)
             progress.update(stats)
             if stats.connection_streak >= UNREACHABLE_STREAK:

@@ -144,8 +144,8 @@ def run_benchmark(
 
 def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
     """First Ctrl-C: start no new run and let the ones in flight finish (their results are kept). Second Ctrl-C:
-    stop now. Every result line is already fsynced, so exiting at once loses only the runs in flight, exactly as
-    a kill would, and the next pass redoes them."""
+    stop now. Every result counted so far is already on disk, so exiting at once loses only the runs in flight,
+    exactly as a kill would, and the next pass redoes them."""
     loop = asyncio.get_running_loop()
 
     def second() -> None:

@@ -1,0 +1,269 @@
+"""A Table 1-sized `edsb run` against a loopback model server: how close to the server's own limit the harness gets.
+
+Figures (one line each, `name: value (ratio ..., target ...)`):
+- `sweep_c{N}`: wall of `edsb run --preset table1 --concurrency N` (a child process, start-up included) over the
+  ideal `requests × latency / N`, with requests counted by the server. Concurrency 1 runs a subset of the cases
+  (the full sweep would take ~7 minutes); its ratio is per request, so it does not depend on the size.
+- `results_unchanged`: the records of the concurrency-1 pass equal those of the same keys at the highest
+  concurrency (timing fields aside).
+- `cpu_per_run_ms`: CPU of the `edsb` process and its children (the sandbox workers), not the server's, per run
+  against an instant server, at concurrency 64.
+- `stage_*_ms`: the same CPU split by stage, measured in this process at concurrency 1 with the stages wrapped.
+
+The server runs in its own process (`_loopback.py`). Usage: `EDSB_DATA=... python benchmarks/bench_sweep.py`
+(`--smoke`: a few runs in seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _loopback import LoopbackServer, first_cases  # noqa: E402
+
+LATENCY_S = 0.2
+TIMING_FIELDS = ("latency_s", "wall_s")
+STAGES = ("prompt", "request", "parse", "sandbox", "sampler", "judge", "write")
+
+
+def _selection(smoke: bool, subset: bool = False) -> list[str]:
+    if smoke:
+        return ["--preset", "table1", "--cases", first_cases(8, 1), "--repeats", "1"]
+    if subset:  # about a ninth of the sweep: the first cases of the preset, every variant and repeat
+        return ["--preset", "table1", "--cases", first_cases(200, 5)]
+    return ["--preset", "table1"]
+
+
+def _run_child(base_url: str, out: Path, concurrency: int, selection: list[str]) -> tuple[float, float]:
+    """(wall s, CPU s of the child and the children it reaped) of one `edsb run` in a child process."""
+    command = [sys.executable, "-m", "edsb", "run", "--model", "openai:scripted", "--base-url", base_url]
+    command += [*selection, "--no-cache", "--quiet", "--concurrency", str(concurrency), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode not in (0,):
+        raise SystemExit(f"edsb run failed ({process.returncode}): {stderr[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _records(out: Path) -> dict[str, dict[str, Any]]:
+    records = {}
+    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        records[record["key"]] = {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+    return records
+
+
+def sweep(work: Path, smoke: bool, levels: tuple[int, ...]) -> None:
+    latency = 0.02 if smoke else LATENCY_S
+    levels = (1, 4) if smoke else levels
+    outs: dict[int, Path] = {}
+    with LoopbackServer(latency) as server:
+        for concurrency in levels:
+            out = work / f"sweep-c{concurrency}"
+            before = server.requests()
+            wall, _ = _run_child(server.base_url, out, concurrency, _selection(smoke, subset=concurrency == 1))
+            requests = server.requests() - before
+            ideal = requests * latency / concurrency
+            runs = len(_records(out))
+            outs[concurrency] = out
+            target = {64: ", target <= 1.15", 256: ", target <= 1.5"}.get(concurrency, "")
+            note = f", subset of {runs} runs" if concurrency == 1 and not smoke else f", {runs} runs"
+            print(
+                f"sweep_c{concurrency}: {wall / ideal:.3f} (ratio wall/ideal = {wall:.2f} s / {ideal:.2f} s, "
+                f"{requests} requests x {latency:g} s / {concurrency}{note}{target})",
+                flush=True,
+            )
+    low, high = _records(outs[levels[0]]), _records(outs[levels[-1]])
+    if not low.keys() <= high.keys():
+        raise SystemExit(f"bench_sweep: the concurrency-{levels[0]} keys are not all in the larger sweep")
+    same = sum(record == high[key] for key, record in low.items())
+    print(
+        f"results_unchanged: {same / len(low):.3f} (ratio identical/compared = {same}/{len(low)} records of "
+        f"concurrency {levels[0]} vs {levels[-1]}, target 1)",
+        flush=True,
+    )
+
+
+def cpu_per_run(work: Path, smoke: bool, concurrency: int) -> None:
+    concurrency = min(concurrency, 4) if smoke else concurrency
+    with LoopbackServer(0.0) as server:
+        out = work / "cpu"
+        wall, cpu = _run_child(server.base_url, out, concurrency, _selection(smoke))
+    runs = len(_records(out))
+    print(
+        f"cpu_per_run_ms: {cpu / runs * 1000:.2f} (ratio CPU/runs = {cpu:.2f} s / {runs} runs, edsb and its "
+        f"sandbox workers, instant server, concurrency {concurrency}, wall {wall:.2f} s, target <= 2)",
+        flush=True,
+    )
+
+
+# --- per-stage CPU, in this process -------------------------------------------------------------------------------
+
+
+def _descendants_cpu_s() -> float:
+    """User+system CPU of this process's live descendants (the sandbox workers; the server is not one)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    pending = [os.getpid()]
+    while pending:
+        pid = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in children:
+                pending.append(int(child))
+                try:
+                    fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+class _Stages:
+    """Exclusive CPU per stage: a stage nested in another (parsing inside a request) is not counted twice.
+    Valid at concurrency 1, where one run's stages never overlap."""
+
+    def __init__(self) -> None:
+        self.cpu = dict.fromkeys(STAGES, 0.0)
+        self._local = threading.local()
+
+    def _stack(self) -> list[float]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
+
+    def _enter(self) -> float:
+        self._stack().append(0.0)
+        return time.thread_time()
+
+    def _leave(self, stage: str, started: float, extra: float = 0.0) -> None:
+        spent = time.thread_time() - started + extra
+        inner = self._stack().pop()
+        self.cpu[stage] += spent - inner
+        if self._stack():
+            self._stack()[-1] += spent
+
+    def wrap(self, stage: str, function: Callable[..., Any], children: bool = False) -> Callable[..., Any]:
+        if asyncio.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                started = self._enter()
+                try:
+                    return await function(*args, **kwargs)
+                finally:
+                    self._leave(stage, started)
+
+            return timed_async
+
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            before = _descendants_cpu_s() if children else 0.0
+            started = self._enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._leave(stage, started, (_descendants_cpu_s() - before) if children else 0.0)
+
+        return timed
+
+
+def stage_breakdown(work: Path, smoke: bool) -> None:
+    from edsb.llm import openai_client, transcripts
+    from edsb.planning import pipeline
+    from edsb.results import rundir
+    from edsb.runner.config import resolve_run_config
+    from edsb.runner.run import run_benchmark
+    from edsb.sandbox import shutdown_sandboxes
+
+    stages = _Stages()
+    patches = [
+        (pipeline, "build_scenario", "prompt", False),
+        (pipeline, "narrator_request", "prompt", False),
+        (pipeline, "parser_request", "prompt", False),
+        (openai_client.OpenAIChatModel, "complete", "request", False),
+        (openai_client, "parse_completion", "parse", False),
+        (pipeline, "parse_narrator_reply", "parse", False),
+        (pipeline, "run_plan_code", "sandbox", True),
+        (pipeline, "_sample_positions", "sampler", False),
+        (pipeline, "_judge", "judge", False),
+        (transcripts.TranscriptWriter, "write", "write", False),
+    ]
+    for name in ("_write_batch", "append"):  # the group commit's write, or the older one-line append
+        if hasattr(rundir.ResultStore, name):
+            patches.append((rundir.ResultStore, name, "write", False))
+            break
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _, _ in patches]
+    for owner, name, stage, children in patches:
+        setattr(owner, name, stages.wrap(stage, getattr(owner, name), children))
+    options = {"model": "openai:scripted", "cache": False, "concurrency": 1, "preset": "table1"}
+    options.update({"cases": first_cases(8, 1), "repeats": 1} if smoke else {"cases": first_cases(200, 5)})
+    try:
+        with LoopbackServer(0.0) as server:
+            config = resolve_run_config({**options, "base_url": server.base_url}, None)
+            cpu_before = time.process_time() + _descendants_cpu_s()
+            outcome = run_benchmark(config, work / "stages", quiet=True)
+            total = time.process_time() + _descendants_cpu_s() - cpu_before
+            shutdown_sandboxes()
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+    runs = outcome.stats.done
+    for stage in STAGES:
+        ms = stages.cpu[stage] / runs * 1000
+        print(f"stage_{stage}_ms: {ms:.3f} (ratio stage CPU/runs = {stages.cpu[stage]:.3f} s / {runs} runs)")
+    other = total - sum(stages.cpu.values())
+    print(f"stage_other_ms: {other / runs * 1000:.3f} (ratio CPU outside the stages/runs = {other:.3f} s / {runs})")
+    print(f"stage_total_ms: {total / runs * 1000:.3f} (ratio CPU/runs = {total:.3f} s / {runs} runs, concurrency 1)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="a few runs, a few seconds")
+    parser.add_argument("--only", choices=("sweep", "cpu", "stages"), help="one part only")
+    parser.add_argument("--levels", default="1,16,64,256", help="concurrencies of the sweep (1 runs a subset)")
+    parser.add_argument("--cpu-concurrency", type=int, default=64, help="concurrency of the CPU figure")
+    args = parser.parse_args()
+    if not os.environ.get("EDSB_DATA"):
+        raise SystemExit("bench_sweep: set EDSB_DATA to the benchmark data directory")
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as work:
+        if args.only in (None, "sweep"):
+            sweep(Path(work), args.smoke, tuple(int(level) for level in args.levels.split(",")))
+        if args.only in (None, "cpu"):
+            cpu_per_run(Path(work), args.smoke, args.cpu_concurrency)
+        if args.only in (None, "stages"):
+            stage_breakdown(Path(work), args.smoke)
+    print(f"machine: {os.cpu_count()} cores, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
