@@ -5,15 +5,13 @@ request after LATENCY seconds with `ScriptedPlanner` (two requests per run, pass
 realistic proportions, answers a function of the request alone). It prints its base URL, then answers each `count`
 line on stdin with the number of chat requests received so far, and stops at end of input.
 
-Its sockets are set TCP_NODELAY, as production servers (uvicorn, vLLM, llama.cpp) set theirs: http.server writes
-the headers and the body of an answer in two sends, and without it Nagle's algorithm holds the body back until the
-client's delayed ACK, 40 ms later on Linux, which would be measured as the harness's time.
+Its sockets are set TCP_NODELAY (tests/support/openai_server.py), as production servers (uvicorn, vLLM, llama.cpp)
+set theirs, so the 40 ms of Nagle's algorithm against a delayed ACK is never measured as the harness's time.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,19 +74,11 @@ def first_cases(runs: int, repeats: int) -> str:
 
 def _serve(latency_s: float) -> None:
     sys.path.insert(0, str(ROOT))
-    from tests.support import openai_server
     from tests.support.openai_server import OpenAIServer
     from tests.support.scripted_planner import ScriptedPlanner
 
     from edsb.data.benchmark import Benchmark
 
-    original_setup = openai_server._RequestHandler.setup
-
-    def setup(handler: openai_server._RequestHandler) -> None:
-        original_setup(handler)
-        handler.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    openai_server._RequestHandler.setup = setup  # type: ignore[method-assign]
     planner = ScriptedPlanner(Benchmark.open(os.environ.get("EDSB_DATA")), delay_s=latency_s)
     with OpenAIServer(planner) as server:
         print(server.base_url, flush=True)

@@ -232,7 +232,22 @@ def test_every_slot_of_a_high_concurrency_is_on_the_wire_at_once() -> None:
     """Across the connection pool's shards, every admitted request is on the wire at once: no shard is asked for
     more connections than it holds while another has them idle."""
     slots = POOL_SHARD * 2 + 3  # three shards
-    with OpenAIServer(lambda recorded: Reply.completion("done", delay_s=0.3)) as server:
+    waves = [threading.Event(), threading.Event()]
+    arrivals = [0]
+    lock = threading.Lock()
+
+    def answer_when_all_are_open(recorded: RecordedRequest) -> Reply:
+        # A wave is answered once all its requests are open (a hang guard aside), so the number open at once is a
+        # property of the client's pool, not of how fast this machine is.
+        with lock:
+            wave = waves[arrivals[0] // slots]
+            arrivals[0] += 1
+            if arrivals[0] % slots == 0:
+                wave.set()
+        wave.wait(timeout=20)
+        return Reply.completion("done")
+
+    with OpenAIServer(answer_when_all_are_open) as server:
         model = make_model(server, max_in_flight=slots)
 
         async def run() -> None:

@@ -28,7 +28,7 @@ KEYS = 14  # cases 0 and 13 at levels 0-2, case 60 at level 0; two repeats each
 
 @pytest.fixture
 def slow_server(benchmark: Benchmark) -> OpenAIServer:
-    with OpenAIServer(ScriptedPlanner(benchmark, delay_s=0.05)) as server:
+    with OpenAIServer(ScriptedPlanner(benchmark, delay_s=0.1)) as server:  # kills must land mid-pass
         yield server
 
 

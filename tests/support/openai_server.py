@@ -250,6 +250,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
 
+    def setup(self) -> None:
+        # As production servers do: http.server sends headers and body separately, and without TCP_NODELAY Nagle's
+        # algorithm holds the body until the client's delayed ACK (40 ms on Linux), which would look like latency.
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def _read_request(self) -> RecordedRequest:
         received_at = time.monotonic()
         length = int(self.headers.get("Content-Length") or 0)
