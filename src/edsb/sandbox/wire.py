@@ -124,6 +124,11 @@ def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
     )
 
 
+def scene_key(spec: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
+    """The identity of a request's scene: ("source", data dir, name) or ("inline", digest of its pickle)."""
+    return (str(spec[0]), str(spec[1]), str(spec[2])) if spec[0] == "source" else ("inline", str(spec[1]))
+
+
 # --- frames -----------------------------------------------------------------------------------------------------------
 
 
@@ -166,11 +171,11 @@ def read_answer(fd: int, deadline: float, max_result_bytes: int) -> dict[str, An
     return message
 
 
-def read_blocking(stream: Any, size: int) -> bytes | None:
-    """`size` bytes from a blocking stream (the worker's stdin), None at end of input."""
+def read_blocking(fd: int, size: int) -> bytes | None:
+    """`size` bytes from a blocking descriptor (a worker's socket), None at end of input."""
     data = b""
     while len(data) < size:
-        chunk = stream.read(size - len(data))
+        chunk = os.read(fd, size - len(data))
         if not chunk:
             return None
         data += chunk
