@@ -33,7 +33,7 @@ from edsb.results import ErrorKind
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
-from edsb.sandbox.wire import HEADER, Deadline, RawPlan, WorkerDied, decode_raw_plan, read_answer, scene_key
+from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied, decode_raw_plan, scene_key
 
 # --- public entry points ----------------------------------------------------------------------------------------------
 
@@ -132,6 +132,13 @@ class SandboxPool:
         """The process ids of the idle workers (for tests and benchmarks)."""
         with self._lock:
             return [worker.pid for worker in self._idle]
+
+    def close_idle(self) -> None:
+        """Stop the idle workers (the next call forks a fresh one); the template stays."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
 
     @property
     def template_pid(self) -> int | None:
@@ -260,6 +267,7 @@ class _Template:
     def __init__(self, process: subprocess.Popen[bytes], control: socket.socket) -> None:
         self.process = process
         self.control = control
+        self.answers = FrameReader(control.fileno())
         self.alive = True
         self._lock = threading.Lock()  # one request and its answer at a time
 
@@ -344,7 +352,7 @@ class _Template:
             self.process.wait(timeout=5)
 
     def _receive(self, timeout: float) -> dict[str, Any]:
-        return read_answer(self.control.fileno(), time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
+        return self.answers.read(time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
 
 
 class _Worker:
@@ -353,6 +361,7 @@ class _Worker:
     def __init__(self, pid: int, channel: socket.socket, template: _Template, scenes: set[tuple[str, ...]]) -> None:
         self.pid = pid
         self.channel = channel
+        self.answers = FrameReader(channel.fileno())
         self.template = template
         self.scenes = scenes  # scenes the worker holds: a run on one of them needs no "loaded" step
         self.runs = 0
@@ -361,7 +370,7 @@ class _Worker:
 
     def idle_and_alive(self) -> bool:
         """An idle worker never writes: anything readable on its socket (end of file, at least) means it died."""
-        if not self.alive:
+        if not self.alive or self.answers.buffer:
             return False
         poller = select.poll()
         poller.register(self.channel.fileno(), select.POLLIN)
@@ -429,4 +438,4 @@ class _Worker:
         return CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker died ({detail}, exit status {code})")
 
     def _receive(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
-        return read_answer(self.channel.fileno(), deadline, max_result_bytes)
+        return self.answers.read(deadline, max_result_bytes)

@@ -120,7 +120,7 @@ def _serve_forever(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
     """A worker: serve requests on its socket, one at a time, until the parent closes it or a run needs a fresh
     process."""
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: dict[str, Any] | str) -> None:
         view = memoryview(frame(message))
         while view:
             view = view[os.write(channel, view) :]
@@ -134,7 +134,7 @@ def _serve_forever(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
             return
         response = _serve(pickle.loads(body), scenes, send)
         send(response)
-        if response.get("recycle"):
+        if isinstance(response, dict) and response.get("recycle"):
             return
 
 
@@ -185,7 +185,7 @@ def _warm_imports() -> None:
 
 def _serve(
     request: dict[str, Any], scenes: dict[tuple[str, ...], Any], send: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
+) -> dict[str, Any] | str:
     import resource
 
     try:
@@ -208,13 +208,14 @@ def _serve(
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
-    if response["status"] == "ok" and guards.violation is not None:  # a finaliser tried something refused
+    if isinstance(response, str) and guards.violation is not None:  # a finaliser tried something refused
         return _error(ErrorKind.CODE_POLICY, guards.violation)
     return response
 
 
-def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> dict[str, Any]:
-    """Run one program and pack what it set; everything it created is unreachable once this returns."""
+def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> dict[str, Any] | str:
+    """Run one program and pack what it set (a successful answer as its JSON text); everything it created is
+    unreachable once this returns."""
     api = CodeApi(api_scene, dict(request["latest_plans"]))
     try:
         _run(request["reply"], api, guards)
@@ -227,13 +228,13 @@ def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> di
             }
             for entry in api._plan_entries()
         ]
-        plan_size = len(json.dumps(characters, allow_nan=True))
-        if plan_size > int(request["max_plan_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({plan_size} bytes)")
-        response: dict[str, Any] = {"status": "ok", "plan": characters, "output": guards.printed()}
-        size = len(json.dumps(response, allow_nan=True))
-        if size > int(request["max_result_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({size} bytes)")
+        plan = json.dumps(characters, allow_nan=True)
+        if len(plan) > int(request["max_plan_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
+        # The JSON of {"status": "ok", "plan": ..., "output": ...}, the plan encoded once.
+        response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(guards.printed())}}}'
+        if len(response) > int(request["max_result_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
         return response
     except CodeError as exc:
         return _error(exc.kind, exc.message, recycle=exc.kind == ErrorKind.CODE_MEMORY)
