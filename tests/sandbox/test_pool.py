@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, CodeError, SandboxError, SandboxLimits, SandboxPool, SceneSource
 from edsb.sandbox.pool import default_workers
 
 SET_A = "def parse_event():\n    get_character('A').set_target_action({})\n"
@@ -119,3 +119,16 @@ def test_a_repeated_failing_program_fails_the_same_way(house: CodeContext) -> No
                     pool.execute(code, house)
                 failures.append((caught.value.kind, caught.value.message))
             assert failures[0][0] == kind and failures == [failures[0]] * 3
+
+
+def test_scenes_given_at_start_are_loaded_once_for_every_worker(benchmark: Benchmark) -> None:
+    house = CodeContext.for_benchmark(benchmark.root, "House")
+    castle = CodeContext.for_benchmark(benchmark.root, "Castle")  # no such scene
+    assert isinstance(house.scene, SceneSource) and isinstance(castle.scene, SceneSource)
+    with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
+        pool.warm_up([house.scene, castle.scene])
+        key = ("source", house.scene.data_dir, "House")
+        assert len(pool._idle) == 2 and all(worker.scenes == {key} for worker in pool._idle)
+        assert action(pool, SET_A.format("get_closest_object('table_1', 'chair')"), house) == "chair_1"
+        with pytest.raises(SandboxError, match="cannot load the scene"):
+            pool.execute("def parse_event():\n    pass", castle)

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from edsb.geometry.scene import Scene
@@ -44,11 +44,12 @@ def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | 
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
 
 
-def check_sandbox(limits: SandboxLimits | None = None) -> None:
-    """Start the pool for these limits now, its workers included (they stay for the runs): a setting that cannot
-    work, such as a memory limit below what a worker needs, is then one SandboxError before any run instead of a
-    failure of each, and no run waits for a worker to start."""
-    default_pool(limits or DEFAULT_LIMITS).warm_up()
+def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSource] = ()) -> None:
+    """Start the pool for these limits now, its workers included (they stay for the runs) and holding `scenes`
+    (the benchmark scenes the runs will use, loaded once for all workers): a setting that cannot work, such as a
+    memory limit below what a worker needs, is then one SandboxError before any run instead of a failure of each,
+    and no run waits for a worker to start or a scene to load."""
+    default_pool(limits or DEFAULT_LIMITS).warm_up(scenes)
 
 
 _pools: dict[SandboxLimits, SandboxPool] = {}
@@ -118,15 +119,27 @@ class SandboxPool:
                     self._checkin(worker)
         raise SandboxError("sandbox workers keep dying before they accept work")
 
-    def warm_up(self) -> None:
-        """Start the template and every worker now; raises SandboxError if they cannot start."""
-        with self._slots:
-            self._checkin(self._checkout())
-        while True:
-            with self._lock:
-                if self._closed or len(self._idle) >= self.size:
-                    return
-            self._checkin(self._spawn())
+    def warm_up(self, scenes: Iterable[SceneSource] = ()) -> None:
+        """Start the template and every worker now, the template holding `scenes` first so that every worker has
+        them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
+        workers cannot start."""
+        with self._lock:
+            for scene in scenes:
+                spec = ("source", scene.data_dir, scene.scene_name)
+                self._scenes.setdefault(scene_key(spec), spec)
+        workers: list[_Worker] = []
+        try:
+            for _ in range(self.size):  # holding every slot: no call runs meanwhile, each worker is checked out once
+                self._slots.acquire()
+                try:
+                    workers.append(self._checkout())
+                except BaseException:
+                    self._slots.release()
+                    raise
+        finally:
+            for worker in workers:
+                self._checkin(worker)
+                self._slots.release()
 
     def worker_pids(self) -> list[int]:
         """The process ids of the idle workers (for tests and benchmarks)."""
