@@ -100,7 +100,8 @@ class SandboxPool:
         self._closed = False
         self._template: _Template | None = None
         self._template_lock = threading.Lock()
-        # Benchmark scenes some worker loaded successfully: the template loads them too, so later workers have them.
+        # Benchmark scenes given at start or loaded by some worker: the template loads them too, so that later
+        # workers have them.
         self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
         # Inline scenes, pickled once: id(scene) -> (scene, digest, pickle).
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
@@ -380,6 +381,11 @@ class _Worker:
         self.runs = 0
         self.alive = True
         self.exit_status: int | None = None
+        # A handle on this very process: signalling it can never hit another process that reused the id (possible
+        # once the template is gone and no longer keeps its dead children unreaped).
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(pid)
 
     def idle_and_alive(self) -> bool:
         """An idle worker never writes: anything readable on its socket (end of file, at least) means it died."""
@@ -437,9 +443,14 @@ class _Worker:
             return
         self.alive = False
         with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            elif self.template.alive:  # its dead children stay unreaped until it reaps them: the id is still theirs
+                os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            self.channel.close()
+            self.channel.close()  # without a kill, the worker exits at the end of its input
+        if self.pidfd is not None:
+            os.close(self.pidfd)
         self.exit_status = self.template.reap(self.pid)
 
     def _death_error(self, detail: str) -> CodeError:
