@@ -202,8 +202,9 @@ def _serve(
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
     os.environ.clear()
+    program = _program(request["reply"])  # first: nothing of the run exists yet (see `_compiled`)
     guards = Guards(int(request["max_printed_chars"]))
-    response = _execute(request, api_scene, guards)
+    response = _execute(request, program, api_scene, guards)
     try:
         _collect_run_garbage()
     except MemoryError:
@@ -213,12 +214,16 @@ def _serve(
     return response
 
 
-def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> dict[str, Any] | str:
+def _execute(
+    request: dict[str, Any], program: _Compiled | Exception, api_scene: ApiScene, guards: Guards
+) -> dict[str, Any] | str:
     """Run one program and pack what it set (a successful answer as its JSON text); everything it created is
     unreachable once this returns."""
     api = CodeApi(api_scene, dict(request["latest_plans"]))
     try:
-        _run(request["reply"], api, guards)
+        if isinstance(program, Exception):
+            raise program  # compiling failed: reported like any failure of the run
+        _run(program, api, guards)
         characters = [
             {
                 "character": encode_plain(to_plain(entry.character)),
@@ -306,12 +311,16 @@ def _compiled(reply: str) -> _Compiled:
         try:
             found = _compile(reply)
         except CodeError as exc:
-            found = exc
+            found = CodeError(exc.kind, exc.message)  # without the traceback (and the compiler's frames)
         if len(reply) <= _CACHE_MAX_REPLY_CHARS:
             _COMPILED[reply] = found
             _cached_chars += len(reply)
             while len(_COMPILED) > _CACHE_MAX_ENTRIES or _cached_chars > _CACHE_MAX_CHARS:
                 _cached_chars -= len(_COMPILED.popitem(last=False)[0])
+            # Out of the collector's sight, or every run's collection scans the cache again (it made a call on
+            # programs never seen before 30 % dearer). Nothing of the run exists yet to be frozen with it: the
+            # worker compiles before it builds the run's guards and API.
+            _freeze_long_lived_objects()
     else:
         _COMPILED.move_to_end(reply)
     if isinstance(found, CodeError):
@@ -336,9 +345,18 @@ def _compile(reply: str) -> _Compiled:
     return compiled.code, program_code(compiled.code) | MODEL_OPERATIONS
 
 
-def _run(reply: str, api: CodeApi, guards: Guards) -> None:
-    """Compile the prepared code, run its top level, then call `parse_event(self)` as the reference does."""
-    code, models = _compiled(reply)
+def _program(reply: str) -> _Compiled | Exception:
+    """The reply's compiled program, or what compiling it raised (CodeError, MemoryError, ...), which the run then
+    reports as its own failure."""
+    try:
+        return _compiled(reply)
+    except Exception as exc:
+        return exc
+
+
+def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
+    """Run the compiled program's top level, then call `parse_event(self)` as the reference does."""
+    code, models = program
     namespace = guards.namespace()
     top_level: dict[str, Any] = {"self": api}
     try:
