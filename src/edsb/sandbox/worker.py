@@ -317,8 +317,8 @@ def _compiled(reply: str) -> _Compiled:
             _cached_chars += len(reply)
             while len(_COMPILED) > _CACHE_MAX_ENTRIES or _cached_chars > _CACHE_MAX_CHARS:
                 _cached_chars -= len(_COMPILED.popitem(last=False)[0])
-            # Out of the collector's sight, or every run's collection scans the cache again (it made a call on
-            # programs never seen before 30 % dearer). Nothing of the run exists yet to be frozen with it: the
+            # Out of the collector's sight, or every run's collection scans the cache again (which made each call on
+            # a new program dearer than without the cache). Nothing of the run exists yet to be frozen with it: the
             # worker compiles before it builds the run's guards and API.
             _freeze_long_lived_objects()
     else:
