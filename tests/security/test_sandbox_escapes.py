@@ -96,7 +96,7 @@ def test_the_worker_environment_is_empty_and_secrets_never_reach_it(
     with SandboxPool(LIMITS) as fresh:
         fresh.execute("def parse_event():\n    pass", context)
         [worker] = fresh._idle
-        environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes()
+        environ = Path(f"/proc/{worker.pid}/environ").read_bytes()
     assert b"hunter2" not in environ and b"EDSB_TEST_SECRET" not in environ
     assert b"API_KEY" not in environ
 
@@ -169,7 +169,7 @@ def test_no_file_can_be_written_even_by_accident(pool: SandboxPool, context: Cod
     with SandboxPool(LIMITS) as fresh:
         fresh.execute("def parse_event():\n    pass", context)
         [worker] = fresh._idle
-        limits = Path(f"/proc/{worker.process.pid}/limits").read_text()
+        limits = Path(f"/proc/{worker.pid}/limits").read_text()
     file_size = next(line for line in limits.splitlines() if line.startswith("Max file size"))
     assert file_size.split()[3:5] == ["0", "0"]
     address_space = next(line for line in limits.splitlines() if line.startswith("Max address space"))

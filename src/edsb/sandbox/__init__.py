@@ -5,11 +5,13 @@ The security boundary. Model code can reach: the spatial code API (`code_api`: t
 called on a per-run object whose scene data sits behind underscore names), `Area`, a short list of harmless builtins
 and exceptions, views of `math`, `re` and `itertools` without their module attributes, and a capped `print`
 (`policy`). It cannot reach: imports of anything else, classes (not even through the real `type`), names or
-attributes starting with `_`, `str.format`, files, the environment (the worker starts without the parent's
-variables and scrubs `os.environ` again before each run), the parent's memory (it runs in another process and
-answers with bounded JSON, never pickle: `wire`), more than its memory, CPU and wall-clock limits (`limits`,
+attributes starting with `_`, `str.format`, files, the environment (the worker is forked from a template process
+that started without the parent's variables and never runs model code, and scrubs `os.environ` again before each
+run), the parent's memory (it runs in another process and answers with bounded JSON, never pickle: `wire`), more
+than its memory, CPU and wall-clock limits (`limits`,
 enforced by the worker and by the `pool`, which kills it), or a later run (namespace, API object and builtins are
-rebuilt per run, and what a run leaves behind is collected before its answer is sent: `worker`).
+rebuilt per run, and what a run leaves behind is collected before its answer is sent; only compiled programs, which
+are immutable, are reused: `worker`).
 
 Modules: `pool` (the parent's side), `worker` (the child's), `wire` (frames and plain values between them),
 `policy` (RestrictedPython rules and guards), `code_api` (the API the code calls), `source` (finding and rewriting

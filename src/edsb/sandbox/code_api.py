@@ -221,10 +221,12 @@ class PlanEntry:
 # --- the API ----------------------------------------------------------------------------------------------------------
 
 
-def _label_matches(object_label: str, label: Any) -> bool:
-    """The reference's filter: no label keeps everything; otherwise `label` or `label[:-1]` (plural, §9.13)."""
+def _accepted_labels(label: Any) -> tuple[Any, Any] | None:
+    """The reference's label filter, worked out once per call: None (no label) keeps every object; otherwise an
+    object's label must be `label` or `label[:-1]` (plural, §9.13). The reference evaluates it at each object, first
+    thing, so call it only when there is at least one object to filter: with none, a bad label raises nothing."""
     with MODEL_OPERATION:  # `label` is the model's: slicing an int raises TypeError there too
-        return not label or object_label in (label, label[:-1])
+        return None if not label else (label, label[:-1])
 
 
 def _condition(predicate: str, anchor: Any, second: Any = None, *, pair: bool = False) -> str:
@@ -276,8 +278,10 @@ class CodeApi:
 
     def _objects_with_edge_to(self, anchor: Any, predicate: str, label: Any, *, skip_anchor: bool = False) -> list[str]:
         found = []
-        for box in self._scene.objects:
-            if not _label_matches(box.label, label):
+        objects = self._scene.objects
+        accepted = _accepted_labels(label) if objects else None
+        for box in objects:
+            if accepted is not None and box.label not in accepted:
                 continue
             if skip_anchor and _is_same_object(box, anchor):
                 continue
@@ -288,8 +292,10 @@ class CodeApi:
 
     def _edge_targets(self, anchor: Any, predicates: tuple[str, ...], label: Any) -> list[str]:
         found = []
-        for target, predicate in self._edges_of(anchor):
-            if not _label_matches(target.label, label):
+        edges = self._edges_of(anchor)
+        accepted = _accepted_labels(label) if edges else None
+        for target, predicate in edges:
+            if accepted is not None and target.label not in accepted:
                 continue
             if predicate in predicates:
                 found.append(target.name)
@@ -382,10 +388,11 @@ class CodeApi:
     def get_objects_between(self, anchor_1: Any, anchor_2: Any, label: Any = None) -> list[str]:
         """Objects whose centre lies between the anchors' centres (see the module notes: fixes §9.1)."""
         first, second = self._box(anchor_1), self._box(anchor_2)
+        accepted = _accepted_labels(label)  # the scene holds at least the anchors
         candidates = [
             box
             for box in self._scene.objects
-            if _label_matches(box.label, label) and box.id not in (first.id, second.id)
+            if (accepted is None or box.label in accepted) and box.id not in (first.id, second.id)
         ]
         if not candidates:
             return []
@@ -400,8 +407,9 @@ class CodeApi:
     def _closest(self, origin: Box, label: Any) -> str:
         closest: Box | None = None
         best = float("inf")
+        accepted = _accepted_labels(label)  # the scene holds at least the origin
         for box in self._scene.objects:
-            if not _label_matches(box.label, label):
+            if accepted is not None and box.label not in accepted:
                 continue
             if box.id == origin.id:
                 continue

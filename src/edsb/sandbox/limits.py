@@ -23,7 +23,7 @@ class SandboxLimits:
     max_plan_bytes: int = 16 << 10
     max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
     runs_per_worker: int = 500  # a worker is replaced after this many runs
-    workers: int = 0  # processes per pool; 0 = min(4, CPU count)
+    workers: int = 0  # worker processes per pool; 0 = one per usable core, at most 8 (`pool.default_workers`)
 
     @property
     def cpu_budget(self) -> float:

@@ -11,6 +11,7 @@ Compilation refuses imports (except of `math`, `re` and `itertools`), classes an
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 import math
 import operator
@@ -188,6 +189,9 @@ _REFUSED_BUILTINS = (
     "object",
     "bytearray",
 )
+_HARMLESS_BUILTINS: dict[str, Any] = {
+    name: getattr(builtins, name) for name in (*_SAFE_BUILTINS, *_SAFE_EXCEPTIONS)
+}  # copied for each run
 _EXCEPTION_ATTRIBUTES = frozenset({"args", "name", "value"})
 _INPLACE = {
     "+=": operator.iadd,
@@ -228,9 +232,8 @@ class Guards:
         return "".join(self._printed)
 
     def namespace(self) -> dict[str, Any]:
-        import builtins
-
-        allowed: dict[str, Any] = {name: getattr(builtins, name) for name in (*_SAFE_BUILTINS, *_SAFE_EXCEPTIONS)}
+        """A fresh global namespace and builtins for one run (the model may rebind names in either)."""
+        allowed = dict(_HARMLESS_BUILTINS)
         for name in _REFUSED_BUILTINS:
             allowed[name] = self._refusing(name)
         allowed.update(

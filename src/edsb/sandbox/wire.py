@@ -124,53 +124,68 @@ def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
     )
 
 
+def scene_key(spec: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
+    """The identity of a request's scene: ("source", data dir, name) or ("inline", digest of its pickle)."""
+    return (str(spec[0]), str(spec[1]), str(spec[2])) if spec[0] == "source" else ("inline", str(spec[1]))
+
+
 # --- frames -----------------------------------------------------------------------------------------------------------
 
 
-def frame(message: dict[str, Any]) -> bytes:
-    """A JSON answer as the worker writes it: length, then UTF-8 JSON."""
-    payload = json.dumps(message, allow_nan=True).encode("utf-8")
+def frame(message: dict[str, Any] | str) -> bytes:
+    """A JSON answer as the worker writes it: length, then UTF-8 JSON (`message` may be JSON text already)."""
+    text = message if isinstance(message, str) else json.dumps(message, allow_nan=True)
+    payload = text.encode("utf-8")
     return HEADER.pack(len(payload)) + payload
 
 
-def read_exactly(fd: int, size: int, deadline: float) -> bytes:
-    """`size` bytes from `fd` before the monotonic `deadline` (Deadline), or WorkerDied at end of output."""
-    poller = select.poll()  # not select(): the harness may hold more than FD_SETSIZE descriptors
-    poller.register(fd, select.POLLIN)
-    chunks: list[bytes] = []
-    remaining = size
-    while remaining:
-        wait = deadline - time.monotonic()
-        if wait <= 0 or not poller.poll(math.ceil(wait * 1000)):
-            raise Deadline()
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            raise WorkerDied("end of output")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+class FrameReader:
+    """JSON objects from a worker's (or the template's) socket. Whatever has arrived is read in one system call and
+    the rest kept for the next answer, so an answer usually costs one `poll` and one `read`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.poller = select.poll()  # not select(): the harness may hold more than FD_SETSIZE descriptors
+        self.poller.register(fd, select.POLLIN)
+
+    def read(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
+        """The next answer before the monotonic `deadline` (Deadline); WorkerDied at end of output, or if the
+        answer is oversized or not a JSON object."""
+        buffer = self.buffer
+        size: int | None = None
+        while True:
+            if size is None and len(buffer) >= HEADER.size:
+                (size,) = HEADER.unpack_from(buffer)
+                if size > max_result_bytes + (1 << 16):
+                    raise WorkerDied(f"it sent an oversized answer ({size} bytes)")
+            if size is not None and len(buffer) >= HEADER.size + size:
+                break
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not self.poller.poll(math.ceil(wait * 1000)):
+                raise Deadline()
+            chunk = os.read(
+                self.fd, 1 << 16 if size is None else max(1 << 16, min(HEADER.size + size - len(buffer), 1 << 20))
+            )
+            if not chunk:
+                raise WorkerDied("end of output")
+            buffer += chunk
+        payload = bytes(buffer[HEADER.size : HEADER.size + size])
+        del buffer[: HEADER.size + size]
+        try:
+            message = json.loads(payload.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise WorkerDied("it sent an answer that is not JSON") from None
+        if not isinstance(message, dict):
+            raise WorkerDied("it sent an answer that is not a JSON object")
+        return message
 
 
-def read_answer(fd: int, deadline: float, max_result_bytes: int) -> dict[str, Any]:
-    """One JSON object from the worker; WorkerDied if it is oversized or not a JSON object."""
-    (size,) = HEADER.unpack(read_exactly(fd, HEADER.size, deadline))
-    if size > max_result_bytes + (1 << 16):
-        raise WorkerDied(f"it sent an oversized answer ({size} bytes)")
-    payload = read_exactly(fd, size, deadline)
-    try:
-        message = json.loads(payload.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise WorkerDied("it sent an answer that is not JSON") from None
-    if not isinstance(message, dict):
-        raise WorkerDied("it sent an answer that is not a JSON object")
-    return message
-
-
-def read_blocking(stream: Any, size: int) -> bytes | None:
-    """`size` bytes from a blocking stream (the worker's stdin), None at end of input."""
+def read_blocking(fd: int, size: int) -> bytes | None:
+    """`size` bytes from a blocking descriptor (a worker's socket), None at end of input."""
     data = b""
     while len(data) < size:
-        chunk = stream.read(size - len(data))
+        chunk = os.read(fd, size - len(data))
         if not chunk:
             return None
         data += chunk

@@ -22,10 +22,13 @@ import math
 import os
 import pickle
 import signal
+import socket
 import sys
+import types
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from RestrictedPython import compile_restricted_exec
 
@@ -35,31 +38,29 @@ from edsb.sandbox.code_api import ApiScene, CodeApi
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
 from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
-from edsb.sandbox.wire import HEADER, encode_plain, frame, read_blocking, to_plain
+from edsb.sandbox.wire import HEADER, encode_plain, frame, read_blocking, scene_key, to_plain
 
 
-def worker_main() -> None:
-    """Serve requests on stdin/stdout until stdin closes. Started by the pool (`pool._Worker.start`)."""
+def template_main() -> None:
+    """The template process, started by the pool (`pool._Template.start`): prepare once, then fork a worker for each
+    request on stdin (a Unix socket that also carries the worker's socket) until stdin closes."""
     import resource
 
-    protocol_out = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # stray writes (warnings, C libraries) cannot corrupt the protocol
     os.dup2(devnull, 2)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    stdin = os.fdopen(0, "rb", buffering=0)
+    control = socket.socket(fileno=0)
 
-    def send(message: dict[str, Any]) -> None:
-        view = memoryview(frame(message))
-        while view:
-            view = view[os.write(protocol_out, view) :]
+    def answer(message: dict[str, Any]) -> None:
+        control.sendall(frame(message))
 
     try:
         _warm_imports()
         memory = int(sys.argv[2])
         in_use = _address_space_in_use()
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
-            send({"status": "fatal", "message": _too_little_memory(memory, in_use)})
+            answer({"status": "fatal", "message": _too_little_memory(memory, in_use)})
             return
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -68,21 +69,72 @@ def worker_main() -> None:
         os.environ.clear()
         _freeze_long_lived_objects()
     except Exception as exc:
-        send({"status": "fatal", "message": exception_text(exc)})
+        answer({"status": "fatal", "message": exception_text(exc)})
         return
-    send({"status": "ready"})
+    answer({"status": "ready"})
 
     scenes: dict[tuple[str, ...], Any] = {}
+    unloadable: set[tuple[str, ...]] = set()
     while True:
-        header = read_blocking(stdin, HEADER.size)
+        header, fds, _, _ = socket.recv_fds(control, HEADER.size, 1)
+        if len(header) < HEADER.size:
+            rest = read_blocking(control.fileno(), HEADER.size - len(header))
+            if not header or rest is None:
+                return
+            header += rest
+        body = read_blocking(control.fileno(), HEADER.unpack(header)[0])
+        if body is None:
+            return
+        command = pickle.loads(body)
+        if command["op"] == "reap":
+            answer({"status": _reap(int(command["pid"]))})
+            continue
+        for spec in command["scenes"]:  # scenes some worker used: load them once here, every later fork has them
+            if spec not in unloadable:
+                try:
+                    _api_scene(spec, scenes)
+                except Exception:
+                    unloadable.add(spec)
+        (channel,) = fds
+        pid = os.fork()
+        if pid == 0:  # the worker
+            try:
+                control.close()
+                _serve_forever(channel, scenes)
+            finally:
+                os._exit(0)
+        os.close(channel)
+        answer({"status": "spawned", "pid": pid, "scenes": [key for key in scenes if key[0] == "source"]})
+
+
+def _reap(pid: int) -> int | None:
+    """A worker's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it)."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _serve_forever(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
+    """A worker: serve requests on its socket, one at a time, until the parent closes it or a run needs a fresh
+    process."""
+
+    def send(message: dict[str, Any] | str) -> None:
+        view = memoryview(frame(message))
+        while view:
+            view = view[os.write(channel, view) :]
+
+    while True:
+        header = read_blocking(channel, HEADER.size)
         if header is None:
             return
-        body = read_blocking(stdin, HEADER.unpack(header)[0])
+        body = read_blocking(channel, HEADER.unpack(header)[0])
         if body is None:
             return
         response = _serve(pickle.loads(body), scenes, send)
         send(response)
-        if response.get("recycle"):
+        if isinstance(response, dict) and response.get("recycle"):
             return
 
 
@@ -133,7 +185,7 @@ def _warm_imports() -> None:
 
 def _serve(
     request: dict[str, Any], scenes: dict[tuple[str, ...], Any], send: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
+) -> dict[str, Any] | str:
     import resource
 
     try:
@@ -142,29 +194,36 @@ def _serve(
         return {"status": "fatal", "message": "out of memory while loading the scene", "recycle": True}
     except Exception as exc:
         return {"status": "fatal", "message": f"cannot load the scene: {exception_text(exc)}"}
-    send({"status": "loaded"})
+    if request["announce"]:  # the parent's wall-clock limit for the run starts now
+        send({"status": "loaded"})
 
     used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
     budget = math.ceil(used + float(request["cpu_seconds"]))
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
     os.environ.clear()
+    program = _program(request["reply"])  # first: nothing of the run exists yet (see `_compiled`)
     guards = Guards(int(request["max_printed_chars"]))
-    response = _execute(request, api_scene, guards)
+    response = _execute(request, program, api_scene, guards)
     try:
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
-    if response["status"] == "ok" and guards.violation is not None:  # a finaliser tried something refused
+    if isinstance(response, str) and guards.violation is not None:  # a finaliser tried something refused
         return _error(ErrorKind.CODE_POLICY, guards.violation)
     return response
 
 
-def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> dict[str, Any]:
-    """Run one program and pack what it set; everything it created is unreachable once this returns."""
+def _execute(
+    request: dict[str, Any], program: _Compiled | Exception, api_scene: ApiScene, guards: Guards
+) -> dict[str, Any] | str:
+    """Run one program and pack what it set (a successful answer as its JSON text); everything it created is
+    unreachable once this returns."""
     api = CodeApi(api_scene, dict(request["latest_plans"]))
     try:
-        _run(request["reply"], api, guards)
+        if isinstance(program, Exception):
+            raise program  # compiling failed: reported like any failure of the run
+        _run(program, api, guards)
         characters = [
             {
                 "character": encode_plain(to_plain(entry.character)),
@@ -174,13 +233,13 @@ def _execute(request: dict[str, Any], api_scene: ApiScene, guards: Guards) -> di
             }
             for entry in api._plan_entries()
         ]
-        plan_size = len(json.dumps(characters, allow_nan=True))
-        if plan_size > int(request["max_plan_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({plan_size} bytes)")
-        response: dict[str, Any] = {"status": "ok", "plan": characters, "output": guards.printed()}
-        size = len(json.dumps(response, allow_nan=True))
-        if size > int(request["max_result_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({size} bytes)")
+        plan = json.dumps(characters, allow_nan=True)
+        if len(plan) > int(request["max_plan_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
+        # The JSON of {"status": "ok", "plan": ..., "output": ...}, the plan encoded once.
+        response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(guards.printed())}}}'
+        if len(response) > int(request["max_result_bytes"]):
+            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
         return response
     except CodeError as exc:
         return _error(exc.kind, exc.message, recycle=exc.kind == ErrorKind.CODE_MEMORY)
@@ -214,13 +273,12 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
 
+    key = scene_key(spec)
     if spec[0] == "source":
-        key = spec[:3]
         if key not in cache:
             cache[key] = ApiScene(load_scene(Benchmark.open(spec[1]), spec[2]))
             _freeze_long_lived_objects()
         return cache[key]
-    key = ("inline", spec[1])
     if key not in cache:
         scene = pickle.loads(spec[2])
         cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
@@ -230,9 +288,47 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
 
 # --- compiling and running one program --------------------------------------------------------------------------------
 
+_Compiled: TypeAlias = tuple[types.CodeType, frozenset[types.CodeType]]
 
-def _run(reply: str, api: CodeApi, guards: Guards) -> None:
-    """Compile the prepared code, run its top level, then call `parse_event(self)` as the reference does."""
+# Compiled programs by reply text, most recently used last. Identical replies are common (repeats at a low
+# temperature, scripted and cached models), and compiling is most of a short program's cost. Sharing is safe: a code
+# object and its constants are immutable, and everything a program can change (functions, defaults, namespaces) is
+# created anew when it runs. Compilation failures are cached as the CodeError they raise (they depend on the text
+# alone); anything else (RecursionError, MemoryError) is not.
+_COMPILED: OrderedDict[str, _Compiled | CodeError] = OrderedDict()
+_CACHE_MAX_ENTRIES = 256
+_CACHE_MAX_CHARS = 1 << 20  # reply text held in the cache (compiled code takes a few times more)
+_CACHE_MAX_REPLY_CHARS = 64 << 10  # longer replies are compiled every time
+_cached_chars = 0
+
+
+def _compiled(reply: str) -> _Compiled:
+    """The reply's program, compiled under the policy, and its code objects with the guards that stand for its
+    operations (`blame`); CodeError for a syntax or policy error."""
+    global _cached_chars
+    found = _COMPILED.get(reply)
+    if found is None:
+        try:
+            found = _compile(reply)
+        except CodeError as exc:
+            found = CodeError(exc.kind, exc.message)  # without the traceback (and the compiler's frames)
+        if len(reply) <= _CACHE_MAX_REPLY_CHARS:
+            _COMPILED[reply] = found
+            _cached_chars += len(reply)
+            while len(_COMPILED) > _CACHE_MAX_ENTRIES or _cached_chars > _CACHE_MAX_CHARS:
+                _cached_chars -= len(_COMPILED.popitem(last=False)[0])
+            # Out of the collector's sight, or every run's collection scans the cache again (which made each call on
+            # a new program dearer than without the cache). Nothing of the run exists yet to be frozen with it: the
+            # worker compiles before it builds the run's guards and API.
+            _freeze_long_lived_objects()
+    else:
+        _COMPILED.move_to_end(reply)
+    if isinstance(found, CodeError):
+        raise CodeError(found.kind, found.message)  # a fresh exception: no traceback carried from run to run
+    return found
+
+
+def _compile(reply: str) -> _Compiled:
     source = prepare_code(extract_code(reply))
     try:
         tree = ast.parse(source, "<string>")
@@ -246,12 +342,25 @@ def _run(reply: str, api: CodeApi, guards: Guards) -> None:
         errors = list(compiled.errors) or ["the code could not be compiled"]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise CodeError(ErrorKind.CODE_POLICY, f"{errors[0]}{more}")
+    return compiled.code, program_code(compiled.code) | MODEL_OPERATIONS
 
-    models = program_code(compiled.code) | MODEL_OPERATIONS
+
+def _program(reply: str) -> _Compiled | Exception:
+    """The reply's compiled program, or what compiling it raised (CodeError, MemoryError, ...), which the run then
+    reports as its own failure."""
+    try:
+        return _compiled(reply)
+    except Exception as exc:
+        return exc
+
+
+def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
+    """Run the compiled program's top level, then call `parse_event(self)` as the reference does."""
+    code, models = program
     namespace = guards.namespace()
     top_level: dict[str, Any] = {"self": api}
     try:
-        exec(compiled.code, namespace, top_level)
+        exec(code, namespace, top_level)
         entry = _entry_point(top_level, namespace, api)
         with MODEL_OPERATION:  # calling what the model bound to `parse_event` fails as the reference's call does
             entry(api)
