@@ -24,7 +24,7 @@ from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
 from edsb.runner.keys import expand_keys
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
-from edsb.sandbox import SandboxLimits, check_sandbox, shutdown_sandboxes
+from edsb.sandbox import SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
 
 
 @dataclass
@@ -88,7 +88,9 @@ def run_benchmark(
     prepare_out_dir(out)
     limits = SandboxLimits(timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20)
     try:
-        check_sandbox(limits)
+        # The pool starts now, its template holding every scene the runs use (loaded once for all workers).
+        scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
+        check_sandbox(limits, [SceneSource(str(benchmark.root.resolve()), name) for name in scenes])
         model = build_model(
             config.model,
             base_url=config.base_url,
