@@ -30,7 +30,8 @@ def encode(result: RunResult) -> bytes:
     return result.to_line()
 
 
-def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def record_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the size of the file at each fsync (the bytes made durable)."""
     synced: list[int] = []
     real_fsync = os.fsync
 
@@ -38,9 +39,14 @@ def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monke
         synced.append(os.fstat(fd).st_size)
         real_fsync(fd)
 
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def test_each_append_is_one_whole_line_flushed_and_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ResultStore(tmp_path)
     assert store.open() == {}
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_fsyncs(monkeypatch)
     for case in range(3):
         store.append(_record(case))
         # On disk (not in a buffer) and synced before append returns: the size fsync saw is the whole file so far.
@@ -154,16 +160,9 @@ def test_a_run_directory_finds_one_run_and_names_what_it_holds(tmp_path: Path) -
 def test_runs_finishing_together_share_one_write_and_one_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Group commit: lines committed while no batch is being written land together, whole, with a single fsync,
     and each commit returns only once its line is on disk."""
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_size)
-        real_fsync(fd)
-
     store = ResultStore(tmp_path)
     store.open()
-    monkeypatch.setattr(os, "fsync", fsync)
+    synced = record_fsyncs(monkeypatch)
 
     async def finish_together() -> None:
         await asyncio.gather(*(store.commit(_record(case)) for case in range(20)))
