@@ -150,7 +150,7 @@ def test_a_run_directory_finds_one_run_and_names_what_it_holds(tmp_path: Path) -
         store.append(_record(case))
     store.close()
     run = RunDirectory.open(tmp_path)
-    assert run.find(2, 0, 0).case == 2 and run.variants == ["ours"]
+    assert run.find(2, 0, 0).case == 2 and [r.case for r in run.results] == [1, 2]
     with pytest.raises(EdsbError, match=r"no run of case 3 at level 0, repeat 0, variant 'ours' \(variants: ours\)"):
         run.find(3, 0, 0)
     with pytest.raises(EdsbError, match="not a run directory"):

@@ -4,6 +4,7 @@ import pytest
 
 from edsb.scoring.metrics import (
     ScoredRun,
+    cell_text,
     overall_cell,
     round2,
     summarize_cell,
@@ -29,7 +30,7 @@ def test_execution_rate_subtracts_the_rounded_error_mean() -> None:
     assert cell.success_rate == 0.95
     assert cell.error_rate == 0.02  # 0.025 rounded the numpy way
     assert cell.execution_rate == 0.98  # not round(1 - 0.025, 2)
-    assert cell.display() == "0.95 (0.98)"
+    assert cell_text(cell.success_rate, cell.execution_rate) == "0.95 (0.98)"
 
 
 def test_errors_count_as_failures() -> None:

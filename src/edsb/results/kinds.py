@@ -60,11 +60,6 @@ class ErrorKind(StrEnum):
     # `edsb score` only: an input line that cannot be scored.
     INVALID_INPUT = "invalid_input"
 
-    @property
-    def leaves_incomplete(self) -> bool:
-        """Whether a run with this kind has no verdict (and is retried) rather than an execution error."""
-        return self is ErrorKind.INTERNAL_ERROR or self.value.startswith("transport_")
-
     @classmethod
     def transport(cls, kind: str) -> ErrorKind:
         """The kind of a run whose model gave no completion for the LLM layer's reason `kind`."""

@@ -193,12 +193,6 @@ class RunDirectory:
             notes.append(f"{path}: the last line is torn (a run was killed mid-write) and is left out")
         return cls(run_dir, config, latest_by_key(whole), notes)
 
-    @property
-    def variants(self) -> list[str]:
-        """The variants of the results, in the configured order first."""
-        present = list(dict.fromkeys(r.variant for r in self.results))
-        return [v for v in self.config.variants if v in present] + [v for v in present if v not in self.config.variants]
-
     def find(self, case: int, distraction: int, repeat: int, variant: str | None = None) -> RunResult:
         """The result of one run; `variant` defaults to the directory's first variant."""
         variants = list(dict.fromkeys(r.variant for r in self.results))

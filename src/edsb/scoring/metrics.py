@@ -50,10 +50,6 @@ class Cell:
     success_interval: Interval  # Wilson 95%, unrounded
     execution_interval: Interval
 
-    def display(self) -> str:
-        """The paper's cell text, e.g. `0.9 (0.98)`."""
-        return cell_text(self.success_rate, self.execution_rate)
-
 
 def cell_text(success_rate: float, execution_rate: float) -> str:
     """The paper's cell text, `success (execution)`, e.g. `0.9 (0.98)`."""
