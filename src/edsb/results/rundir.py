@@ -108,10 +108,6 @@ class ResultStore:
         os.replace(temporary, self.path)
         _fsync_dir(self.path.parent)
 
-    def append(self, result: RunResult) -> None:
-        """Write one record as a single write of a whole line, then flush and fsync before returning."""
-        self._write_batch(result.to_line())
-
     async def commit(self, result: RunResult) -> None:
         """Append one record; returns once it is on disk. Records committed while a batch is being written join
         the next batch, which is written with one write and one fsync in a worker thread."""
