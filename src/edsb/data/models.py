@@ -31,7 +31,7 @@ class SceneName(StrEnum):
     RESTAURANT = "Restaurant"
 
 
-TAGS: tuple[Tag, ...] = ("OA", "RC", "SS", "PI")
+TAGS: tuple[TagName, ...] = tuple(TagName)
 SCENES: tuple[str, ...] = tuple(SceneName)
 Number = StrictFloat | StrictInt
 

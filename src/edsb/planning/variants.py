@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from edsb.data.models import TAGS, Tag
+from edsb.data.models import TAGS
 from edsb.errors import UsageError
 
 DescriptionType = Literal["narrative", "object_list", "scene_graph"]
@@ -42,7 +42,7 @@ class Variant:
     planning_mode: PlanningMode
     narrator: ModulePrompt
     parser: ModulePrompt | None  # None: the Narrator's code is the plan (w/o Event)
-    runnable_tags: frozenset[Tag]
+    runnable_tags: frozenset[str]
 
     @property
     def uses_event_parser(self) -> bool:
