@@ -216,11 +216,8 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
         (pipeline, "_sample_positions", "sampler", False),
         (pipeline, "_judge", "judge", False),
         (transcripts.TranscriptWriter, "write", "write", False),
+        (rundir.ResultStore, "_write_batch", "write", False),
     ]
-    for name in ("_write_batch", "append"):  # the group commit's write, or the older one-line append
-        if hasattr(rundir.ResultStore, name):
-            patches.append((rundir.ResultStore, name, "write", False))
-            break
     saved = [(owner, name, getattr(owner, name)) for owner, name, _, _ in patches]
     for owner, name, stage, children in patches:
         setattr(owner, name, stages.wrap(stage, getattr(owner, name), children))
