@@ -47,6 +47,12 @@ class Benchmark:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._narratives: dict[str, tuple[str, ...]] = {}
+
+    @cached_property
+    def resolved_root(self) -> Path:
+        """The absolute data directory, resolved once: every run names its scenes by it."""
+        return self.root.resolve()
 
     @classmethod
     def open(cls, data: Path | str | None = None) -> Benchmark:
@@ -112,13 +118,17 @@ class Benchmark:
         return sorted((self.scene_dir(scene) / DESCRIPTIONS_SUBDIR).glob("description-*.txt"))
 
     def narrative_description(self, scene: str, repeat: int) -> str:
-        files = self.description_files(scene)
-        if not 0 <= repeat < len(files):
+        texts = self._narratives.get(scene)
+        if texts is None:
+            texts = self._narratives[scene] = tuple(
+                path.read_text(encoding="utf-8") for path in self.description_files(scene)
+            )
+        if not 0 <= repeat < len(texts):
             raise DataError(
                 f"{scene}: no narrative description for repeat {repeat} "
-                f"(the benchmark ships {len(files)}; narrative variants support at most {len(files)} repeats)"
+                f"(the benchmark ships {len(texts)}; narrative variants support at most {len(texts)} repeats)"
             )
-        return files[repeat].read_text(encoding="utf-8")
+        return texts[repeat]
 
     # --- prompt pack -----------------------------------------------------------------------------------------
     def prompt_file(self, relative: str | Path) -> Path:

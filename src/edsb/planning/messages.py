@@ -8,7 +8,7 @@ characters and history. The `[Feedback]` section always reads `None` (self-feedb
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from edsb.planning.narrator import NarratorEvent, make_event
@@ -25,7 +25,7 @@ from edsb.planning.scenario import (
     cast_and_history,
     main_action,
 )
-from edsb.planning.variants import ModulePrompt
+from edsb.planning.variants import ModulePrompt, Variant
 from edsb.results import ErrorKind, RunError
 
 Message = dict[str, str]
@@ -167,18 +167,43 @@ def _assemble(module: str, system: str, pairs: Sequence[tuple[str, str]], query:
     return StagePrompt(module, [{"role": role, "content": text} for role, text in turns], json_mode)
 
 
+def _shots(pack: PromptPack, module: str, variant: Variant, tags: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The example (query, answer) turns of a stage for a case's tags, rendered once per pack."""
+    key = ("shots", module, variant, tuple(tags))
+    pairs = pack.rendered.get(key)
+    if pairs is None:
+        pairs = pack.rendered[key] = tuple(
+            _narrator_shots(pack, variant, tags) if module == "narrator" else _parser_shots(pack, variant, tags)
+        )
+    return pairs
+
+
+def _narrator_shots(pack: PromptPack, variant: Variant, tags: Sequence[str]) -> Iterator[tuple[str, str]]:
+    build = planning_history_query if variant.planning_mode == "no_event" else narrator_query
+    for example in pack.examples("narrator", tags):
+        characters, history = _example_cast(example)
+        description = pack.sample_description(example.scene_name, variant.description_type)
+        user = build(description, example.action_labels, example.user_instruction, characters, history)
+        yield user, _answer(example, variant.narrator)
+
+
+def _parser_shots(pack: PromptPack, variant: Variant, tags: Sequence[str]) -> Iterator[tuple[str, str]]:
+    assert variant.parser is not None
+    for example in pack.examples("event_parser", tags):
+        characters, _ = _example_cast(example)
+        description = pack.sample_description(example.scene_name, variant.description_type)
+        label = make_event(example.event.characters, example.event.activity).label
+        user = parser_query(description, example.action_labels, characters, label)
+        yield user, _answer(example, variant.parser)
+
+
 def narrator_request(scenario: Scenario, pack: PromptPack) -> StagePrompt:
     """The Narrator call of a run (or the w/o Event call, which also answers with code)."""
     variant = scenario.variant
     prompt = variant.narrator
     build = planning_history_query if variant.planning_mode == "no_event" else narrator_query
     guideline = pack.null_plan_guideline(variant.planning_mode) if scenario.case.allow_null_plan else ""
-    pairs = []
-    for example in pack.examples("narrator", scenario.case.tags):
-        characters, history = _example_cast(example)
-        description = pack.sample_description(example.scene_name, variant.description_type)
-        user = build(description, example.action_labels, example.user_instruction, characters, history)
-        pairs.append((user, _answer(example, prompt)))
+    pairs = _shots(pack, "narrator", variant, scenario.case.tags)
     query = build(
         scenario.description,
         scenario.action_labels,
@@ -195,12 +220,6 @@ def parser_request(scenario: Scenario, pack: PromptPack, event: NarratorEvent) -
     prompt = variant.parser
     if prompt is None:
         raise ValueError(f"{variant.title} has no Event Parser")
-    pairs = []
-    for example in pack.examples("event_parser", scenario.case.tags):
-        characters, _ = _example_cast(example)
-        description = pack.sample_description(example.scene_name, variant.description_type)
-        label = make_event(example.event.characters, example.event.activity).label
-        user = parser_query(description, example.action_labels, characters, label)
-        pairs.append((user, _answer(example, prompt)))
+    pairs = _shots(pack, "event_parser", variant, scenario.case.tags)
     query = parser_query(scenario.description, scenario.action_labels, scenario.characters, event.label)
     return _assemble("event_parser", pack.system_message(prompt.system), pairs, query, prompt.json_mode)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal, TypeVar, get_args, overload
+from typing import Any, Literal, TypeVar, get_args, overload
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -141,6 +141,9 @@ class PromptPack:
     sample_descriptions: dict[tuple[str, str], str]  # (example scene, description type) -> text, stripped
     null_plan_text: str = NULL_PLAN_GUIDELINE
     null_plan_source: str = "edsb"  # `reference` when read from the pinned runner file
+    # Few-shot turns built from this pack, by whoever builds them (a pure function of the pack): every run of a
+    # case sends the same examples, so they are rendered once.
+    rendered: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def null_plan_guideline(self, planning_mode: PlanningMode) -> str:
         return null_plan_guideline(planning_mode, self.null_plan_text)

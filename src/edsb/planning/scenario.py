@@ -170,7 +170,7 @@ def scene_description(benchmark: Benchmark, scene: str, description_type: Descri
     """The description a run shows: narrative file number `repeat`, or the object list / scene graph of the scene."""
     if description_type == "narrative":
         return benchmark.narrative_description(scene, repeat)
-    key = (str(benchmark.root.resolve()), scene, description_type)
+    key = (str(benchmark.resolved_root), scene, description_type)
     if key not in _rendered:
         from edsb.geometry.scene import load_scene
         from edsb.geometry.scene_text import object_list_text, scene_graph_text

@@ -90,7 +90,7 @@ def run_benchmark(
     try:
         # The pool starts now, its template holding every scene the runs use (loaded once for all workers).
         scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
-        check_sandbox(limits, [SceneSource(str(benchmark.root.resolve()), name) for name in scenes])
+        check_sandbox(limits, [SceneSource.of(benchmark.root, name) for name in scenes])
         model = build_model(
             config.model,
             base_url=config.base_url,

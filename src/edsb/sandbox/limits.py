@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,11 @@ class SceneSource:
     data_dir: str
     scene_name: str
 
+    @classmethod
+    def of(cls, data_dir: str | Path, scene_name: str) -> SceneSource:
+        # Absolute, since workers run in `/`; made so without touching the disk (`resolve` stats every part).
+        return cls(os.path.abspath(data_dir), scene_name)
+
 
 @dataclass(frozen=True)
 class CodeContext:
@@ -60,4 +66,4 @@ class CodeContext:
     def for_benchmark(
         cls, data_dir: str | Path, scene_name: str, latest_plans: Mapping[str, LatestPlan] | None = None
     ) -> CodeContext:
-        return cls.create(SceneSource(str(Path(data_dir).resolve()), scene_name), latest_plans)
+        return cls.create(SceneSource.of(data_dir, scene_name), latest_plans)
