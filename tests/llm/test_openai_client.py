@@ -299,3 +299,22 @@ def test_the_key_is_never_shown() -> None:
     model = OpenAIChatModel("gpt-test", base_url="http://127.0.0.1:9/v1", api_key_env="EDSB_TEST_KEY")
     assert KEY not in repr(model)
     assert KEY not in model.identity
+
+
+def test_proxy_variables_are_honoured_and_no_proxy_exempts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests go through `HTTP_PROXY` unless `NO_PROXY` names the host. The proxy here is the test server: it
+    records the request in a proxy's absolute form and, routing by path, answers 404."""
+    no_retries = {"api_key_env": "EDSB_TEST_KEY", "retry": RetryPolicy(max_retries=0)}
+    with OpenAIServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        with pytest.raises(TransportError) as via_proxy:
+            complete(OpenAIChatModel("gpt-test", base_url="http://models.invalid/v1", **no_retries))  # type: ignore[arg-type]
+        assert (via_proxy.value.kind, via_proxy.value.status) == ("http", 404)
+        assert [r.path for r in proxy.requests] == ["http://models.invalid/v1/chat/completions"]
+        monkeypatch.setenv("NO_PROXY", "models.invalid")
+        with pytest.raises(TransportError) as direct:
+            complete(OpenAIChatModel("gpt-test", base_url="http://models.invalid/v1", **no_retries))  # type: ignore[arg-type]
+        assert direct.value.kind == "unreachable"  # asked the host itself, which does not exist
+        assert len(proxy.requests) == 1

@@ -20,7 +20,9 @@ import asyncio
 import json
 import os
 import time
+import urllib.request
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from edsb import __version__
 from edsb.llm.errors import ApiKeyError, TransportError, TransportKind
@@ -155,6 +157,16 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
     )
 
 
+def _env_proxy(url: str) -> str | None:
+    """The proxy `HTTP_PROXY` / `HTTPS_PROXY` name for this URL, unless `NO_PROXY` exempts its host."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme)
+    if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
+        return proxy
+    return None
+
+
 class OpenAIChatModel:
     """A model behind an OpenAI-compatible `/chat/completions` endpoint.
 
@@ -182,6 +194,7 @@ class OpenAIChatModel:
         self._api_key = resolve_api_key(self.base_url, api_key_env)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
         self._gate: asyncio.Semaphore | None = None
         self._answered = False  # has any request reached the server (any HTTP response)?
 
@@ -208,9 +221,11 @@ class OpenAIChatModel:
                     "Accept": "application/json",
                     "User-Agent": f"edsb/{__version__}",
                 },
-                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as the SDK honoured them
-                auto_decompress=True,
+                # Not `trust_env`: it reads ~/.netrc in a worker thread for every request. The proxy variables it
+                # would honour are read once instead (`_env_proxy`).
+                trust_env=False,
             )
+            self._proxy = _env_proxy(self.base_url)
             self._gate = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
         return self._http, self._gate
@@ -235,7 +250,9 @@ class OpenAIChatModel:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with http.post(self.base_url + CHAT_PATH, data=body, allow_redirects=False) as response:
+                async with http.post(
+                    self.base_url + CHAT_PATH, data=body, allow_redirects=False, proxy=self._proxy
+                ) as response:
                     payload = await response.read()
                     status, headers = response.status, response.headers
         except TimeoutError:
