@@ -215,7 +215,7 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
         (pipeline, "run_plan_code", "sandbox", True),
         (pipeline, "_sample_positions", "sampler", False),
         (pipeline, "_judge", "judge", False),
-        (transcripts.TranscriptWriter, "write", "write", False),
+        (transcripts.TranscriptWriter, "record", "write", False),
         (rundir.ResultStore, "_write_batch", "write", False),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _, _ in patches]

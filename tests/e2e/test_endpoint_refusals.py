@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from edsb.llm import read_transcripts
 from tests.support.edsb_cli import run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results, read_summary
@@ -44,3 +45,9 @@ def test_a_refused_client_stops_the_sweep_and_keeps_what_was_done(
     assert "Traceback" not in err
     assert [r["key"] for r in read_results(out)] == ["ours/tc13-d0-r0"]
     assert len(openai_server.chat_requests) == 2  # no further run was attempted after the refusal
+    # Both requests are in the transcripts: the refused one too, although its run has no result line.
+    records = read_transcripts(out)
+    assert [(r.run, r.error.status if r.error else None) for r in records] == [
+        ("ours__tc13-d0-r0", None),
+        ("ours__tc13-d1-r0", 401),
+    ]

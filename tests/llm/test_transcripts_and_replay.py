@@ -61,6 +61,7 @@ def recorded_run(openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytes
         with pytest.raises(TransportError):
             await writer.complete(model, parser(1), run="tc01-d0-r1", module="event_parser")
         await model.aclose()
+        writer.flush()
 
     asyncio.run(record())
     return run_dir
@@ -181,10 +182,12 @@ def test_run_ids_must_be_file_names(tmp_path: Path) -> None:
 def test_a_torn_last_line_is_cut_before_the_next_record(recorded_run: Path, tmp_path: Path) -> None:
     record = read_transcripts(recorded_run)[0]
     writer = TranscriptWriter(tmp_path)
-    writer.write(record)
+    writer.record(record)
+    writer.flush()
     path = writer.path_for(record.run)
     with path.open("ab") as handle:
         handle.write(b'{"format": 1, "key": "cut sho')  # a write killed half-way
-    writer.write(record)
+    writer.record(record)
+    writer.flush()
     assert [r.key for r in read_transcripts(path)] == [record.key, record.key]
     assert path.read_bytes().count(b"\n") == 2

@@ -198,3 +198,31 @@ def test_a_failed_batch_write_reaches_every_run_of_the_batch(tmp_path: Path, mon
     outcomes = asyncio.run(commit_three())
     store.close()
     assert [getattr(outcome, "errno", None) for outcome in outcomes] == [errno.ENOSPC] * 3, outcomes
+
+
+def test_a_runs_companion_lines_are_durable_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Companion files (a run's transcript) are written in the run's batch and fsynced before the record that
+    refers to them; a torn tail left in one by a killed write is cut first."""
+    companion_dir = tmp_path / "transcripts"
+    companion_dir.mkdir()
+    (companion_dir / "ours__tc01-d0-r0.jsonl").write_bytes(b'{"earlier": 1}\n{"cut sho')
+    store = ResultStore(tmp_path, companions=lambda r: [(companion_dir / f"{r.run_key.file_stem}.jsonl", b"{}\n")])
+    store.open()
+    order: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        order.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    async def finish_together() -> None:
+        await asyncio.gather(*(store.commit(_record(case)) for case in (1, 2)))
+
+    asyncio.run(finish_together())
+    store.close()
+    assert order == ["ours__tc01-d0-r0.jsonl", "ours__tc02-d0-r0.jsonl", RESULTS_FILE]
+    assert (companion_dir / "ours__tc01-d0-r0.jsonl").read_bytes() == b'{"earlier": 1}\n{}\n'
+    assert (companion_dir / "ours__tc02-d0-r0.jsonl").read_bytes() == b"{}\n"
+    assert sorted(r.case for r in load_results(tmp_path)) == [1, 2]

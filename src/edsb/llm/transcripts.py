@@ -1,26 +1,26 @@
 """Transcripts: every request a run sends and what came back, one JSON line each, for replay and for reports.
 
-Layout: `<run dir>/transcripts/<run id>.jsonl`, one file per run (`tc04-d1-r3`, or whatever id the runner gives),
-appended to as the run's modules call the model. A record holds the request (messages, settings, sample index), the
-module that sent it, the model identity, then either the response (text, usage, finish reason, reported model,
-latency, source) or the transport error, with start and end times. The API key is never part of a request, so it
-cannot reach these files.
+Layout: `<run dir>/transcripts/<run id>.jsonl`, one file per run (`tc04-d1-r3`, or whatever id the runner gives).
+A run's records are kept in memory while it runs and appended when it ends: the runner hands them to the result
+store, which writes them in the same batch as the run's result line (`take`); other callers `flush`.
+A record holds the request (messages, settings, sample index), the module that sent it, the model identity, then
+either the response (text, usage, finish reason, reported model, latency, source) or the transport error, with
+start and end times. The API key is never part of a request, so it cannot reach these files.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Final, Literal, Self
+from typing import Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from edsb.llm.errors import ReplayError, TransportError, TransportKind
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key
+from edsb.results.rundir import append_lines
 
 FORMAT: Final = "edsb.transcript/1"
 TRANSCRIPTS_DIR = "transcripts"
@@ -66,41 +66,37 @@ class TranscriptRecord(BaseModel):
         return self
 
 
-def _drop_torn_tail(handle: BinaryIO) -> None:
-    """A process killed mid-write leaves a last line without its newline; cut it so the next record starts clean."""
-    end = handle.seek(0, os.SEEK_END)
-    if end == 0:
-        return
-    with open(handle.name, "rb") as reader:
-        content = reader.read(end)
-    if not content.endswith(b"\n"):
-        handle.truncate(content.rfind(b"\n") + 1)
-
-
 def transcripts_dir(run_dir: Path | str) -> Path:
     return Path(run_dir) / TRANSCRIPTS_DIR
 
 
 class TranscriptWriter:
-    """Appends records to `<directory>/<run id>.jsonl`; each line is written whole, flushed and fsynced."""
+    """Records every request of a run; `take` or `flush` puts them in `<directory>/<run id>.jsonl`."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
+        self._pending: dict[str, list[bytes]] = {}
 
     def path_for(self, run: str) -> Path:
         if not _RUN_ID.fullmatch(run):
             raise ValueError(f"run id {run!r} cannot be a file name")
         return self.directory / f"{run}.jsonl"
 
-    def write(self, record: TranscriptRecord) -> None:
-        path = self.path_for(record.run)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        line = (record.model_dump_json() + "\n").encode("utf-8")
-        with path.open("ab") as handle:
-            _drop_torn_tail(handle)
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+    def record(self, record: TranscriptRecord) -> None:
+        """Keep a record until its run's lines are taken or flushed."""
+        self.path_for(record.run)
+        self._pending.setdefault(record.run, []).append((record.model_dump_json() + "\n").encode("utf-8"))
+
+    def take(self, run: str) -> list[tuple[Path, bytes]]:
+        """The run's records not yet written, as (file, lines) for the caller to append; none are kept."""
+        lines = self._pending.pop(run, None)
+        return [(self.path_for(run), b"".join(lines))] if lines else []
+
+    def flush(self) -> None:
+        """Append every kept record to its file now (durably): for callers that do not hand them on."""
+        for run in list(self._pending):
+            for path, lines in self.take(run):
+                append_lines(path, lines)
 
     async def complete(self, model: ChatModel, request: ChatRequest, *, run: str, module: str) -> ChatResponse:
         """Ask `model`, record the outcome, and return the response or re-raise the transport error."""
@@ -116,9 +112,7 @@ class TranscriptWriter:
             raise
         finally:
             if response is not None or failure is not None:
-                # In a worker thread: the fsync must not hold up the event loop and the other runs' requests.
-                await asyncio.to_thread(
-                    self.write,
+                self.record(
                     TranscriptRecord(
                         key=request_key(model.identity, request),
                         run=run,
@@ -129,7 +123,7 @@ class TranscriptWriter:
                         error=failure,
                         started_at=started_at,
                         finished_at=datetime.now(UTC),
-                    ),
+                    )
                 )
 
 

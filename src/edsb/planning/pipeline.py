@@ -178,7 +178,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     message: str | None = None
     try:
         plan = await plan_run(services, key, scenario, trace)
-        verdict = await asyncio.to_thread(_judge, services, scenario, plan)
+        verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
         status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
         error_kind = verdict.error
         message = verdict.describe_error()

@@ -5,9 +5,9 @@ writes those files lives here, so the runner and the report agree on them withou
 with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
 close together are written and fsynced as one batch in a worker thread (group commit), so the event loop never waits
 on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
-process died is simply run again on resume. Records whose run did
-not complete are dropped when the directory is reopened for writing, so the next pass retries them and the file
-never holds a key twice.
+process died is simply run again on resume. A run's companion files (its transcript) travel in the same batch and
+are durable before its line is. Records whose run did not complete are dropped when the directory is reopened for
+writing, so the next pass retries them and the file never holds a key twice.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,27 @@ def load_results(run_dir: Path) -> list[RunResult]:
     return latest_by_key(read_results(Path(run_dir) / RESULTS_FILE)[0])
 
 
+Companion = tuple[Path, bytes]  # whole lines to append to a file that belongs to one run (its transcript)
+
+
+def append_lines(path: Path, lines: bytes) -> None:
+    """Append whole lines and fsync. A last line without its newline is the torn tail of a killed write: it is cut
+    first, so the new lines never run on from it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end:
+            with path.open("rb") as reader:
+                reader.seek(end - 1)
+                torn = reader.read(1) != b"\n"
+                if torn:
+                    reader.seek(0)
+                    handle.truncate(reader.read(end).rfind(b"\n") + 1)
+        handle.write(lines)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -80,12 +101,16 @@ def _fsync_dir(path: Path) -> None:
 
 
 class ResultStore:
-    """Owns results.jsonl for one run directory while a run writes to it."""
+    """Owns results.jsonl for one run directory while a run writes to it.
 
-    def __init__(self, run_dir: Path) -> None:
+    `companions(result)`, if given, names the lines of other files that belong to the run (its transcript); they
+    are written in the run's batch, before its record."""
+
+    def __init__(self, run_dir: Path, companions: Callable[[RunResult], Sequence[Companion]] | None = None) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
+        self._companions = companions
         self._handle: Any = None
-        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
+        self._pending: list[tuple[bytes, Sequence[Companion], asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self.fsyncs = 0  # batches made durable, for benchmarks and tests
 
@@ -112,7 +137,8 @@ class ResultStore:
         """Append one record; returns once it is on disk. Records committed while a batch is being written join
         the next batch, which is written with one write and one fsync in a worker thread."""
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((result.to_line(), future))
+        companions = self._companions(result) if self._companions is not None else ()
+        self._pending.append((result.to_line(), companions, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         await future
@@ -122,14 +148,15 @@ class ResultStore:
             batch, self._pending = self._pending, []
             error: Exception | None = None
             try:
-                await asyncio.to_thread(self._write_batch, b"".join(line for line, _ in batch))
+                lines = b"".join(line for line, _, _ in batch)
+                await asyncio.to_thread(self._write_batch, lines, [c for _, companions, _ in batch for c in companions])
             except asyncio.CancelledError:
-                for _, future in batch:
+                for _, _, future in batch:
                     future.cancel()
                 raise
             except Exception as exc:  # a full disk: every run of the batch reports it
                 error = exc
-            for _, future in batch:
+            for _, _, future in batch:
                 if future.done():
                     continue
                 if error is None:
@@ -137,9 +164,12 @@ class ResultStore:
                 else:
                     future.set_exception(error)
 
-    def _write_batch(self, lines: bytes) -> None:
-        """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""
+    def _write_batch(self, lines: bytes, companions: Sequence[Companion] = ()) -> None:
+        """Companion files first, then the records in one write, then flush and fsync: a kill leaves whole lines and
+        at most one torn tail, and a record on disk always has its companions there too."""
         assert self._handle is not None, "open() first"
+        for path, data in companions:
+            append_lines(path, data)
         self._handle.write(lines)
         self._handle.flush()
         os.fsync(self._handle.fileno())

@@ -109,7 +109,9 @@ def run_benchmark(
     console = console or Console(stderr=True)
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)
-    store = ResultStore(out)
+    transcripts = TranscriptWriter(transcripts_dir(out))
+    # A run's transcript is written with its result line, in the same batch.
+    store = ResultStore(out, companions=lambda result: transcripts.take(result.run_key.file_stem))
     finished = store.open()
     pending = [key for key in keys if key.id not in finished]
     services = RunServices(
@@ -118,7 +120,7 @@ def run_benchmark(
         temperature=config.temperature,
         seed=config.seed,
         limits=limits,
-        transcripts=TranscriptWriter(transcripts_dir(out)),
+        transcripts=transcripts,
     )
 
     wanted = {key.id for key in keys}
@@ -137,6 +139,7 @@ def run_benchmark(
         raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
     finally:
         store.close()
+        transcripts.flush()  # runs that never got a result line (a stop, a refused endpoint) keep their records
     results = load_results(out)
     if stats.interrupted:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
