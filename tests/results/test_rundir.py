@@ -200,21 +200,26 @@ def test_a_failed_batch_write_reaches_every_run_of_the_batch(tmp_path: Path, mon
     assert [getattr(outcome, "errno", None) for outcome in outcomes] == [errno.ENOSPC] * 3, outcomes
 
 
-def test_a_runs_companion_lines_are_durable_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Companion files (a run's transcript) are written in the run's batch and fsynced before the record that
-    refers to them; a torn tail left in one by a killed write is cut first."""
+def test_a_runs_companion_lines_are_written_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Companion files (a run's transcript) are written in the run's batch, before the record that refers to them
+    is written and fsynced; a torn tail left in one by a killed write is cut first."""
     companion_dir = tmp_path / "transcripts"
     companion_dir.mkdir()
     (companion_dir / "ours__tc01-d0-r0.jsonl").write_bytes(b'{"earlier": 1}\n{"cut sho')
     store = ResultStore(tmp_path, companions=lambda r: [(companion_dir / f"{r.run_key.file_stem}.jsonl", b"{}\n")])
     store.open()
     order: list[str] = []
-    real_fsync = os.fsync
+    real_write, real_fsync = os.write, os.fsync
+
+    def write(fd: int, data: bytes) -> int:
+        order.append("write " + Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        return real_write(fd, data)
 
     def fsync(fd: int) -> None:
-        order.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        order.append("fsync " + Path(os.readlink(f"/proc/self/fd/{fd}")).name)
         real_fsync(fd)
 
+    monkeypatch.setattr(os, "write", write)
     monkeypatch.setattr(os, "fsync", fsync)
 
     async def finish_together() -> None:
@@ -222,7 +227,11 @@ def test_a_runs_companion_lines_are_durable_before_its_record(tmp_path: Path, mo
 
     asyncio.run(finish_together())
     store.close()
-    assert order == ["ours__tc01-d0-r0.jsonl", "ours__tc02-d0-r0.jsonl", RESULTS_FILE]
+    assert [step for step in order if RESULTS_FILE not in step] == [
+        "write ours__tc01-d0-r0.jsonl",
+        "write ours__tc02-d0-r0.jsonl",
+    ]
+    assert order[-1] == f"fsync {RESULTS_FILE}" and order.index(f"fsync {RESULTS_FILE}") == 2
     assert (companion_dir / "ours__tc01-d0-r0.jsonl").read_bytes() == b'{"earlier": 1}\n{}\n'
     assert (companion_dir / "ours__tc02-d0-r0.jsonl").read_bytes() == b"{}\n"
     assert sorted(r.case for r in load_results(tmp_path)) == [1, 2]

@@ -62,7 +62,7 @@ def build_scene(name: str, boxes: list[Box], bounds: ArrayLike, grid: GridSettin
 
 def load_scene(benchmark: Benchmark, name: str) -> Scene:
     """The named scene of a data directory. Cached per directory and name: the files are pinned and read-only."""
-    return _load_scene(benchmark.root.resolve(), name)
+    return _load_scene(benchmark.resolved_root, name)
 
 
 @lru_cache(maxsize=16)

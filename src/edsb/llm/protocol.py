@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_json
 
 ResponseSource = Literal["model", "cache", "replay"]
 
 # Bumped whenever the hashed request layout changes, so old cache rows can never answer new requests.
-KEY_VERSION = 1
+KEY_VERSION = 2
 
 
 class _Frozen(BaseModel):
@@ -66,6 +66,7 @@ class ChatModel(Protocol):
 
 def request_key(identity: str, request: ChatRequest) -> str:
     """A stable hash of everything that can change an answer: model identity, messages, settings, sample index."""
-    payload = {"v": KEY_VERSION, "model": identity, "request": request.model_dump(mode="json")}
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # pydantic's serialiser writes fields in declaration order, so the bytes are canonical for a given request; it
+    # is several times faster than `json.dumps`, which matters at a hash per request.
+    canonical = to_json({"v": KEY_VERSION, "model": identity, "request": request})
+    return hashlib.sha256(canonical).hexdigest()

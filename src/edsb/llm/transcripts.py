@@ -84,7 +84,6 @@ class TranscriptWriter:
 
     def record(self, record: TranscriptRecord) -> None:
         """Keep a record until its run's lines are taken or flushed."""
-        self.path_for(record.run)
         self._pending.setdefault(record.run, []).append((record.model_dump_json() + "\n").encode("utf-8"))
 
     def take(self, run: str) -> list[tuple[Path, bytes]]:
@@ -93,7 +92,7 @@ class TranscriptWriter:
         return [(self.path_for(run), b"".join(lines))] if lines else []
 
     def flush(self) -> None:
-        """Append every kept record to its file now (durably): for callers that do not hand them on."""
+        """Append every kept record to its file now: for callers that do not hand them on."""
         for run in list(self._pending):
             for path, lines in self.take(run):
                 append_lines(path, lines)
