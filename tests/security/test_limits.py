@@ -69,3 +69,18 @@ def test_a_memory_limit_too_small_for_a_worker_is_one_clear_error(tmp_path: Path
     assert "--code-memory" in process.stderr and "Traceback" not in process.stderr
     assert len(process.stderr.strip().splitlines()) == 1
     assert not out.exists()  # refused before anything was written
+
+
+def test_a_sandbox_that_cannot_start_leaves_an_earlier_pass_alone(tmp_path: Path, env: dict[str, str]) -> None:
+    """The pool starts while the first requests are out; when it cannot, a directory this command did not create
+    keeps everything an earlier pass wrote."""
+    out = tmp_path / "run"
+    with OpenAIServer(ProgramScript([BENIGN_BODY])) as server:
+        first = edsb_child([*run_args(server.base_url, out, 1), "--code-memory", "64"], env=env, cwd=tmp_path)
+        assert first.returncode == 1 and not out.exists()
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+        again = edsb_child([*run_args(server.base_url, out, 1), "--code-memory", "64"], env=env, cwd=tmp_path)
+    assert again.returncode == 1
+    assert again.stderr.startswith("edsb: error: a sandbox worker failed to start")
+    assert (out / "notes.txt").read_text() == "mine"

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -24,7 +27,10 @@ from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
 from edsb.runner.keys import expand_keys
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
-from edsb.sandbox import SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
+from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
+
+# One thread starts sandbox pools while a sweep's first requests go out (see run_benchmark).
+_SANDBOX_STARTER = ThreadPoolExecutor(1, thread_name_prefix="edsb-sandbox-start")
 
 
 @dataclass
@@ -81,16 +87,14 @@ def run_benchmark(
     keys = expand_keys(config.variants, config.cases, config.distraction, config.repeats, benchmark.cases)
     if not keys:
         raise UsageError("the selection contains no run (check --cases against --distraction: PI cases have level 0)")
-    # Everything that can refuse the configuration (model spec, API key, replay directory, sandbox limits) is
-    # checked before config.json is written, so a typo never leaves a run directory that blocks the fix.
+    # Everything that can refuse the configuration (model spec, API key, replay directory) is checked before
+    # config.json is written, so a typo never leaves a run directory that blocks the fix; a sandbox that cannot
+    # start with the code limits removes the directory it was given.
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
     limits = SandboxLimits(timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20)
     try:
-        # The pool starts now, its template holding every scene the runs use (loaded once for all workers).
-        scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
-        check_sandbox(limits, [SceneSource.of(benchmark.root, name) for name in scenes])
         model = build_model(
             config.model,
             base_url=config.base_url,
@@ -106,6 +110,11 @@ def run_benchmark(
         if created:
             out.rmdir()
         raise
+    # The sandbox pool starts in the background, its template holding every scene the runs use (loaded once for
+    # all workers), while the first requests are on their way: a run's code waits for it, and a pool that cannot
+    # start stops the sweep with its error.
+    scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
+    sandbox = _SANDBOX_STARTER.submit(check_sandbox, limits, [SceneSource.of(benchmark.root, name) for name in scenes])
     console = console or Console(stderr=True)
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)
@@ -129,8 +138,12 @@ def run_benchmark(
         done = sum(result.is_judged and result.key in wanted for result in load_results(out))
         return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
 
+    discard = False
     try:
-        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console, kept))
+        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console, kept, sandbox))
+    except SandboxError:
+        discard = created  # the pool cannot start: leave no directory behind that the fixed command must resume
+        raise
     except KeyboardInterrupt:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
         raise
@@ -140,6 +153,8 @@ def run_benchmark(
     finally:
         store.close()
         transcripts.flush()  # runs that never got a result line (a stop, a refused endpoint) keep their records
+        if discard:
+            shutil.rmtree(out, ignore_errors=True)
     results = load_results(out)
     if stats.interrupted:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
@@ -179,21 +194,32 @@ async def _execute(
     quiet: bool,
     console: Console,
     kept: Callable[[], str],
+    sandbox: Future[None],
 ) -> LoopStats:
     stop = asyncio.Event()
     _on_ctrl_c(stop, console, kept)
     try:
         if not pending:
             return LoopStats()
-        stats = await run_keys(
-            pending,
-            lambda key: execute_run(services, key),
-            store,
-            concurrency=concurrency,
-            quiet=quiet,
-            console=console,
-            stop=stop,
+        sweep = asyncio.ensure_future(
+            run_keys(
+                pending,
+                lambda key: execute_run(services, key),
+                store,
+                concurrency=concurrency,
+                quiet=quiet,
+                console=console,
+                stop=stop,
+            )
         )
+        starting = asyncio.wrap_future(sandbox)
+        both: list[asyncio.Future[Any]] = [sweep, starting]
+        await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
+        if starting.done() and starting.exception() is not None:
+            sweep.cancel()
+            await asyncio.gather(sweep, return_exceptions=True)
+            starting.result()  # the pool's own error
+        stats = await sweep
         stats.interrupted = stop.is_set() and stats.done < len(pending)
         return stats
     finally:

@@ -123,24 +123,19 @@ class SandboxPool:
     def warm_up(self, scenes: Iterable[SceneSource] = ()) -> None:
         """Start the template and every worker now, the template holding `scenes` first so that every worker has
         them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
-        workers cannot start."""
+        workers cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are out):
+        one that finds no idle worker forks its own, and workers beyond the pool's size are stopped when idle."""
         with self._lock:
             for scene in scenes:
                 spec = ("source", scene.data_dir, scene.scene_name)
                 self._scenes.setdefault(scene_key(spec), spec)
         workers: list[_Worker] = []
         try:
-            for _ in range(self.size):  # holding every slot: no call runs meanwhile, each worker is checked out once
-                self._slots.acquire()
-                try:
-                    workers.append(self._checkout())
-                except BaseException:
-                    self._slots.release()
-                    raise
+            for _ in range(self.size):
+                workers.append(self._checkout())
         finally:
             for worker in workers:
                 self._checkin(worker)
-                self._slots.release()
 
     def worker_pids(self) -> list[int]:
         """The process ids of the idle workers (for tests and benchmarks)."""
@@ -240,7 +235,7 @@ class SandboxPool:
             worker.stop()
             return
         with self._lock:
-            if not self._closed:
+            if not self._closed and len(self._idle) < self.size:
                 self._idle.append(worker)
                 return
         worker.stop()
