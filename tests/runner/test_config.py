@@ -9,8 +9,10 @@ import pytest
 
 from edsb.cli import main
 from edsb.errors import UsageError
+from edsb.results import RunKey
 from edsb.results.rundir import CONFIG_FILE
 from edsb.runner.config import RunConfig, load_config_file, load_session_options, resolve_run_config
+from edsb.runner.keys import longest_first
 from tests.support.data import DATA
 from tests.support.edsb_cli import scripted_run_child
 from tests.support.openai_server import OpenAIServer
@@ -201,3 +203,16 @@ def test_resume_refuses_a_different_run_and_accepts_other_settings(
     assert _edsb([*base, *selection, "--concurrency", "7", "--max-retries", "0"]) == 0
     assert "1 runs planned, 1 already done, 0 executed" in capsys.readouterr().err
     assert len(records_by_key(out)) == 1
+
+
+def test_runs_with_two_model_calls_start_before_those_with_one() -> None:
+    keys = [RunKey(variant, case, 0, 0) for variant in ("wo-event", "ours", "object-list") for case in (1, 2)]
+    ordered = longest_first(keys)
+    assert [key.id for key in ordered] == [
+        "ours/tc01-d0-r0",
+        "ours/tc02-d0-r0",
+        "object-list/tc01-d0-r0",
+        "object-list/tc02-d0-r0",
+        "wo-event/tc01-d0-r0",
+        "wo-event/tc02-d0-r0",
+    ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +160,25 @@ def test_connection_failures_in_a_row_stop_the_loop(tmp_path: Path) -> None:
         asyncio.run(run_keys(KEYS, execute, store, concurrency=1, quiet=True))
     store.close()
     assert len(records_by_key(tmp_path)) == 2 + UNREACHABLE_STREAK
+
+
+def test_a_line_that_cannot_be_written_stops_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slot takes its next run while the previous line is still being written; a line that cannot be written
+    (a full disk) still stops the pass soon, with the disk's error, instead of paying for every remaining run."""
+    executed: list[int] = []
+
+    async def execute(key: RunKey) -> RunResult:
+        executed.append(key.case)
+        await asyncio.sleep(0.005)
+        return _record(key)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    store = ResultStore(tmp_path)
+    store.open()
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(run_keys(KEYS, execute, store, concurrency=2, quiet=True))
+    store.close()
+    assert len(executed) <= 6  # the runs in flight when the failure was known, not all twenty

@@ -206,9 +206,21 @@ async def run_keys(
     for key in keys:
         queue.put_nowait(key)
     progress = _progress_for(console or Console(stderr=True), stats, quiet)
+    # Result lines on their way to disk. A slot takes its next run without waiting for the previous line's group
+    # commit; the pass ends only once every line is durable, and one that cannot be written fails the pass.
+    commits: set[asyncio.Future[None]] = set()
+    unwritten: list[BaseException] = []  # lines that could not be written (a full disk): the pass stops at them
+
+    def written(commit: asyncio.Future[None]) -> None:
+        commits.discard(commit)
+        error = None if commit.cancelled() else commit.exception()
+        if error is not None:
+            unwritten.append(error)
 
     async def worker() -> None:
         while stop is None or not stop.is_set():
+            if unwritten:
+                raise unwritten[0]
             try:
                 key = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -218,7 +230,9 @@ async def run_keys(
                 result = await execute(key)
             finally:
                 stats.in_flight -= 1
-            await store.commit(result)  # group commit: runs finishing together share one fsync, off the loop
+            commit = asyncio.ensure_future(store.commit(result))
+            commits.add(commit)
+            commit.add_done_callback(written)
             stats.note(result)
             progress.update(stats)
             if stats.connection_streak >= UNREACHABLE_STREAK:
@@ -234,5 +248,10 @@ async def run_keys(
         for job in workers:
             job.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
-        progress.stop(stats)
+        try:
+            await asyncio.gather(*commits)  # every finished run reaches the disk, whatever stopped the pass
+        finally:
+            progress.stop(stats)
+    if unwritten:
+        raise unwritten[0]
     return stats

@@ -25,7 +25,7 @@ from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
-from edsb.runner.keys import expand_keys
+from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
 from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
 
@@ -122,7 +122,7 @@ def run_benchmark(
     # A run's transcript is written with its result line, in the same batch.
     store = ResultStore(out, companions=lambda result: transcripts.take(result.run_key.file_stem))
     finished = store.open()
-    pending = [key for key in keys if key.id not in finished]
+    pending = longest_first([key for key in keys if key.id not in finished])
     services = RunServices(
         benchmark=benchmark,
         model=model,
