@@ -5,11 +5,11 @@ writes those files lives here, so the runner and the report agree on them withou
 with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
 close together are written and fsynced as one batch in a worker thread (group commit), so the event loop never waits
 on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
-process died is simply run again on resume. A run's companion files (its transcript) are appended in the same batch,
-before its line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync per file costs
-more CPU than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than its run, which
-a replay then reports as a missing answer. Records whose run did not complete are dropped when the directory is
-reopened for writing, so the next pass retries them and the file never holds a key twice.
+process died is simply run again on resume. A run's companion files (its transcript) are appended when it is
+committed, before its line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync
+per file costs more CPU than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than
+its run, which a replay then reports as a missing answer. Records whose run did not complete are dropped when the
+directory is reopened for writing, so the next pass retries them and the file never holds a key twice.
 """
 
 from __future__ import annotations
@@ -106,13 +106,13 @@ class ResultStore:
     """Owns results.jsonl for one run directory while a run writes to it.
 
     `companions(result)`, if given, names the lines of other files that belong to the run (its transcript); they
-    are appended in the run's batch, before its record (and without fsync, see the module docstring)."""
+    are appended when the run is committed, before its record (and without fsync, see the module docstring)."""
 
     def __init__(self, run_dir: Path, companions: Callable[[RunResult], Sequence[Companion]] | None = None) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
         self._companions = companions
         self._handle: Any = None
-        self._pending: list[tuple[bytes, Sequence[Companion], asyncio.Future[None]]] = []
+        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self.fsyncs = 0  # batches made durable, for benchmarks and tests
 
@@ -139,8 +139,12 @@ class ResultStore:
         """Append one record; returns once it is on disk. Records committed while a batch is being written join
         the next batch, which is written with one write and one fsync in a worker thread."""
         future = asyncio.get_running_loop().create_future()
-        companions = self._companions(result) if self._companions is not None else ()
-        self._pending.append((result.to_line(), companions, future))
+        # Companions are appended here, on the event loop, before the line is queued: a few system calls each. In
+        # the writer thread each of those calls would first wait for the busy loop to hand over the GIL.
+        if self._companions is not None:
+            for path, data in self._companions(result):
+                append_lines(path, data)
+        self._pending.append((result.to_line(), future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
         await future
@@ -150,15 +154,14 @@ class ResultStore:
             batch, self._pending = self._pending, []
             error: Exception | None = None
             try:
-                lines = b"".join(line for line, _, _ in batch)
-                await asyncio.to_thread(self._write_batch, lines, [c for _, companions, _ in batch for c in companions])
+                await asyncio.to_thread(self._write_batch, b"".join(line for line, _ in batch))
             except asyncio.CancelledError:
-                for _, _, future in batch:
+                for _, future in batch:
                     future.cancel()
                 raise
             except Exception as exc:  # a full disk: every run of the batch reports it
                 error = exc
-            for _, _, future in batch:
+            for _, future in batch:
                 if future.done():
                     continue
                 if error is None:
@@ -166,12 +169,9 @@ class ResultStore:
                 else:
                     future.set_exception(error)
 
-    def _write_batch(self, lines: bytes, companions: Sequence[Companion] = ()) -> None:
-        """Companion files first, then the records in one write, then flush and fsync: a kill leaves whole lines and
-        at most one torn tail, and a record on disk has its companions there too."""
+    def _write_batch(self, lines: bytes) -> None:
+        """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""
         assert self._handle is not None, "open() first"
-        for path, data in companions:
-            append_lines(path, data)
         self._handle.write(lines)
         self._handle.flush()
         os.fsync(self._handle.fileno())
