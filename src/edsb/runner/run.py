@@ -142,7 +142,9 @@ def run_benchmark(
     try:
         stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console, kept, sandbox))
     except SandboxError:
-        discard = created  # the pool cannot start: leave no directory behind that the fixed command must resume
+        # The pool cannot start: leave no directory behind that the fixed command would have to resume, unless
+        # runs that needed no code already put results in it.
+        discard = created and store.path.stat().st_size == 0
         raise
     except KeyboardInterrupt:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
