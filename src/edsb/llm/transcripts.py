@@ -2,7 +2,7 @@
 
 Layout: `<run dir>/transcripts/<run id>.jsonl`, one file per run (`tc04-d1-r3`, or whatever id the runner gives).
 A run's records are kept in memory while it runs and appended when it ends: the runner hands them to the result
-store, which writes them in the same batch as the run's result line (`take`); other callers `flush`.
+store, which appends them when it commits the run, just before the run's result line (`take`); others `flush`.
 A record holds the request (messages, settings, sample index), the module that sent it, the model identity, then
 either the response (text, usage, finish reason, reported model, latency, source) or the transport error, with
 start and end times. The API key is never part of a request, so it cannot reach these files.

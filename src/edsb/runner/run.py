@@ -119,7 +119,7 @@ def run_benchmark(
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)
     transcripts = TranscriptWriter(transcripts_dir(out))
-    # A run's transcript is written with its result line, in the same batch.
+    # A run's transcript is appended when the run is committed, just before its result line.
     store = ResultStore(out, companions=lambda result: transcripts.take(result.run_key.file_stem))
     finished = store.open()
     pending = longest_first([key for key in keys if key.id not in finished])
