@@ -219,4 +219,4 @@ def _load(root: Path) -> PromptPack:
 
 def load_prompt_pack(benchmark: Benchmark) -> PromptPack:
     """The prompt pack of a data directory, loaded once per directory."""
-    return _load(benchmark.root.resolve())
+    return _load(benchmark.resolved_root)

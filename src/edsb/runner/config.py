@@ -178,7 +178,7 @@ def resolve_run_config(options: dict[str, Any], config_file: Path | None = None)
     merged["distraction"] = parse_levels(distraction if distraction is not None else None)
     variants = merged.get("variants") or ["ours"]
     merged["variants"] = [get_variant(v).name for v in variants]
-    merged["data"] = str(benchmark.root.resolve())
+    merged["data"] = str(benchmark.resolved_root)
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
