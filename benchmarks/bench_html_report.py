@@ -55,7 +55,7 @@ def write_run(benchmark: Benchmark, out: Path) -> int:
                 key=f"{number}", run=key.id.replace("/", "__"), module=request.module, model="m", request=chat,
                 response=response, started_at=now, finished_at=now,
             )  # fmt: skip
-            writer.write(record)
+            writer.record(record)
         status = ("passed", "failed", "failed", "error")[number % 4]
         lines.append(
             {
@@ -79,6 +79,7 @@ def write_run(benchmark: Benchmark, out: Path) -> int:
                 "completion_tokens": 160,
             }
         )
+    writer.close()
     (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (out / "config.json").write_text(json.dumps({"model": "synthetic", "variants": list(preset.variants)}))
     return len(keys)

@@ -25,7 +25,7 @@ from edsb.data.models import TestCase
 from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.network import block_network
 from tests.support.openai_server import OpenAIServer
-from tests.support.run_dir import read_results, read_summary
+from tests.support.run_dir import read_results, read_summary, transcript_records
 from tests.support.scripted_stories import (
     DIRECT_POSITIONS,
     Answer,
@@ -199,9 +199,12 @@ def test_tokens_are_recorded_per_module(scripted: ScriptedRuns) -> None:
 def test_every_request_has_a_transcript(scripted: ScriptedRuns) -> None:
     transcribed: list[tuple[str, str]] = []
     for group in GROUPS:
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for line in transcript_records(scripted.out(group)):
+            by_run.setdefault(line["run"], []).append(line)
+        assert len(by_run) == len(read_results(scripted.out(group)))
         for record in read_results(scripted.out(group)):
-            path = scripted.out(group) / "transcripts" / (record["key"].replace("/", "__") + ".jsonl")
-            lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+            lines = by_run[record["key"].replace("/", "__")]
             assert [line["module"] for line in lines] == asked_modules(record)
             for line in lines:
                 assert line["response"]["source"] == "model"
@@ -239,11 +242,7 @@ def test_replay_reproduces_every_verdict_without_a_server(
         assert replayed == original
         old, new = read_summary(scripted.out(group)), read_summary(replay_out)
         assert new["variants"] == old["variants"]
-        sources = {
-            json.loads(line)["response"]["source"]
-            for path in (replay_out / "transcripts").glob("*.jsonl")
-            for line in path.read_text(encoding="utf-8").splitlines()
-        }
+        sources = {line["response"]["source"] for line in transcript_records(replay_out)}
         assert sources == {"replay"}
     assert attempts == []
 

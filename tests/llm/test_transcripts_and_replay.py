@@ -21,8 +21,10 @@ from edsb.llm import (
     check_model,
     read_transcripts,
     request_key,
+    transcripts_by_run,
     transcripts_dir,
 )
+from edsb.llm.protocol import text_id
 from tests.support.openai_server import OpenAIServer, Reply
 
 SECRET = "sk-live-should-never-be-written"
@@ -61,15 +63,14 @@ def recorded_run(openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytes
         with pytest.raises(TransportError):
             await writer.complete(model, parser(1), run="tc01-d0-r1", module="event_parser")
         await model.aclose()
-        writer.flush()
+        writer.close()
 
     asyncio.run(record())
     return run_dir
 
 
 def test_transcript_files_and_records(recorded_run: Path, openai_server: OpenAIServer) -> None:
-    files = sorted(path.name for path in transcripts_dir(recorded_run).iterdir())
-    assert files == ["tc01-d0-r0.jsonl", "tc01-d0-r1.jsonl"]
+    assert [path.name for path in transcripts_dir(recorded_run).iterdir()] == ["requests.jsonl"]
     records = read_transcripts(recorded_run)
     assert [(r.run, r.module) for r in records] == [
         ("tc01-d0-r0", "narrator"),
@@ -92,11 +93,59 @@ def test_transcript_files_and_records(recorded_run: Path, openai_server: OpenAIS
     assert failed.response is None
     assert failed.error is not None
     assert (failed.error.kind, failed.error.status, failed.error.attempts) == ("http", 503, 1)
-    line = json.loads((transcripts_dir(recorded_run) / "tc01-d0-r0.jsonl").read_text().splitlines()[0])
-    assert set(line) == {
+
+
+def test_each_message_text_is_written_once(recorded_run: Path) -> None:
+    """Texts are stored by content address: the two Narrator requests share their system prompt, written once,
+    before the first record that names it."""
+    lines = [json.loads(line) for line in (transcripts_dir(recorded_run) / "requests.jsonl").read_text().splitlines()]
+    texts = [line["text"] for line in lines if "text_id" in line]
+    assert sorted(texts) == sorted(
+        ["Narrate.", "Instruction: serve coffee.", "Parse.", "Event: Ann serves coffee."]
+    )  # four distinct texts across four requests of two messages each
+    record = next(line for line in lines if "format" in line)
+    assert set(record) == {
         "format", "key", "run", "module", "model", "request", "response", "error", "started_at", "finished_at",
     }  # fmt: skip
-    assert line["format"] == "edsb.transcript/1"
+    assert record["format"] == "edsb.transcript/2"
+    assert record["request"]["messages"] == [
+        {"role": "system", "text_id": text_id("Narrate.")},
+        {"role": "user", "text_id": text_id("Instruction: serve coffee.")},
+    ]
+    assert (record["request"]["temperature"], record["request"]["json_mode"]) == (0.1, True)
+    defined = {line["text_id"]: number for number, line in enumerate(lines) if "text_id" in line}
+    for number, line in enumerate(lines):
+        if "format" in line:
+            assert all(defined[m["text_id"]] < number for m in line["request"]["messages"])
+
+
+def test_format_1_transcripts_are_still_read(recorded_run: Path, tmp_path: Path) -> None:
+    """A directory written by an earlier edsb (one file per run, messages inline), resumed by this one: a replay
+    answers from both formats."""
+    records = read_transcripts(recorded_run)
+    old = tmp_path / "old"
+    transcripts_dir(old).mkdir(parents=True)
+    with (transcripts_dir(old) / "tc01-d0-r0.jsonl").open("w") as handle:
+        for record in records[:2]:
+            handle.write(json.dumps({"format": "edsb.transcript/1", **record.model_dump(mode="json")}) + "\n")
+    writer = TranscriptWriter(transcripts_dir(old))
+    for record in records[2:]:
+        writer.record(record)
+    writer.close()
+    assert sorted(read_transcripts(old), key=lambda r: (r.run, r.started_at)) == records
+    assert [len(runs) for runs in transcripts_by_run(old).values()] == [2, 2]
+    replay = ReplayChatModel(old)
+    assert asyncio.run(replay.complete(narrator(0))).text == '{"event": "coffee"}'
+    assert asyncio.run(replay.complete(narrator(1))).text == '{"event": "tea"}'
+
+
+def test_a_record_whose_text_is_missing_is_reported(recorded_run: Path) -> None:
+    path = transcripts_dir(recorded_run) / "requests.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    first_text = next(number for number, line in enumerate(lines) if '"text_id"' in line and '"format"' not in line)
+    path.write_text("".join(line for number, line in enumerate(lines) if number != first_text))
+    with pytest.raises(ReplayError, match=r"requests\.jsonl:\d+: the record names text [0-9a-f]{64}"):
+        read_transcripts(recorded_run)
 
 
 def test_the_api_key_is_never_written(recorded_run: Path, openai_server: OpenAIServer) -> None:
@@ -164,30 +213,38 @@ def test_replay_needs_transcripts(tmp_path: Path) -> None:
 
 
 def test_torn_last_line_is_skipped_but_corruption_is_reported(recorded_run: Path) -> None:
-    path = transcripts_dir(recorded_run) / "tc01-d0-r0.jsonl"
+    path = transcripts_dir(recorded_run) / "requests.jsonl"
     with path.open("a") as handle:
-        handle.write('{"format": "edsb.transcript/1", "key": "ab')  # a crash in the middle of a write
+        handle.write('{"format": "edsb.transcript/2", "key": "ab')  # a crash in the middle of a write
     assert len(read_transcripts(recorded_run)) == 4
     path.write_text("not json\n" + path.read_text())
-    with pytest.raises(ReplayError, match=r"tc01-d0-r0\.jsonl:1"):
+    with pytest.raises(ReplayError, match=r"requests\.jsonl:1"):
         read_transcripts(recorded_run)
 
 
-def test_run_ids_must_be_file_names(tmp_path: Path) -> None:
-    writer = TranscriptWriter(tmp_path)
+def test_run_ids_must_be_file_names(recorded_run: Path) -> None:
+    class NeverAsked:
+        identity = "never"
+
+        async def complete(self, request: ChatRequest) -> None:
+            raise AssertionError("the model was asked")
+
+    writer = TranscriptWriter(recorded_run)
     with pytest.raises(ValueError, match="cannot be a file name"):
-        writer.path_for("../escape")
+        asyncio.run(writer.complete(NeverAsked(), narrator(0), run="../escape", module="narrator"))  # type: ignore[arg-type]
 
 
 def test_a_torn_last_line_is_cut_before_the_next_record(recorded_run: Path, tmp_path: Path) -> None:
+    """A second pass (a new writer) appends after cutting the torn tail a killed one left, and writes the texts its
+    records need again: the file stays readable whatever pass wrote what."""
     record = read_transcripts(recorded_run)[0]
     writer = TranscriptWriter(tmp_path)
     writer.record(record)
-    writer.flush()
-    path = writer.path_for(record.run)
-    with path.open("ab") as handle:
-        handle.write(b'{"format": 1, "key": "cut sho')  # a write killed half-way
-    writer.record(record)
-    writer.flush()
-    assert [r.key for r in read_transcripts(path)] == [record.key, record.key]
-    assert path.read_bytes().count(b"\n") == 2
+    writer.close()
+    with writer.path.open("ab") as handle:
+        handle.write(b'{"format": "edsb.transcript/2", "key": "cut sho')  # a write killed half-way
+    second = TranscriptWriter(tmp_path)
+    second.record(record)
+    second.close()
+    assert [r.key for r in read_transcripts(writer.path)] == [record.key, record.key]
+    assert writer.path.read_bytes().count(b"\n") == 2 * (1 + len(record.request.messages))

@@ -14,7 +14,7 @@ import pytest
 
 from edsb.errors import EdsbError
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
-from edsb.results.rundir import RESULTS_FILE, ResultStore, RunDirectory, load_results, read_results
+from edsb.results.rundir import RESULTS_FILE, ResultStore, RunDirectory, load_results, open_appending, read_results
 from edsb.runner.keys import expand_keys
 from tests.support.run_dir import raw_lines
 
@@ -200,13 +200,21 @@ def test_a_failed_batch_write_reaches_every_run_of_the_batch(tmp_path: Path, mon
     assert [getattr(outcome, "errno", None) for outcome in outcomes] == [errno.ENOSPC] * 3, outcomes
 
 
-def test_a_runs_companion_lines_are_written_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Companion files (a run's transcript) are written in the run's batch, before the record that refers to them
-    is written and fsynced; a torn tail left in one by a killed write is cut first."""
-    companion_dir = tmp_path / "transcripts"
-    companion_dir.mkdir()
-    (companion_dir / "ours__tc01-d0-r0.jsonl").write_bytes(b'{"earlier": 1}\n{"cut sho')
-    store = ResultStore(tmp_path, companions=lambda r: [(companion_dir / f"{r.run_key.file_stem}.jsonl", b"{}\n")])
+def test_what_belongs_to_a_run_is_written_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`before_line` (a run's transcript) runs when the run is committed, before its record is written and fsynced;
+    `open_appending` cuts a torn tail left by a killed write first."""
+    transcript = tmp_path / "transcripts" / "requests.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_bytes(b'{"earlier": 1}\n{"cut sho')
+
+    def before_line(result: RunResult) -> None:
+        fd = open_appending(transcript)
+        try:
+            os.write(fd, f'{{"run": "{result.run_key.file_stem}"}}\n'.encode())
+        finally:
+            os.close(fd)
+
+    store = ResultStore(tmp_path, before_line=before_line)
     store.open()
     order: list[str] = []
     real_write, real_fsync = os.write, os.fsync
@@ -227,11 +235,7 @@ def test_a_runs_companion_lines_are_written_before_its_record(tmp_path: Path, mo
 
     asyncio.run(finish_together())
     store.close()
-    assert [step for step in order if RESULTS_FILE not in step] == [
-        "write ours__tc01-d0-r0.jsonl",
-        "write ours__tc02-d0-r0.jsonl",
-    ]
+    assert [step for step in order if RESULTS_FILE not in step] == ["write requests.jsonl", "write requests.jsonl"]
     assert order[-1] == f"fsync {RESULTS_FILE}" and order.index(f"fsync {RESULTS_FILE}") == 2
-    assert (companion_dir / "ours__tc01-d0-r0.jsonl").read_bytes() == b'{"earlier": 1}\n{}\n'
-    assert (companion_dir / "ours__tc02-d0-r0.jsonl").read_bytes() == b"{}\n"
+    assert transcript.read_bytes() == b'{"earlier": 1}\n{"run": "ours__tc01-d0-r0"}\n{"run": "ours__tc02-d0-r0"}\n'
     assert sorted(r.case for r in load_results(tmp_path)) == [1, 2]

@@ -20,7 +20,7 @@ from tests.support.edsb_cli import (
 )
 from tests.support.network import closed_port
 from tests.support.openai_server import OpenAIServer, Reply
-from tests.support.run_dir import records_by_key
+from tests.support.run_dir import records_by_key, transcript_records
 from tests.support.scripted_planner import ScriptedPlanner
 
 QUIET = ("--no-cache", "--quiet")
@@ -80,7 +80,7 @@ def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAISer
     assert scripted_run_child(scripted_server.base_url, out, cache, *selection, "--repeats", "1").returncode == 0
     first = records_by_key(out)
     asked = len(scripted_server.chat_requests)
-    first_transcript = (out / "transcripts" / "ours__tc13-d0-r0.jsonl").read_bytes()
+    first_transcript = transcript_records(out)
 
     result = scripted_run_child(scripted_server.base_url, out, cache, *selection, "--repeats", "3")
     assert result.returncode == 0, result.stderr
@@ -89,11 +89,12 @@ def test_extending_a_directory_runs_only_the_new_runs(scripted_server: OpenAISer
     records = records_by_key(out)  # no key twice, the first run untouched
     assert sorted(records) == ["ours/tc13-d0-r0", "ours/tc13-d0-r1", "ours/tc13-d0-r2"]
     assert records["ours/tc13-d0-r0"] == first["ours/tc13-d0-r0"]
-    # Only the new repeats asked the model: the first run's transcript is untouched, the new ones hold every request.
-    assert (out / "transcripts" / "ours__tc13-d0-r0.jsonl").read_bytes() == first_transcript
-    new_transcripts = [out / "transcripts" / f"ours__tc13-d0-r{repeat}.jsonl" for repeat in (1, 2)]
-    new_lines = sum(len(path.read_text().splitlines()) for path in new_transcripts)
-    assert len(scripted_server.chat_requests) - asked == new_lines > 0
+    # Only the new repeats asked the model: the first run's records are untouched, the new ones hold every request.
+    transcripts = transcript_records(out)
+    assert [t for t in transcripts if t["run"] == "ours__tc13-d0-r0"] == first_transcript
+    new_records = [t for t in transcripts if t["run"] in {"ours__tc13-d0-r1", "ours__tc13-d0-r2"}]
+    assert len(transcripts) == len(first_transcript) + len(new_records)
+    assert len(scripted_server.chat_requests) - asked == len(new_records) > 0
 
     # A different case and level join too; the summary covers everything the directory holds.
     result = scripted_run_child(scripted_server.base_url, out, cache, "--cases", "60", "--distraction", "0", *QUIET)

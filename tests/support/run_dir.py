@@ -43,11 +43,15 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 
 
 def transcript_records(run_dir: Path) -> list[dict[str, Any]]:
-    """Every line of every transcript, run by run in file-name order."""
-    records = []
-    for path in sorted((run_dir / "transcripts").glob("*.jsonl")):
-        records += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return records
+    """Every transcript record, messages with their texts, run by run in run-id order, each run's in written order."""
+    lines = [json.loads(line) for line in (run_dir / "transcripts" / "requests.jsonl").read_text("utf-8").splitlines()]
+    texts = {line["text_id"]: line["text"] for line in lines if "format" not in line}
+    records = [line for line in lines if "format" in line]
+    for record in records:
+        record["request"]["messages"] = [
+            {"role": m["role"], "content": texts[m["text_id"]]} for m in record["request"]["messages"]
+        ]
+    return sorted(records, key=lambda record: record["run"])
 
 
 def every_output(run_dir: Path, *texts: str) -> str:

@@ -13,7 +13,13 @@ from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message, req
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
 from edsb.llm.spec import ModelSpec, parse_model_spec
-from edsb.llm.transcripts import TranscriptRecord, TranscriptWriter, read_transcripts, transcripts_dir
+from edsb.llm.transcripts import (
+    TranscriptRecord,
+    TranscriptWriter,
+    read_transcripts,
+    transcripts_by_run,
+    transcripts_dir,
+)
 
 __all__ = [
     "ApiKeyError",
@@ -43,5 +49,6 @@ __all__ = [
     "parse_model_spec",
     "read_transcripts",
     "request_key",
+    "transcripts_by_run",
     "transcripts_dir",
 ]

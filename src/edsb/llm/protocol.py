@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +12,7 @@ from pydantic_core import to_json
 ResponseSource = Literal["model", "cache", "replay"]
 
 # Bumped whenever the hashed request layout changes, so old cache rows can never answer new requests.
-KEY_VERSION = 2
+KEY_VERSION = 3
 
 
 class _Frozen(BaseModel):
@@ -64,9 +65,25 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
+@lru_cache(maxsize=256)
+def text_id(text: str) -> str:
+    """The content address of a message text, shared by request keys and transcripts.
+
+    Memoised: a request repeats the same system prompt and few-shot turns (the same string objects, whose hash
+    Python keeps), so only the run's own query is hashed; the bound keeps unique queries from piling up."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def request_key(identity: str, request: ChatRequest) -> str:
     """A stable hash of everything that can change an answer: model identity, messages, settings, sample index."""
-    # pydantic's serialiser writes fields in declaration order, so the bytes are canonical for a given request; it
-    # is several times faster than `json.dumps`, which matters at a hash per request.
-    canonical = to_json({"v": KEY_VERSION, "model": identity, "request": request})
+    # Messages enter by content address, so a key hashes a few hundred bytes instead of the whole prompt; pydantic's
+    # serialiser writes dict entries in order, so the bytes are canonical for a given request.
+    canonical = to_json(
+        {
+            "v": KEY_VERSION,
+            "model": identity,
+            "messages": [(message.role, text_id(message.content)) for message in request.messages],
+            "settings": request.model_dump(exclude={"messages"}),
+        }
+    )
     return hashlib.sha256(canonical).hexdigest()

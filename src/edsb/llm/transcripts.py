@@ -1,29 +1,40 @@
-"""Transcripts: every request a run sends and what came back, one JSON line each, for replay and for reports.
+"""Transcripts: every request a run sends and what came back, for replay and for reports.
 
-Layout: `<run dir>/transcripts/<run id>.jsonl`, one file per run (`tc04-d1-r3`, or whatever id the runner gives).
-A run's records are kept in memory while it runs and appended when it ends: the runner hands them to the result
-store, which appends them when it commits the run, just before the run's result line (`take`); others `flush`.
-A record holds the request (messages, settings, sample index), the module that sent it, the model identity, then
-either the response (text, usage, finish reason, reported model, latency, source) or the transport error, with
-start and end times. The API key is never part of a request, so it cannot reach these files.
+Layout: `<run dir>/transcripts/requests.jsonl`, one file per run directory, appended to by every pass. It holds two
+kinds of lines:
+- a text, `{"text_id": ..., "text": ...}`: a message text under its content address (`protocol.text_id`), written
+  once per pass, before the first record that uses it. Every request repeats the system prompt and the few-shot
+  turns; addressing them keeps a Table 1 sweep's transcript at a sixth of the size, written without a file per run;
+- a record, `{"format": "edsb.transcript/2", ...}`: the request (its messages as role and `text_id`, its settings
+  and sample index), the run and module that sent it, the model identity, then either the response (text, usage,
+  finish reason, reported model, latency, source) or the transport error, with start and end times.
+A run's lines are kept in memory while it runs and appended when its result is committed, just before its result
+line (`write_run`); `close` writes the rest (runs that never got a result line). The API key is never part of a
+request, so it cannot reach the file. Format 1 (earlier edsb: one `<run id>.jsonl` per run, messages inline) is
+still read; a directory resumed by this edsb holds both.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal, Self
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic_core import to_json
 
 from edsb.llm.errors import ReplayError, TransportError, TransportKind
-from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key
-from edsb.results.rundir import append_lines
+from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key, text_id
+from edsb.results.rundir import open_appending
 
-FORMAT: Final = "edsb.transcript/1"
+FORMAT: Final = "edsb.transcript/2"
+FORMAT_1: Final = "edsb.transcript/1"
 TRANSCRIPTS_DIR = "transcripts"
+TRANSCRIPT_FILE = "requests.jsonl"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -44,11 +55,10 @@ class TranscriptFailure(BaseModel):
 
 
 class TranscriptRecord(BaseModel):
-    """One request and its outcome; exactly one of `response` and `error` is set."""
+    """One request and its outcome, its messages in full; exactly one of `response` and `error` is set."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal["edsb.transcript/1"] = FORMAT
     key: str  # request_key(model, request), the hash the cache and replay use
     run: str
     module: str
@@ -60,7 +70,7 @@ class TranscriptRecord(BaseModel):
     finished_at: datetime
 
     @model_validator(mode="after")
-    def _one_outcome(self) -> Self:
+    def _one_outcome(self) -> TranscriptRecord:
         if (self.response is None) == (self.error is None):
             raise ValueError("a transcript record holds either a response or an error")
         return self
@@ -70,36 +80,75 @@ def transcripts_dir(run_dir: Path | str) -> Path:
     return Path(run_dir) / TRANSCRIPTS_DIR
 
 
+def check_run_id(run: str) -> str:
+    """Run ids name runs in transcripts and, in format 1, files: keep them file names."""
+    if not _RUN_ID.fullmatch(run):
+        raise ValueError(f"run id {run!r} cannot be a file name")
+    return run
+
+
 class TranscriptWriter:
-    """Records every request of a run; `take` or `flush` puts them in `<directory>/<run id>.jsonl`."""
+    """Records every request of a run; `write_run` or `close` appends them to `<directory>/requests.jsonl`."""
 
     def __init__(self, directory: Path | str) -> None:
-        self.directory = Path(directory)
-        self._pending: dict[str, list[bytes]] = {}
-
-    def path_for(self, run: str) -> Path:
-        if not _RUN_ID.fullmatch(run):
-            raise ValueError(f"run id {run!r} cannot be a file name")
-        return self.directory / f"{run}.jsonl"
+        self.path = Path(directory) / TRANSCRIPT_FILE
+        self._pending: dict[str, list[tuple[bytes, list[tuple[str, str]]]]] = {}
+        self._written: set[str] = set()  # text ids already in the file from this writer
+        self._fd: int | None = None
 
     def record(self, record: TranscriptRecord) -> None:
-        """Keep a record until its run's lines are taken or flushed."""
-        self._pending.setdefault(record.run, []).append((record.model_dump_json() + "\n").encode("utf-8"))
+        """Keep a record until its run's lines are written."""
+        texts = [(text_id(message.content), message.content) for message in record.request.messages]
+        request = record.request.model_dump(exclude={"messages"})
+        request["messages"] = [
+            {"role": message.role, "text_id": tid}
+            for message, (tid, _) in zip(record.request.messages, texts, strict=True)
+        ]
+        line = to_json(
+            {
+                "format": FORMAT,
+                "key": record.key,
+                "run": record.run,
+                "module": record.module,
+                "model": record.model,
+                "request": request,
+                "response": record.response,
+                "error": record.error,
+                "started_at": record.started_at,
+                "finished_at": record.finished_at,
+            }
+        )
+        self._pending.setdefault(record.run, []).append((line + b"\n", texts))
 
-    def take(self, run: str) -> list[tuple[Path, bytes]]:
-        """The run's records not yet written, as (file, lines) for the caller to append; none are kept."""
-        lines = self._pending.pop(run, None)
-        return [(self.path_for(run), b"".join(lines))] if lines else []
+    def write_run(self, run: str) -> None:
+        """Append the run's records not yet written, each preceded by the texts the file does not hold yet."""
+        records = self._pending.pop(run, None)
+        if not records:
+            return
+        lines = []
+        for line, texts in records:
+            for tid, text in texts:
+                if tid not in self._written:
+                    self._written.add(tid)
+                    lines.append(to_json({"text_id": tid, "text": text}) + b"\n")
+            lines.append(line)
+        if self._fd is None:
+            self._fd = open_appending(self.path)
+        os.write(self._fd, b"".join(lines))
 
-    def flush(self) -> None:
-        """Append every kept record to its file now: for callers that do not hand them on."""
-        for run in list(self._pending):
-            for path, lines in self.take(run):
-                append_lines(path, lines)
+    def close(self) -> None:
+        """Write every record still kept (runs that never got a result line), then release the file."""
+        try:
+            for run in list(self._pending):
+                self.write_run(run)
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     async def complete(self, model: ChatModel, request: ChatRequest, *, run: str, module: str) -> ChatResponse:
         """Ask `model`, record the outcome, and return the response or re-raise the transport error."""
-        self.path_for(run)  # a bad run id should fail before the model is paid
+        check_run_id(run)  # a bad run id should fail before the model is paid
         started_at = datetime.now(UTC)
         response: ChatResponse | None = None
         failure: TranscriptFailure | None = None
@@ -137,19 +186,76 @@ def transcript_files(path: Path | str) -> list[Path]:
 
 
 def read_transcript(path: Path) -> Iterator[TranscriptRecord]:
-    """Records of one file in order. A last line without its newline was cut by a crash and is skipped."""
+    """Records of one file (either format) in order. A last line without its newline was cut by a crash and is
+    skipped; anything else that does not parse is a ReplayError naming the line."""
     with path.open(encoding="utf-8") as handle:
         lines = handle.readlines()
+    texts: dict[str, str] = {}
+    parsed: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            yield TranscriptRecord.model_validate_json(line)
-        except ValidationError as exc:
+            data = json.loads(line)
+        except ValueError:
             if number == len(lines) and not line.endswith("\n"):
-                return
+                break
+            raise ReplayError(f"{path}:{number}: not a transcript line (not JSON)") from None
+        if _is_text(data):
+            texts[data["text_id"]] = data["text"]
+            continue
+        parsed.append((number, data))
+    for number, data in parsed:
+        try:
+            yield TranscriptRecord.model_validate(_full_record(data, texts))
+        except ValidationError as exc:
             raise ReplayError(f"{path}:{number}: not a transcript record ({exc.errors()[0]['msg']})") from None
+        except _MissingText as missing:
+            raise ReplayError(f"{path}:{number}: the record names text {missing} that the file does not hold") from None
+
+
+def _is_text(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and "format" not in data
+        and isinstance(data.get("text_id"), str)
+        and isinstance(data.get("text"), str)
+    )
+
+
+class _MissingText(Exception):
+    pass
+
+
+def _full_record(data: Any, texts: dict[str, str]) -> Any:
+    """A line as a TranscriptRecord's fields: format 2 messages get their texts back; anything malformed is left
+    for validation to report."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    version = data.pop("format", None)
+    request = data.get("request")
+    if version == FORMAT and isinstance(request, dict) and isinstance(request.get("messages"), list):
+        messages = []
+        for message in request["messages"]:
+            if isinstance(message, dict) and "text_id" in message:
+                if message["text_id"] not in texts:
+                    raise _MissingText(message["text_id"])
+                message = {"role": message.get("role"), "content": texts[message["text_id"]]}
+            messages.append(message)
+        data["request"] = {**request, "messages": messages}
+    elif version != FORMAT_1:
+        data["format"] = version  # neither format: validation names the unexpected field
+    return data
 
 
 def read_transcripts(path: Path | str) -> list[TranscriptRecord]:
     return [record for file in transcript_files(path) for record in read_transcript(file)]
+
+
+def transcripts_by_run(run_dir: Path | str) -> dict[str, list[TranscriptRecord]]:
+    """Every record of a run directory (none if it has no transcripts), by run id, in the order each run sent them."""
+    by_run: dict[str, list[TranscriptRecord]] = {}
+    for record in read_transcripts(transcripts_dir(run_dir)):
+        by_run.setdefault(record.run, []).append(record)
+    return by_run

@@ -26,7 +26,7 @@ import numpy as np
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
-from edsb.llm.transcripts import read_transcript, transcripts_dir
+from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
 from edsb.planning.variants import get_variant
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
@@ -40,7 +40,6 @@ from edsb.report.topdown import (
     plan_marks,
     scene_extent,
 )
-from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
 from edsb.sandbox import extract_code
 
@@ -130,12 +129,9 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def _transcripts(run_dir: Path, key: RunKey, sections: _Sections) -> list[dict[str, Any]]:
-    path = transcripts_dir(run_dir) / f"{key.file_stem}.jsonl"
-    if not path.is_file():
-        return []
+def _exchanges(records: list[TranscriptRecord], sections: _Sections) -> list[dict[str, Any]]:
     exchanges = []
-    for record in read_transcript(path):
+    for record in records:
         reply = record.response.text if record.response is not None else None
         exchanges.append(
             {
@@ -168,6 +164,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     summary = build_summary(run.results, run.config.variants)
     records = sorted(run.results, key=lambda r: (r.variant, r.case, r.distraction, r.repeat))
     sections = _Sections()
+    transcripts = transcripts_by_run(run_dir)
     backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
     case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
     error_kinds = sorted({str(r.error_kind) for r in records if r.errored})
@@ -189,7 +186,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
             "event": json.dumps(record.event) if record.event else None,
         }
-        exchanges = _transcripts(run_dir, record.run_key, sections)
+        exchanges = _exchanges(transcripts.get(record.run_key.file_stem, []), sections)
         entry["exchanges"] = exchanges
         entry["code"] = _executed_code(exchanges, sections.table(), record.variant) if exchanges else None
         if case is not None:

@@ -5,10 +5,10 @@ writes those files lives here, so the runner and the report agree on them withou
 with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
 close together are written and fsynced as one batch in a worker thread (group commit), so the event loop never waits
 on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
-process died is simply run again on resume. A run's companion files (its transcript) are appended when it is
-committed, before its line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync
-per file costs more CPU than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than
-its run, which a replay then reports as a missing answer. Records whose run did not complete are dropped when the
+process died is simply run again on resume. A run's transcript lines are appended when it is committed, before its
+line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync per run costs more CPU
+than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than its runs, which a replay
+then reports as a missing answer. Records whose run did not complete are dropped when the
 directory is reopened for writing, so the next pass retries them and the file never holds a key twice.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,12 +70,10 @@ def load_results(run_dir: Path) -> list[RunResult]:
     return latest_by_key(read_results(Path(run_dir) / RESULTS_FILE)[0])
 
 
-Companion = tuple[Path, bytes]  # whole lines to append to a file that belongs to one run (its transcript)
-
-
-def append_lines(path: Path, lines: bytes) -> None:
-    """Append whole lines (creating the file and its folder as needed), without fsync (see ResultStore). A last line
-    without its newline is the torn tail of a killed write: it is cut first, so the new lines never run on from it."""
+def open_appending(path: Path) -> int:
+    """A descriptor that appends to `path` (created with its folder as needed), without fsync (see ResultStore). A
+    last line without its newline is the torn tail of a killed write: it is cut first, so new lines never run on
+    from it."""
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
     try:
         fd = os.open(path, flags, 0o644)
@@ -86,9 +84,10 @@ def append_lines(path: Path, lines: bytes) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             os.ftruncate(fd, os.pread(fd, size, 0).rfind(b"\n") + 1)
-        os.write(fd, lines)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _fsync_dir(path: Path) -> None:
@@ -105,12 +104,12 @@ def _fsync_dir(path: Path) -> None:
 class ResultStore:
     """Owns results.jsonl for one run directory while a run writes to it.
 
-    `companions(result)`, if given, names the lines of other files that belong to the run (its transcript); they
-    are appended when the run is committed, before its record (and without fsync, see the module docstring)."""
+    `before_line(result)`, if given, writes what else belongs to the run (its transcript) when the run is committed,
+    before its record joins a batch (without fsync, see the module docstring)."""
 
-    def __init__(self, run_dir: Path, companions: Callable[[RunResult], Sequence[Companion]] | None = None) -> None:
+    def __init__(self, run_dir: Path, before_line: Callable[[RunResult], None] | None = None) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
-        self._companions = companions
+        self._before_line = before_line
         self._handle: Any = None
         self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
@@ -139,11 +138,10 @@ class ResultStore:
         """Append one record; returns once it is on disk. Records committed while a batch is being written join
         the next batch, which is written with one write and one fsync in a worker thread."""
         future = asyncio.get_running_loop().create_future()
-        # Companions are appended here, on the event loop, before the line is queued: a few system calls each. In
-        # the writer thread each of those calls would first wait for the busy loop to hand over the GIL.
-        if self._companions is not None:
-            for path, data in self._companions(result):
-                append_lines(path, data)
+        # Written here, on the event loop, before the line is queued: a system call. In the writer thread each call
+        # would first wait for the busy loop to hand over the GIL.
+        if self._before_line is not None:
+            self._before_line(result)
         self._pending.append((result.to_line(), future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())

@@ -120,7 +120,7 @@ def run_benchmark(
         console.print(f"note: {note}", markup=False, highlight=False)
     transcripts = TranscriptWriter(transcripts_dir(out))
     # A run's transcript is appended when the run is committed, just before its result line.
-    store = ResultStore(out, companions=lambda result: transcripts.take(result.run_key.file_stem))
+    store = ResultStore(out, before_line=lambda result: transcripts.write_run(result.run_key.file_stem))
     finished = store.open()
     pending = longest_first([key for key in keys if key.id not in finished])
     services = RunServices(
@@ -154,7 +154,7 @@ def run_benchmark(
         raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
     finally:
         store.close()
-        transcripts.flush()  # runs that never got a result line (a stop, a refused endpoint) keep their records
+        transcripts.close()  # runs that never got a result line (a stop, a refused endpoint) keep their records
         if discard:
             shutil.rmtree(out, ignore_errors=True)
     results = load_results(out)
