@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import functools
 import json
 import os
@@ -218,6 +219,7 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
         (pipeline, "_sample_positions", "sampler", False),
         (pipeline, "_judge", "judge", False),
         (transcripts.TranscriptWriter, "record", "write", False),
+        (transcripts.TranscriptWriter, "write_run", "write", False),
         (rundir.ResultStore, "_write_batch", "write", False),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _, _ in patches]
@@ -262,6 +264,9 @@ def main() -> None:
     if not os.environ.get("EDSB_DATA"):
         raise SystemExit("bench_sweep: set EDSB_DATA to the benchmark data directory")
     load = os.getloadavg()
+    # edsb's modules byte-compiled, as pip leaves an installed edsb: with PYTHONDONTWRITEBYTECODE set (as on the
+    # project's machine) every child and sandbox template would otherwise compile ~70 modules from source at start.
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "sweep"):
             sweep(Path(work), args.smoke, tuple(int(level) for level in args.levels.split(",")))

@@ -215,14 +215,24 @@ class Scenario:
         return latest_plans(self.history)
 
 
+_casts: dict[tuple[int, int], tuple[TestCase, tuple[Character, ...], tuple[HistoryEvent, ...]]] = {}
+
+
+def _case_cast(case: TestCase, level: int) -> tuple[tuple[Character, ...], tuple[HistoryEvent, ...]]:
+    """A case's characters and history at a level, assembled once: every variant and repeat shares them (frozen)."""
+    cached = _casts.get((id(case), level))
+    if cached is None or cached[0] is not case:  # the case itself is kept, so its id cannot be reused meanwhile
+        cast = cast_and_history(case.states_at(level), case.history_at(level), add_postures=True, names_from_cast=True)
+        cached = _casts[(id(case), level)] = (case, *cast)
+    return cached[1], cached[2]
+
+
 def build_scenario(
     benchmark: Benchmark, case: TestCase | int, level: int, repeat: int, variant: Variant | str
 ) -> Scenario:
     """Set up a run as §2.3 does. A missing narrative description (repeat >= 5) raises DataError."""
     case = benchmark.case(case) if isinstance(case, int) else case
     variant = get_variant(variant) if isinstance(variant, str) else variant
-    characters, history = cast_and_history(
-        case.states_at(level), case.history_at(level), add_postures=True, names_from_cast=True
-    )
+    characters, history = _case_cast(case, level)
     description = scene_description(benchmark, case.scene_name, variant.description_type, repeat)
     return Scenario(case, level, repeat, variant, characters, history, description)
