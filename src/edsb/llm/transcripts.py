@@ -4,7 +4,7 @@ Layout: `<run dir>/transcripts/requests.jsonl`, one file per run directory, appe
 kinds of lines:
 - a text, `{"text_id": ..., "text": ...}`: a message text under its content address (`protocol.text_id`), written
   once per pass, before the first record that uses it. Every request repeats the system prompt and the few-shot
-  turns; addressing them keeps a Table 1 sweep's transcript at a sixth of the size, written without a file per run;
+  turns; addressing them keeps a Table 1 sweep's transcript under a quarter of the size, written without a file per run;
 - a record, `{"format": "edsb.transcript/2", ...}`: the request (its messages as role and `text_id`, its settings
   and sample index), the run and module that sent it, the model identity, then either the response (text, usage,
   finish reason, reported model, latency, source) or the transport error, with start and end times.
