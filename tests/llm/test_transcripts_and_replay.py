@@ -217,8 +217,12 @@ def test_torn_last_line_is_skipped_but_corruption_is_reported(recorded_run: Path
     with path.open("a") as handle:
         handle.write('{"format": "edsb.transcript/2", "key": "ab')  # a crash in the middle of a write
     assert len(read_transcripts(recorded_run)) == 4
-    path.write_text("not json\n" + path.read_text())
+    good = path.read_text().rpartition("\n")[0] + "\n"  # the whole lines, without the torn one
+    path.write_text("not json\n" + good)
     with pytest.raises(ReplayError, match=r"requests\.jsonl:1"):
+        read_transcripts(recorded_run)
+    path.write_text(good + '{"format": "edsb.transcript/9", "key": "k"}\n')
+    with pytest.raises(ReplayError, match=r"requests\.jsonl:\d+: not a transcript record \(format '.*/9'\)"):
         read_transcripts(recorded_run)
 
 

@@ -80,11 +80,10 @@ def transcripts_dir(run_dir: Path | str) -> Path:
     return Path(run_dir) / TRANSCRIPTS_DIR
 
 
-def check_run_id(run: str) -> str:
+def check_run_id(run: str) -> None:
     """Run ids name runs in transcripts and, in format 1, files: keep them file names."""
     if not _RUN_ID.fullmatch(run):
         raise ValueError(f"run id {run!r} cannot be a file name")
-    return run
 
 
 class TranscriptWriter:
@@ -212,6 +211,8 @@ def read_transcript(path: Path) -> Iterator[TranscriptRecord]:
             raise ReplayError(f"{path}:{number}: not a transcript record ({exc.errors()[0]['msg']})") from None
         except _MissingText as missing:
             raise ReplayError(f"{path}:{number}: the record names text {missing} that the file does not hold") from None
+        except _UnknownFormat as unknown:
+            raise ReplayError(f"{path}:{number}: not a transcript record (format {unknown})") from None
 
 
 def _is_text(data: Any) -> bool:
@@ -227,13 +228,19 @@ class _MissingText(Exception):
     pass
 
 
+class _UnknownFormat(Exception):
+    pass
+
+
 def _full_record(data: Any, texts: dict[str, str]) -> Any:
-    """A line as a TranscriptRecord's fields: format 2 messages get their texts back; anything malformed is left
-    for validation to report."""
+    """A line as a TranscriptRecord's fields: format 2 messages get their texts back; anything else malformed is
+    left for validation to report."""
     if not isinstance(data, dict):
         return data
     data = dict(data)
     version = data.pop("format", None)
+    if version not in (FORMAT, FORMAT_1):
+        raise _UnknownFormat(repr(version))
     request = data.get("request")
     if version == FORMAT and isinstance(request, dict) and isinstance(request.get("messages"), list):
         messages = []
@@ -244,8 +251,6 @@ def _full_record(data: Any, texts: dict[str, str]) -> Any:
                 message = {"role": message.get("role"), "content": texts[message["text_id"]]}
             messages.append(message)
         data["request"] = {**request, "messages": messages}
-    elif version != FORMAT_1:
-        data["format"] = version  # neither format: validation names the unexpected field
     return data
 
 
