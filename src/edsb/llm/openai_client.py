@@ -1,17 +1,15 @@
-"""`openai:<model>`: any server that speaks the OpenAI chat completions API, over aiohttp.
+"""`openai:<model>`: any server that speaks the OpenAI chat completions API, over `edsb.llm.http`.
 
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) directly rather than through
-the openai SDK: measured side by side against the same loopback server, the SDK's request path (its typed request
-building, httpx's models and a connection pool that polls every idle socket for each request it places) costs
-about 1.4 ms of CPU per request against 0.3 ms for aiohttp, and at benchmark concurrency that difference is most of
-the harness's CPU (benchmarks/bench_sweep.py). What the SDK added beyond the bytes is kept here: base URL and key
-resolution, retries with backoff and Retry-After, and errors sorted into `TransportError` kinds by what failed
-(no connection at all, a connection broken after opening, a timeout, an HTTP status, a body that is no completion).
+the openai SDK or a general HTTP library: measured side by side against the same loopback server, the SDK's request
+path costs about 1.4 ms of CPU per request and aiohttp's about 0.35 ms, against 0.06 ms for edsb's client, and at
+benchmark concurrency that difference is most of the harness's CPU (benchmarks/bench_sweep.py). What the SDK added
+beyond the bytes is kept here: base URL and key resolution, retries with backoff and Retry-After, and errors sorted
+into `TransportError` kinds by what failed (no connection at all, a connection broken after opening, a timeout, an
+HTTP status, a body that is no completion).
 
 The raw body is parsed here because compatible servers differ in what they leave out (usage, model) and a 200 whose
-body is not a completion must be reported as such. The connection pool is sized to the number of requests in flight,
-so every admitted request has a connection of its own. aiohttp is imported on first use: commands that never talk
-to an OpenAI-compatible server do not pay for its import.
+body is not a completion must be reported as such. Every admitted request has a connection of its own.
 """
 
 from __future__ import annotations
@@ -21,13 +19,14 @@ import json
 import os
 import time
 import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic_core import to_json
 
 from edsb import __version__
 from edsb.llm.errors import ApiKeyError, TransportError, TransportKind
+from edsb.llm.http import ConnectFailed, ConnectionBroken, HttpClient
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.retry import RetryPolicy, is_retryable_status, retry_after_s
 
@@ -43,9 +42,6 @@ DEFAULT_MAX_IN_FLIGHT = 16
 UNREACHED_MAX_RETRIES = 2
 _SNIPPET = 160
 CHAT_PATH = "/chat/completions"
-
-if TYPE_CHECKING:
-    import aiohttp
 
 
 def resolve_base_url(base_url: str | None = None) -> str:
@@ -117,12 +113,10 @@ def _error_message(body: bytes, status: int) -> str:
     return _flat(text) or f"HTTP {status} with an empty body"
 
 
-def _connection_failure(exc: aiohttp.ClientError | OSError) -> _Failure:
+def _connection_failure(exc: ConnectFailed | ConnectionBroken | OSError) -> _Failure:
     """`unreachable` when no connection could be opened at all, `connection` when one broke after opening
     (a reset, a disconnect, a body cut short): only the first suggests a wrong address or a server that is down."""
-    import aiohttp
-
-    kind: TransportKind = "unreachable" if isinstance(exc, aiohttp.ClientConnectorError) else "connection"
+    kind: TransportKind = "unreachable" if isinstance(exc, ConnectFailed) else "connection"
     detail = str(exc) or repr(exc)
     return _Failure(kind, _flat(f"{type(exc).__name__}: {detail}"))
 
@@ -195,8 +189,8 @@ class OpenAIChatModel:
         self.max_in_flight = max_in_flight
         self._api_key = resolve_api_key(self.base_url, api_key_env)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._http: aiohttp.ClientSession | None = None
-        self._proxy: str | None = None
+        self._http: HttpClient | None = None
+        self._path = urlsplit(self.base_url).path + CHAT_PATH
         self._gate: asyncio.Semaphore | None = None
         self._answered = False  # has any request reached the server (any HTTP response)?
 
@@ -207,27 +201,19 @@ class OpenAIChatModel:
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
 
-    def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+    def _session(self) -> tuple[HttpClient, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._http is None or self._gate is None or self._loop is not loop:
-            import aiohttp
-
-            self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_in_flight, limit_per_host=self.max_in_flight),
-                # The whole attempt is bounded by `timeout_s` below; aiohttp's own 5-minute default must not cut
-                # a longer --timeout short.
-                timeout=aiohttp.ClientTimeout(total=None),
-                headers={
+            self._http = HttpClient(
+                self.base_url,
+                {
                     "Authorization": f"Bearer {self._api_key}",
                     "Content-Type": "application/json",
                     "Accept": "application/json",
                     "User-Agent": f"edsb/{__version__}",
                 },
-                # Not `trust_env`: it reads ~/.netrc in a worker thread for every request. The proxy variables it
-                # would honour are read once instead (`_env_proxy`).
-                trust_env=False,
+                proxy=_env_proxy(self.base_url),
             )
-            self._proxy = _env_proxy(self.base_url)
             self._gate = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
         return self._http, self._gate
@@ -246,25 +232,21 @@ class OpenAIChatModel:
                 params[name] = value
         return params
 
-    async def _attempt(self, http: aiohttp.ClientSession, body: bytes) -> tuple[bytes, float]:
-        import aiohttp
-
+    async def _attempt(self, http: HttpClient, body: bytes) -> tuple[bytes, float]:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout_s):
-                async with http.post(
-                    self.base_url + CHAT_PATH, data=body, allow_redirects=False, proxy=self._proxy
-                ) as response:
-                    payload = await response.read()
-                    status, headers = response.status, response.headers
+                response = await http.post(self._path, body)
         except TimeoutError:
             raise _Failure("timeout", f"no complete response within {self.timeout_s:g} s") from None
-        except (aiohttp.ClientError, OSError) as exc:
+        except (ConnectFailed, ConnectionBroken, OSError) as exc:
             raise _connection_failure(exc) from exc
         self._answered = True
+        status = response.status
         if not 200 <= status < 300:
-            raise _Failure("http", _error_message(payload, status), status=status, retry_after=retry_after_s(headers))
-        return payload, time.perf_counter() - started
+            retry_after = retry_after_s(response.headers)
+            raise _Failure("http", _error_message(response.body, status), status=status, retry_after=retry_after)
+        return response.body, time.perf_counter() - started
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         http, gate = self._session()
@@ -295,6 +277,6 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         if self._http is not None and self._loop is asyncio.get_running_loop():
-            await self._http.close()
+            await self._http.aclose()
         self._http = None
         self._gate = self._loop = None
