@@ -81,8 +81,7 @@ class RunTrace:
 
 async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
     model_request = ChatRequest(
-        # Built by edsb's own prompt assembly (roles fixed there, texts strings): not validated again per request.
-        messages=tuple(Message.model_construct(role=m["role"], content=m["content"]) for m in request.messages),
+        messages=tuple(Message.model_validate(message) for message in request.messages),
         temperature=services.temperature,
         json_mode=request.json_mode,
         sample_index=key.repeat,
