@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from edsb.llm import ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
+from edsb.llm.errors import ModelSpecError
 
 COMPLETION = json.dumps(
     {"choices": [{"message": {"content": "over TLS"}, "finish_reason": "stop"}], "model": "m", "usage": {}}
@@ -253,3 +254,22 @@ def test_a_reply_that_is_not_http_is_a_broken_connection() -> None:
     finally:
         server.close()
     assert caught.value.kind == "connection" and "HttpParserError" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "environment", "message"),
+    [
+        ("ftp://models.example/v1", {}, r"not an http\(s\) URL"),
+        ("https://models.example/v1", {"HTTPS_PROXY": "https://proxy.example:3128"}, "only http:// proxies"),
+        ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": "sk-line\r\nX-Injected: 1"}, "character HTTP does not allow"),
+    ],
+    ids=["not-http", "https-proxy", "key-with-a-line-break"],
+)
+def test_an_address_a_proxy_or_a_key_that_cannot_work_is_a_usage_error(
+    base_url: str, environment: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ModelSpecError, match=message) as caught:
+        OpenAIChatModel("m", base_url=base_url)
+    assert "sk-line" not in str(caught.value)  # the key is never shown

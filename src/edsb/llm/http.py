@@ -164,8 +164,11 @@ class HttpClient:
     """
 
     def __init__(self, origin: str, headers: dict[str, str], proxy: str | None = None) -> None:
+        """ValueError for an origin or proxy this client cannot use (not http(s), a header HTTP does not allow)."""
         self.target = _Endpoint.of(origin)
         self.proxy = _Endpoint.of(proxy) if proxy else None
+        if self.proxy is not None and self.proxy.scheme != "http":
+            raise ValueError(f"proxy {proxy!r}: only http:// proxies are supported (TLS to the target goes inside)")
         proxy_headers = {}
         if proxy and (credentials := _proxy_credentials(proxy)):
             proxy_headers["Proxy-Authorization"] = f"Basic {credentials}"

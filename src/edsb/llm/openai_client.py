@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from pydantic_core import to_json
 
 from edsb import __version__
-from edsb.llm.errors import ApiKeyError, TransportError, TransportKind
+from edsb.llm.errors import ApiKeyError, ModelSpecError, TransportError, TransportKind
 from edsb.llm.http import ConnectFailed, ConnectionBroken, HttpClient
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.retry import RetryPolicy, is_retryable_status, retry_after_s
@@ -188,9 +188,14 @@ class OpenAIChatModel:
         self.retry = retry or RetryPolicy()
         self.max_in_flight = max_in_flight
         self._api_key = resolve_api_key(self.base_url, api_key_env)
+        self._proxy = _env_proxy(self.base_url)  # read once: the environment does not change under a run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: HttpClient | None = None
         self._path = urlsplit(self.base_url).path + CHAT_PATH
+        try:
+            self._new_client()  # an address or proxy that cannot work is a usage error now, not a failure per run
+        except ValueError as exc:
+            raise ModelSpecError(f"{self.base_url}: {exc}") from None
         self._gate: asyncio.Semaphore | None = None
         self._answered = False  # has any request reached the server (any HTTP response)?
 
@@ -201,19 +206,20 @@ class OpenAIChatModel:
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
 
+    def _new_client(self) -> HttpClient:
+        headers = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"edsb/{__version__}",
+        }
+        return HttpClient(self.base_url, headers, proxy=self._proxy)
+
     def _session(self) -> tuple[HttpClient, asyncio.Semaphore]:
+        """The client and the in-flight limit of the running loop (connections belong to one loop)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._gate is None or self._loop is not loop:
-            self._http = HttpClient(
-                self.base_url,
-                {
-                    "Authorization": f"Bearer {self._api_key}",
-                    "Content-Type": "application/json",
-                    "Accept": "application/json",
-                    "User-Agent": f"edsb/{__version__}",
-                },
-                proxy=_env_proxy(self.base_url),
-            )
+            self._http = self._new_client()
             self._gate = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
         return self._http, self._gate
