@@ -22,7 +22,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from edsb import __version__
 from edsb.llm.errors import ApiKeyError, ModelSpecError, TransportError, TransportKind
@@ -124,8 +124,8 @@ def _connection_failure(exc: ConnectFailed | ConnectionBroken | OSError) -> _Fai
 def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
     """A ChatResponse from a completion body; `_Failure` when the body is not a completion at all."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        data = from_json(body)  # pydantic-core's parser: json.loads on bytes spends as long detecting the encoding
+    except ValueError:
         snippet = _one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
         raise _Failure("invalid_response", f"body is not JSON: {snippet!r}") from None
     if not isinstance(data, dict):

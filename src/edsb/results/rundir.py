@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic_core import from_json
 
 from edsb.errors import EdsbError, UsageError, validation_message
 from edsb.results.record import RunResult
@@ -47,8 +48,8 @@ def read_results(path: Path) -> tuple[list[RunResult], int]:
         if not line.endswith(b"\n"):
             break
         try:
-            raw = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            raw = from_json(line)  # pydantic-core's parser, several times json.loads on bytes
+        except ValueError:
             raise EdsbError(f"{path}: corrupt line {number}; refusing to touch this file") from None
         if not isinstance(raw, dict) or "key" not in raw:
             raise EdsbError(f"{path}: line {number} is not a run record; refusing to touch this file")
