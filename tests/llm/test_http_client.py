@@ -59,18 +59,13 @@ def _read_request(connection: socket.socket, buffered: bytes = b"") -> tuple[byt
     return head, rest[length:]
 
 
-class RawServer:
-    """A loopback server whose `answer(index)` gives the raw bytes of the index-th reply (across connections) and
-    whether to close the connection after it; it counts the connections it accepted."""
+class _Listener:
+    """A loopback listener that hands each accepted connection to `handle` in a thread of its own."""
 
-    def __init__(self, answer: Callable[[int], tuple[bytes, bool]], tls: ssl.SSLContext | None = None) -> None:
-        self.answer = answer
-        self.tls = tls
+    def __init__(self) -> None:
         self.connections = 0
-        self.heads: list[bytes] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
-        self._threads: list[threading.Thread] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -80,10 +75,26 @@ class RawServer:
             except OSError:
                 return
             self.connections += 1
-            thread = threading.Thread(target=self._serve, args=(connection,), daemon=True)
-            thread.start()
+            threading.Thread(target=self.handle, args=(connection,), daemon=True).start()
 
-    def _serve(self, connection: socket.socket) -> None:
+    def handle(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+class RawServer(_Listener):
+    """A loopback server whose `answer(index)` gives the raw bytes of the index-th reply (across connections) and
+    whether to close the connection after it; it counts the connections it accepted."""
+
+    def __init__(self, answer: Callable[[int], tuple[bytes, bool]], tls: ssl.SSLContext | None = None) -> None:
+        self.answer = answer
+        self.tls = tls
+        self.heads: list[bytes] = []
+        super().__init__()
+
+    def handle(self, connection: socket.socket) -> None:
         try:
             if self.tls is not None:
                 connection = self.tls.wrap_socket(connection, server_side=True)
@@ -99,9 +110,6 @@ class RawServer:
             pass
         finally:
             connection.close()
-
-    def close(self) -> None:
-        self._listener.close()
 
 
 def _with_length(body: bytes, extra: str = "") -> bytes:
@@ -151,24 +159,14 @@ def test_https_is_verified_against_the_trust_store(
     assert tls_server.heads[0].startswith(b"POST /v1/chat/completions HTTP/1.1")
 
 
-class ConnectProxy:
+class ConnectProxy(_Listener):
     """An HTTP proxy that only tunnels (CONNECT), recording each tunnel's target."""
 
     def __init__(self) -> None:
         self.tunnels: list[str] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
-
-    def _tunnel(self, client: socket.socket) -> None:
+    def handle(self, client: socket.socket) -> None:
         with client:
             head = b""
             while b"\r\n\r\n" not in head:
@@ -187,9 +185,6 @@ class ConnectProxy:
                         if not data:
                             return
                         (upstream if source is client else client).sendall(data)
-
-    def close(self) -> None:
-        self._listener.close()
 
 
 def test_https_goes_through_a_connect_tunnel(
