@@ -1,3 +1,3 @@
-from edsb.cli import main
+from edsb.cli import entry
 
-main()
+entry()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -421,6 +422,16 @@ def compare_command(
 def _fail(message: str, exit_code: int) -> None:
     err.print(f"edsb: error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
     sys.exit(exit_code)
+
+
+def entry() -> None:
+    """The `edsb` command (console script and `python -m edsb`): `main`, then no collector pass at exit. Python's
+    finalisation walks every object once more (a tenth of a second or more after a large sweep); the files edsb
+    wrote are closed by then, so nothing is left for it to finalise."""
+    try:
+        main()
+    finally:
+        gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> None:
