@@ -2,11 +2,11 @@
 
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) directly rather than through
 the openai SDK or a general HTTP library: measured side by side against the same loopback server, the SDK's request
-path costs about 1.4 ms of CPU per request and aiohttp's about 0.35 ms, against 0.06 ms for edsb's client, and at
-benchmark concurrency that difference is most of the harness's CPU (benchmarks/bench_sweep.py). What the SDK added
-beyond the bytes is kept here: base URL and key resolution, retries with backoff and Retry-After, and errors sorted
-into `TransportError` kinds by what failed (no connection at all, a connection broken after opening, a timeout, an
-HTTP status, a body that is no completion).
+path cost about 1.4 ms of CPU per request and aiohttp's about 0.35 ms more than edsb's own client (`edsb.llm.http`),
+and at benchmark concurrency that difference is most of the harness's CPU (benchmarks/bench_sweep.py). What the SDK
+added beyond the bytes is kept here: base URL and key resolution, retries with backoff and Retry-After, and errors
+sorted into `TransportError` kinds by what failed (no connection at all, a connection broken after opening, a
+timeout, an HTTP status, a body that is no completion).
 
 The raw body is parsed here because compatible servers differ in what they leave out (usage, model) and a 200 whose
 body is not a completion must be reported as such. Every admitted request has a connection of its own.
