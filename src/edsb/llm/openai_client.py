@@ -190,10 +190,9 @@ class OpenAIChatModel:
         self._api_key = resolve_api_key(self.base_url, api_key_env)
         self._proxy = _env_proxy(self.base_url)  # read once: the environment does not change under a run
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._http: HttpClient | None = None
         self._path = urlsplit(self.base_url).path + CHAT_PATH
-        try:
-            self._new_client()  # an address or proxy that cannot work is a usage error now, not a failure per run
+        try:  # an address, proxy or key that cannot work is a usage error now, not a failure of every run
+            self._http: HttpClient | None = self._new_client()
         except ValueError as exc:
             raise ModelSpecError(f"{self.base_url}: {exc}") from None
         self._gate: asyncio.Semaphore | None = None
@@ -219,7 +218,8 @@ class OpenAIChatModel:
         """The client and the in-flight limit of the running loop (connections belong to one loop)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._gate is None or self._loop is not loop:
-            self._http = self._new_client()
+            if self._http is None or self._loop is not None:  # the first loop uses the client built with the model
+                self._http = self._new_client()
             self._gate = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
         return self._http, self._gate

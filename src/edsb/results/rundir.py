@@ -7,9 +7,9 @@ close together are written and fsynced as one batch in a worker thread (group co
 on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
 process died is simply run again on resume. A run's transcript lines are appended when it is committed, before its
 line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync per run costs more CPU
-than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than its runs, which a replay
-then reports as a missing answer. Records whose run did not complete are dropped when the
-directory is reopened for writing, so the next pass retries them and the file never holds a key twice.
+than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than its runs, which a
+replay then reports as a missing answer. Records whose run did not complete are dropped when the directory is
+reopened for writing, so the next pass retries them and the file never holds a key twice.
 """
 
 from __future__ import annotations
