@@ -199,3 +199,14 @@ def test_a_cancelled_event_loop_call_never_hands_its_answer_to_the_next(house: C
         [first] = pool.worker_pids()
         assert asyncio.run(calls(pool)) == "next"
         assert first not in pool.worker_pids() and children(pool.template_pid) == set(pool.worker_pids())
+
+
+def test_workers_are_scheduled_as_batch_work(house: CodeContext) -> None:
+    """They wait for a free core instead of preempting the runner's event loop (Linux)."""
+    if not hasattr(os, "SCHED_BATCH"):
+        pytest.skip("no SCHED_BATCH on this system")
+    with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
+        pool.warm_up()
+        pids = [*pool.worker_pids(), pool.template_pid]
+        assert [os.sched_getscheduler(pid) for pid in pids if pid is not None] == [os.SCHED_BATCH] * 3
+        assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the runner itself is left as it was
