@@ -10,8 +10,9 @@ Figures (one line each, `name: value (ratio ..., target ...)`):
   against an instant server, at concurrency 64.
 - `stage_*_ms`: the same CPU split by stage, measured in this process at concurrency 1 with the stages wrapped.
 
-The server runs in its own process (`_loopback.py`). Usage: `EDSB_DATA=... python benchmarks/bench_sweep.py`
-(`--smoke`: a few runs in seconds).
+The server runs in its own process (`_loopback.py`: one asyncio loop with httptools, as uvicorn serves;
+`--threaded-server` uses the test suite's thread-per-connection server instead). Usage:
+`EDSB_DATA=... python benchmarks/bench_sweep.py` (`--smoke`: a few runs in seconds).
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ def _records(out: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-def sweep(work: Path, smoke: bool, levels: tuple[int, ...]) -> None:
+def sweep(work: Path, smoke: bool, levels: tuple[int, ...], threaded: bool) -> None:
     latency = 0.02 if smoke else LATENCY_S
     levels = (1, 4) if smoke else levels
     outs: dict[int, Path] = {}
-    with LoopbackServer(latency) as server:
+    with LoopbackServer(latency, threaded=threaded) as server:
         for concurrency in levels:
             out = work / f"sweep-c{concurrency}"
             before = server.requests()
@@ -106,9 +107,9 @@ def sweep(work: Path, smoke: bool, levels: tuple[int, ...]) -> None:
     )
 
 
-def cpu_per_run(work: Path, smoke: bool, concurrency: int) -> None:
+def cpu_per_run(work: Path, smoke: bool, concurrency: int, threaded: bool) -> None:
     concurrency = min(concurrency, 4) if smoke else concurrency
-    with LoopbackServer(0.0) as server:
+    with LoopbackServer(0.0, threaded=threaded) as server:
         out = work / "cpu"
         wall, cpu = _run_child(server.base_url, out, concurrency, _selection(smoke))
     runs = len(_records(out))
@@ -177,11 +178,12 @@ class _Stages:
 
             @functools.wraps(function)
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                before = _descendants_cpu_s() if children else 0.0
                 started = self._enter()
                 try:
                     return await function(*args, **kwargs)
                 finally:
-                    self._leave(stage, started)
+                    self._leave(stage, started, (_descendants_cpu_s() - before) if children else 0.0)
 
             return timed_async
 
@@ -197,7 +199,7 @@ class _Stages:
         return timed
 
 
-def stage_breakdown(work: Path, smoke: bool) -> None:
+def stage_breakdown(work: Path, smoke: bool, threaded: bool) -> None:
     from edsb.data.benchmark import Benchmark
     from edsb.data.models import SCENES
     from edsb.llm import openai_client, transcripts
@@ -215,7 +217,7 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
         (openai_client.OpenAIChatModel, "complete", "request", False),
         (openai_client, "parse_completion", "parse", False),
         (pipeline, "parse_narrator_reply", "parse", False),
-        (pipeline, "run_plan_code", "sandbox", True),
+        (pipeline, "run_plan_code_async", "sandbox", True),
         (pipeline, "_sample_positions", "sampler", False),
         (pipeline, "_judge", "judge", False),
         (transcripts.TranscriptWriter, "record", "write", False),
@@ -228,7 +230,7 @@ def stage_breakdown(work: Path, smoke: bool) -> None:
     options = {"model": "openai:scripted", "cache": False, "concurrency": 1, "preset": "table1"}
     options.update({"cases": first_cases(8, 1), "repeats": 1} if smoke else {"cases": first_cases(200, 5)})
     try:
-        with LoopbackServer(0.0) as server:
+        with LoopbackServer(0.0, threaded=threaded) as server:
             config = resolve_run_config({**options, "base_url": server.base_url}, None)
             # The pool is started first and counted apart: run_benchmark starts it in the background, where its
             # template's CPU would land in whichever stage runs meanwhile.
@@ -260,6 +262,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("sweep", "cpu", "stages"), help="one part only")
     parser.add_argument("--levels", default="1,16,64,256", help="concurrencies of the sweep (1 runs a subset)")
     parser.add_argument("--cpu-concurrency", type=int, default=64, help="concurrency of the CPU figure")
+    parser.add_argument(
+        "--threaded-server", action="store_true", help="serve with the test suite's thread-per-connection server"
+    )
     args = parser.parse_args()
     if not os.environ.get("EDSB_DATA"):
         raise SystemExit("bench_sweep: set EDSB_DATA to the benchmark data directory")
@@ -269,11 +274,12 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
     with tempfile.TemporaryDirectory() as work:
         if args.only in (None, "sweep"):
-            sweep(Path(work), args.smoke, tuple(int(level) for level in args.levels.split(",")))
+            levels = tuple(int(level) for level in args.levels.split(","))
+            sweep(Path(work), args.smoke, levels, args.threaded_server)
         if args.only in (None, "cpu"):
-            cpu_per_run(Path(work), args.smoke, args.cpu_concurrency)
+            cpu_per_run(Path(work), args.smoke, args.cpu_concurrency, args.threaded_server)
         if args.only in (None, "stages"):
-            stage_breakdown(Path(work), args.smoke)
+            stage_breakdown(Path(work), args.smoke, args.threaded_server)
     print(f"machine: {os.cpu_count()} cores, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
