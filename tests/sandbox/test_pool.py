@@ -4,7 +4,6 @@ without sharing anything a run can change."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import threading
@@ -133,72 +132,6 @@ def test_scenes_given_at_start_are_loaded_once_for_every_worker(benchmark: Bench
         assert action(pool, SET_A.format("get_closest_object('table_1', 'chair')"), house) == "chair_1"
         with pytest.raises(SandboxError, match="cannot load the scene"):
             pool.execute("def parse_event():\n    pass", castle)
-
-
-# --- the event loop's side: `execute_async` waits for the worker on the loop, not in a thread -----------------------
-
-
-def test_calls_on_an_event_loop_share_the_workers_and_take_no_thread(house: CodeContext) -> None:
-    async def sweep(pool: SandboxPool) -> list[object]:
-        threads_before = threading.active_count()
-        calls = [pool.execute_async(SET_A.format(f"'{i}'"), house) for i in range(40)]
-        plans = await asyncio.gather(*calls)
-        assert threading.active_count() == threads_before  # the warm pool needed no thread to answer
-        return [plan.characters[0].target_action for plan in plans]
-
-    with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
-        pool.warm_up()
-        workers = set(pool.worker_pids())
-        assert asyncio.run(sweep(pool)) == [str(i) for i in range(40)]
-        assert set(pool.worker_pids()) == workers  # no worker started, none more than the pool's size
-
-
-def test_an_event_loop_call_starts_its_worker_and_loads_its_scene(house: CodeContext) -> None:
-    with SandboxPool(SandboxLimits(timeout=5.0, workers=1)) as pool:  # nothing started yet
-        raw = asyncio.run(pool.execute_async(SET_A.format("get_closest_object('table_1', 'chair')"), house))
-        assert raw.characters[0].target_action == "chair_1"
-        assert len(pool.worker_pids()) == 1 and children(pool.template_pid) == set(pool.worker_pids())
-
-
-def test_an_event_loop_call_that_runs_too_long_is_killed_and_its_worker_replaced(house: CodeContext) -> None:
-    async def calls(pool: SandboxPool) -> tuple[str, object]:
-        with pytest.raises(CodeError) as caught:
-            await pool.execute_async("def parse_event():\n    while True:\n        pass", house)
-        after = await pool.execute_async(SET_A.format("'idle'"), house)
-        return caught.value.kind, after.characters[0].target_action
-
-    with SandboxPool(SandboxLimits(timeout=0.5, workers=1)) as pool:
-        pool.warm_up()
-        [first] = pool.worker_pids()
-        assert asyncio.run(calls(pool)) == ("code_timeout", "idle")
-        [second] = pool.worker_pids()
-        assert second != first and children(pool.template_pid) == {second}
-
-
-def test_a_cancelled_event_loop_call_never_hands_its_answer_to_the_next(house: CodeContext) -> None:
-    """A run cancelled while its code runs (a second Ctrl-C, a stopped sweep) must not leave its late answer on the
-    worker's socket for the next run to read: the worker is killed and the next run gets a fresh one."""
-    slow = (
-        "def parse_event():\n"
-        "    x = 0\n"
-        "    for i in range(30_000_000):\n"
-        "        x += i\n"
-        "    get_character('A').set_target_action('slow')\n"
-    )
-
-    async def calls(pool: SandboxPool) -> object:
-        call = asyncio.ensure_future(pool.execute_async(slow, house))
-        await asyncio.sleep(0.05)
-        call.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call
-        return (await pool.execute_async(SET_A.format("'next'"), house)).characters[0].target_action
-
-    with SandboxPool(SandboxLimits(timeout=10.0, workers=1)) as pool:
-        pool.warm_up()
-        [first] = pool.worker_pids()
-        assert asyncio.run(calls(pool)) == "next"
-        assert first not in pool.worker_pids() and children(pool.template_pid) == set(pool.worker_pids())
 
 
 def test_workers_are_scheduled_as_batch_work(house: CodeContext) -> None:

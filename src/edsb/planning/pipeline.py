@@ -1,8 +1,7 @@
 """One benchmark run end to end: scenario → Narrator → Event Parser → sandboxed code → sampler → judge.
 
-This is the paper's framework as the runner calls it. The model and the sandbox worker are awaited on the event loop,
-so it keeps other runs' requests in flight meanwhile; the sampler and the judge, well under a millisecond each, run
-inline (a thread hand-off would cost more, and threads make the loop wait for the GIL). Any failure the reference would
+This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox and the
+sampler run in worker threads so the event loop keeps other runs' requests in flight. Any failure the reference would
 turn into an execution error because of what the model answered becomes a result with a named kind; a transport
 failure (the model never answered) or a fault of edsb's own code (`internal_error`) makes the run `incomplete`
 instead, so it is neither scored against the model nor lost.
@@ -10,6 +9,7 @@ instead, so it is neither scored against the model nor lost.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -25,7 +25,7 @@ from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
-from edsb.planning.plans import run_plan_code_async
+from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import sample_position
 from edsb.planning.scenario import Scenario, build_scenario
@@ -111,7 +111,7 @@ async def plan_run(
     context = CodeContext.for_benchmark(services.benchmark.root, scenario.scene_name, scenario.latest_plans)
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
-        plan = await run_plan_code_async(narration, context, variant.planning_mode, services.limits)
+        plan = await asyncio.to_thread(run_plan_code, narration, context, variant.planning_mode, services.limits)
         if not any(name in plan for name in scenario.character_names):
             return {}  # a plan naming no kept character is the reference's way to skip a turn
     else:
@@ -120,9 +120,9 @@ async def plan_run(
             return {}
         trace.event = {"characters": list(event.characters), "activity": event.activity}
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
-        plan = await run_plan_code_async(code_reply, context, variant.planning_mode, services.limits)
+        plan = await asyncio.to_thread(run_plan_code, code_reply, context, variant.planning_mode, services.limits)
     if samples_positions(scenario):
-        plan = _sample_positions(services, key, scenario, plan)  # well under a millisecond: no thread hand-off
+        plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan)
     return plan
 
 

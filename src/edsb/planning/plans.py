@@ -24,7 +24,6 @@ from edsb.sandbox import (
     SandboxLimits,
     exception_text,
     execute_plan_code,
-    execute_plan_code_async,
 )
 
 Plan: TypeAlias = dict[str, dict[str, Any]]
@@ -78,13 +77,6 @@ def _relationship_plan(raw: RawPlan, *, concatenate: bool) -> Plan:
 def run_plan_code(reply: str, context: CodeContext, mode: PlanningMode, limits: SandboxLimits | None = None) -> Plan:
     """The reply's code run in a sandbox worker (`execute_plan_code`), then converted for the planning mode."""
     return plan_from_raw(execute_plan_code(reply, context, limits), mode)
-
-
-async def run_plan_code_async(
-    reply: str, context: CodeContext, mode: PlanningMode, limits: SandboxLimits | None = None
-) -> Plan:
-    """`run_plan_code` awaited on the running event loop."""
-    return plan_from_raw(await execute_plan_code_async(reply, context, limits), mode)
 
 
 def _direct_plan(raw: RawPlan) -> Plan:

@@ -25,13 +25,7 @@ from edsb.sandbox.blame import fault_text
 from edsb.sandbox.code_api import API_FUNCTIONS, ApiScene, Area, CodeApi, LatestPlan
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError, exception_text
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
-from edsb.sandbox.pool import (
-    SandboxPool,
-    check_sandbox,
-    execute_plan_code,
-    execute_plan_code_async,
-    shutdown_sandboxes,
-)
+from edsb.sandbox.pool import SandboxPool, check_sandbox, execute_plan_code, shutdown_sandboxes
 from edsb.sandbox.source import extract_code, prepare_code
 from edsb.sandbox.wire import Opaque, Plain, RawCharacterPlan, RawPlan
 
@@ -56,7 +50,6 @@ __all__ = [
     "check_sandbox",
     "exception_text",
     "execute_plan_code",
-    "execute_plan_code_async",
     "extract_code",
     "fault_text",
     "prepare_code",

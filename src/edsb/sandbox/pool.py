@@ -7,13 +7,11 @@ parent's variables, so no API keys), in `/`, in its own session, with stderr dis
 the limits, and keeps the scenes the workers have used, but never runs model code. Workers are forked from it, so a
 new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when
 a run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
-runs. The public functions are thread-safe; a caller on an event loop awaits `execute_plan_code_async` instead, which
-waits for the worker's answer on the loop.
+runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool.
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import hashlib
@@ -26,7 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
-import weakref
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,11 +42,6 @@ def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | 
     """Run the code of a model reply (or bare code) in a sandbox worker: what it set, or CodeError for the model's
     failures (EdsbFault / SandboxError when edsb itself fails)."""
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
-
-
-async def execute_plan_code_async(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
-    """`execute_plan_code` awaited on the running event loop."""
-    return await default_pool(limits or DEFAULT_LIMITS).execute_async(reply, context)
 
 
 def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSource] = ()) -> None:
@@ -102,9 +95,6 @@ class SandboxPool:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
-        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -126,24 +116,6 @@ class SandboxPool:
                     return worker.run(request, self.limits, self._scene_loaded)
                 except _StaleWorker:
                     continue  # it died while idle: the request never reached it
-                finally:
-                    self._checkin(worker)
-        raise SandboxError("sandbox workers keep dying before they accept work")
-
-    async def execute_async(self, reply: str, context: CodeContext) -> RawPlan:
-        """`execute` for a caller on an event loop: the answer is awaited on the loop, not in a thread each (at
-        hundreds of runs in flight, threads waiting on workers kept the loop waiting for the GIL). Only starting a
-        worker, which waits for the template, goes to a thread."""
-        request = self._request(reply, context)
-        async with self._gate():
-            for _ in range(3):
-                worker = self._idle_worker()
-                if worker is None:
-                    worker = await asyncio.to_thread(self._checkout)
-                try:
-                    return await worker.run_async(request, self.limits, self._scene_loaded)
-                except _StaleWorker:
-                    continue
                 finally:
                     self._checkin(worker)
         raise SandboxError("sandbox workers keep dying before they accept work")
@@ -228,19 +200,7 @@ class SandboxPool:
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
-    def _gate(self) -> asyncio.Semaphore:
-        """The running loop's bound on its calls in flight (the pool's size, as `_slots` is for threads)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            gate = self._gates.get(loop)
-            if gate is None:
-                gate = self._gates[loop] = asyncio.Semaphore(self.size)
-            return gate
-
     def _checkout(self) -> _Worker:
-        return self._idle_worker() or self._spawn()
-
-    def _idle_worker(self) -> _Worker | None:
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
@@ -249,7 +209,7 @@ class SandboxPool:
                 if worker.idle_and_alive():
                     return worker
                 worker.stop()
-        return None
+        return self._spawn()
 
     def _spawn(self) -> _Worker:
         """A new worker forked from the template (started, or restarted if it died, on first need)."""
@@ -401,7 +361,7 @@ class _Template:
             self.process.wait(timeout=5)
 
     def _receive(self, timeout: float) -> dict[str, Any]:
-        return self.answers.read(timeout, _CONTROL_ANSWER_BYTES)
+        return self.answers.read(time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
 
 
 class _Worker:
@@ -431,63 +391,32 @@ class _Worker:
         return not poller.poll(0)
 
     def run(self, request: dict[str, Any], limits: SandboxLimits, loaded: Callable[[tuple[Any, ...]], None]) -> RawPlan:
-        """The request's answer, waiting in this thread."""
-        first_timeout = self._send(request, limits)
-        try:
-            answer = self.answers.read(first_timeout, limits.max_result_bytes)
-            if self._scene_now_loaded(answer, request, loaded):
-                answer = self.answers.read(limits.timeout, limits.max_result_bytes)
-        except (Deadline, WorkerDied) as exc:
-            raise self._no_answer(exc, limits) from None
-        return self._outcome(answer)
-
-    async def run_async(
-        self, request: dict[str, Any], limits: SandboxLimits, loaded: Callable[[tuple[Any, ...]], None]
-    ) -> RawPlan:
-        """`run` on the running event loop, without a thread. A call cancelled while the code runs kills the worker,
-        whose late answer would otherwise be read as the next run's."""
-        first_timeout = self._send(request, limits)
-        try:
-            answer = await self.answers.receive(first_timeout, limits.max_result_bytes)
-            if self._scene_now_loaded(answer, request, loaded):
-                answer = await self.answers.receive(limits.timeout, limits.max_result_bytes)
-        except (Deadline, WorkerDied) as exc:
-            raise self._no_answer(exc, limits) from None
-        except asyncio.CancelledError:
-            self.stop()
-            raise
-        return self._outcome(answer)
-
-    def _send(self, request: dict[str, Any], limits: SandboxLimits) -> float:
-        """Hand the request over (_StaleWorker if the worker is gone); the seconds to wait for its first answer,
-        which is the scene's "loaded" note first if the worker does not hold the scene yet."""
         self.runs += 1
-        announce = scene_key(request["scene"]) not in self.scenes
+        scene = scene_key(request["scene"])
+        announce = scene not in self.scenes
         payload = pickle.dumps({**request, "announce": announce}, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
             self.stop()
             raise _StaleWorker() from None
-        return _LOAD_TIMEOUT if announce else limits.timeout
-
-    def _scene_now_loaded(
-        self, answer: dict[str, Any], request: dict[str, Any], loaded: Callable[[tuple[Any, ...]], None]
-    ) -> bool:
-        """True if `answer` is the note that the worker has loaded the request's scene (the result follows)."""
-        if answer.get("status") != "loaded":
-            return False
-        self.scenes.add(scene_key(request["scene"]))
-        loaded(request["scene"])
-        return True
-
-    def _no_answer(self, exc: Deadline | WorkerDied, limits: SandboxLimits) -> CodeError:
-        self.stop()
-        if isinstance(exc, Deadline):
-            return CodeError(ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s")
-        return self._death_error(str(exc))
-
-    def _outcome(self, response: dict[str, Any]) -> RawPlan:
+        try:
+            if announce:
+                response = self._receive(time.monotonic() + _LOAD_TIMEOUT, limits.max_result_bytes)
+                if response.get("status") == "loaded":
+                    self.scenes.add(scene)
+                    loaded(request["scene"])
+                    response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
+            else:
+                response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
+        except Deadline:
+            self.stop()
+            raise CodeError(
+                ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s"
+            ) from None
+        except WorkerDied as died:
+            self.stop()
+            raise self._death_error(str(died)) from None
         if response.get("recycle"):
             self.stop()
         status = response.get("status")
@@ -526,3 +455,6 @@ class _Worker:
         if code is not None and code < 0 and -code == signal.SIGKILL:
             return CodeError(ErrorKind.CODE_MEMORY, "MemoryError: the worker was killed (out of memory?)")
         return CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker died ({detail}, exit status {code})")
+
+    def _receive(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
+        return self.answers.read(deadline, max_result_bytes)

@@ -8,7 +8,6 @@ character's plan is reduced to `Plain` values in the worker; anything else trave
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -141,85 +140,38 @@ def frame(message: dict[str, Any] | str) -> bytes:
 
 
 class FrameReader:
-    """JSON objects from a worker's (or the template's) socket, for a blocking caller (`read`) or an event loop
-    (`receive`). Whatever has arrived is read in one system call and the rest kept for the next answer, so an answer
-    usually costs one wait and one `read`."""
+    """JSON objects from a worker's (or the template's) socket. Whatever has arrived is read in one system call and
+    the rest kept for the next answer, so an answer usually costs one `poll` and one `read`."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = bytearray()
-        self._size: int | None = None  # the length of the frame being received, once its header is in
         self.poller = select.poll()  # not select(): the harness may hold more than FD_SETSIZE descriptors
         self.poller.register(fd, select.POLLIN)
 
-    def read(self, timeout: float, max_result_bytes: int) -> dict[str, Any]:
-        """The next answer within `timeout` seconds (Deadline); WorkerDied at end of output, or if the answer is
-        oversized or not a JSON object."""
-        deadline = time.monotonic() + timeout
-        while (message := self._take(max_result_bytes)) is None:
+    def read(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
+        """The next answer before the monotonic `deadline` (Deadline); WorkerDied at end of output, or if the
+        answer is oversized or not a JSON object."""
+        buffer = self.buffer
+        size: int | None = None
+        while True:
+            if size is None and len(buffer) >= HEADER.size:
+                (size,) = HEADER.unpack_from(buffer)
+                if size > max_result_bytes + (1 << 16):
+                    raise WorkerDied(f"it sent an oversized answer ({size} bytes)")
+            if size is not None and len(buffer) >= HEADER.size + size:
+                break
             wait = deadline - time.monotonic()
             if wait <= 0 or not self.poller.poll(math.ceil(wait * 1000)):
                 raise Deadline()
-            self._fill()
-        return message
-
-    async def receive(self, timeout: float, max_result_bytes: int) -> dict[str, Any]:
-        """`read` on the running event loop: the socket is watched by the loop, so waiting takes no thread."""
-        message = self._take(max_result_bytes)
-        if message is not None:
-            return message
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[dict[str, Any]] = loop.create_future()
-
-        def readable() -> None:
-            if answer.done():
-                return
-            try:
-                self._fill()
-                message = self._take(max_result_bytes)
-            except Exception as exc:  # the waiting caller raises it
-                answer.set_exception(exc)
-                return
-            if message is not None:
-                answer.set_result(message)
-
-        def late() -> None:
-            if not answer.done():
-                answer.set_exception(Deadline())
-
-        loop.add_reader(self.fd, readable)
-        timer = loop.call_later(timeout, late)
-        try:
-            return await answer
-        finally:
-            timer.cancel()
-            loop.remove_reader(self.fd)
-
-    def _fill(self) -> None:
-        """One read of what the socket holds (it is readable: this never blocks)."""
-        size = self._size
-        want = 1 << 16 if size is None else max(1 << 16, min(HEADER.size + size - len(self.buffer), 1 << 20))
-        chunk = os.read(self.fd, want)
-        if not chunk:
-            raise WorkerDied("end of output")
-        self.buffer += chunk
-
-    def _take(self, max_result_bytes: int) -> dict[str, Any] | None:
-        """The next whole answer already received, or None."""
-        buffer = self.buffer
-        if self._size is None:
-            if len(buffer) < HEADER.size:
-                return None
-            (size,) = HEADER.unpack_from(buffer)
-            if size > max_result_bytes + (1 << 16):
-                raise WorkerDied(f"it sent an oversized answer ({size} bytes)")
-            self._size = size
-        size = self._size
-        if len(buffer) < HEADER.size + size:
-            return None
+            chunk = os.read(
+                self.fd, 1 << 16 if size is None else max(1 << 16, min(HEADER.size + size - len(buffer), 1 << 20))
+            )
+            if not chunk:
+                raise WorkerDied("end of output")
+            buffer += chunk
         payload = bytes(buffer[HEADER.size : HEADER.size + size])
         del buffer[: HEADER.size + size]
-        self._size = None
         try:
             message = json.loads(payload.decode("utf-8"))
         except (ValueError, RecursionError):
