@@ -4,6 +4,7 @@ without sharing anything a run can change."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -143,3 +144,20 @@ def test_workers_are_scheduled_as_batch_work(house: CodeContext) -> None:
         pids = [*pool.worker_pids(), pool.template_pid]
         assert [os.sched_getscheduler(pid) for pid in pids if pid is not None] == [os.SCHED_BATCH] * 3
         assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the runner itself is left as it was
+
+
+def test_an_event_loop_calls_through_one_thread_per_worker(house: CodeContext) -> None:
+    """A pool's threads (`sandbox_threads` for the default pools) are as many as its workers: none waits for a
+    worker, none idles in line for the GIL (asyncio's default pool would start cores + 4 threads)."""
+
+    async def sweep(pool: SandboxPool) -> list[object]:
+        loop = asyncio.get_running_loop()
+        calls = [loop.run_in_executor(pool.threads, action, pool, SET_A.format(f"'{i}'"), house) for i in range(40)]
+        return await asyncio.gather(*calls)
+
+    before = set(threading.enumerate())
+    with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
+        pool.warm_up()
+        assert asyncio.run(sweep(pool)) == [str(i) for i in range(40)]
+        started = [thread for thread in set(threading.enumerate()) - before if thread.name.startswith("edsb-sandbox")]
+        assert len(started) == pool.size == 2

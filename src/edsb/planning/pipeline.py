@@ -1,10 +1,10 @@
 """One benchmark run end to end: scenario → Narrator → Event Parser → sandboxed code → sampler → judge.
 
-This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox and the
-sampler run in worker threads so the event loop keeps other runs' requests in flight. Any failure the reference would
-turn into an execution error because of what the model answered becomes a result with a named kind; a transport
-failure (the model never answered) or a fault of edsb's own code (`internal_error`) makes the run `incomplete`
-instead, so it is neither scored against the model nor lost.
+This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox (in its own
+threads, one per worker) and the sampler run in threads so the event loop keeps other runs' requests in flight. Any
+failure the reference would turn into an execution error because of what the model answered becomes a result with a
+named kind; a transport failure (the model never answered) or a fault of edsb's own code (`internal_error`) makes
+the run `incomplete` instead, so it is neither scored against the model nor lost.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import sample_position
 from edsb.planning.scenario import Scenario, build_scenario
-from edsb.planning.variants import get_variant
+from edsb.planning.variants import PlanningMode, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
-from edsb.sandbox import CodeContext, SandboxLimits, fault_text
+from edsb.sandbox import CodeContext, SandboxLimits, fault_text, sandbox_threads
 from edsb.scoring.judge import Judge
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
@@ -111,7 +111,7 @@ async def plan_run(
     context = CodeContext.for_benchmark(services.benchmark.root, scenario.scene_name, scenario.latest_plans)
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
-        plan = await asyncio.to_thread(run_plan_code, narration, context, variant.planning_mode, services.limits)
+        plan = await _run_code(services, narration, context, variant.planning_mode)
         if not any(name in plan for name in scenario.character_names):
             return {}  # a plan naming no kept character is the reference's way to skip a turn
     else:
@@ -120,10 +120,17 @@ async def plan_run(
             return {}
         trace.event = {"characters": list(event.characters), "activity": event.activity}
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
-        plan = await asyncio.to_thread(run_plan_code, code_reply, context, variant.planning_mode, services.limits)
+        plan = await _run_code(services, code_reply, context, variant.planning_mode)
     if samples_positions(scenario):
         plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan)
     return plan
+
+
+async def _run_code(services: RunServices, reply: str, context: CodeContext, mode: PlanningMode) -> dict[str, Any]:
+    threads = sandbox_threads(services.limits)
+    return await asyncio.get_running_loop().run_in_executor(
+        threads, run_plan_code, reply, context, mode, services.limits
+    )
 
 
 def samples_positions(scenario: Scenario) -> bool:

@@ -25,7 +25,7 @@ from edsb.sandbox.blame import fault_text
 from edsb.sandbox.code_api import API_FUNCTIONS, ApiScene, Area, CodeApi, LatestPlan
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError, exception_text
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
-from edsb.sandbox.pool import SandboxPool, check_sandbox, execute_plan_code, shutdown_sandboxes
+from edsb.sandbox.pool import SandboxPool, check_sandbox, execute_plan_code, sandbox_threads, shutdown_sandboxes
 from edsb.sandbox.source import extract_code, prepare_code
 from edsb.sandbox.wire import Opaque, Plain, RawCharacterPlan, RawPlan
 
@@ -53,5 +53,6 @@ __all__ = [
     "extract_code",
     "fault_text",
     "prepare_code",
+    "sandbox_threads",
     "shutdown_sandboxes",
 ]

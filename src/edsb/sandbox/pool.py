@@ -7,7 +7,8 @@ parent's variables, so no API keys), in `/`, in its own session, with stderr dis
 the limits, and keeps the scenes the workers have used, but never runs model code. Workers are forked from it, so a
 new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when
 a run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
-runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool.
+runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool
+(`sandbox_threads`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from edsb.geometry.scene import Scene
@@ -42,6 +44,13 @@ def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | 
     """Run the code of a model reply (or bare code) in a sandbox worker: what it set, or CodeError for the model's
     failures (EdsbFault / SandboxError when edsb itself fails)."""
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
+
+
+def sandbox_threads(limits: SandboxLimits | None = None) -> ThreadPoolExecutor:
+    """Threads for an event loop's sandbox calls (`loop.run_in_executor`): as many as the pool has workers, so that
+    no thread waits for a worker and no idle one competes for the GIL. At concurrency 256, asyncio's default pool
+    (cores + 4 threads, four of them waiting on the workers) made the loop wait for the GIL at each hand-off."""
+    return default_pool(limits or DEFAULT_LIMITS).threads
 
 
 def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSource] = ()) -> None:
@@ -95,6 +104,7 @@ class SandboxPool:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
+        self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="edsb-sandbox")
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -155,6 +165,7 @@ class SandboxPool:
         return None if template is None else template.process.pid
 
     def close(self) -> None:
+        self.threads.shutdown(wait=False)
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
