@@ -11,10 +11,10 @@ Figures (each a ratio of two things measured in this run):
   edsb does) against a cold interpreter that imports everything and loads the scenes itself (what it did).
 - `call_cpu_ms` / `call_wall_ms`: one warm call, parent + worker, programs repeated (as repeats and cached models
   send them), against `uncached_call_cpu_ms`, every program text new (compiled again).
-- `burst_c<N>_cpu_ms_per_call` / `burst_c<N>_wall_ms_per_call`: N coroutines calling at once through
-  `asyncio.to_thread`, as the pipeline does, about a Table 1 sweep's worth of calls; a pool sized to the cores
-  against a pool of N cold workers, pool start and shutdown included; `burst_c<N>_workers` counts the worker
-  processes alive during the burst.
+- `burst_c<N>_cpu_ms_per_call` / `burst_c<N>_wall_ms_per_call`: N coroutines calling at once, about a Table 1
+  sweep's worth of calls; a pool sized to the cores called through its own threads (as the pipeline does) against
+  a pool of N cold workers called through asyncio's default thread pool, pool start and shutdown included;
+  `burst_c<N>_workers` counts the worker processes alive during the burst.
 
 Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sandbox.py [--smoke]
 (the full run starts 64 + 256 cold interpreters for the comparison: about two minutes of both cores).
@@ -141,9 +141,12 @@ def warm_calls(limits: SandboxLimits, calls: list[Call], rounds: int, fresh_text
     return cpu / n, wall / n
 
 
-def burst(pools: list[SandboxPool], calls: list[Call], concurrency: int, per_slot: int) -> tuple[int, int, float]:
-    """`concurrency` threads, `per_slot` calls each, thread i on pools[i % len(pools)]; returns the calls made, the
-    most worker processes seen alive at once, and the CPU spent counting them (not the sandbox's)."""
+def burst(
+    pools: list[SandboxPool], calls: list[Call], concurrency: int, per_slot: int, own_threads: bool
+) -> tuple[int, int, float]:
+    """`concurrency` coroutines, `per_slot` calls each, coroutine i on pools[i % len(pools)] through the pool's own
+    threads (as the pipeline calls it now) or asyncio's default pool (as it did); returns the calls made, the most
+    worker processes seen alive at once, and the CPU spent counting them (not the sandbox's)."""
     peak = 0
     watching = 0.0
     done = threading.Event()
@@ -157,11 +160,12 @@ def burst(pools: list[SandboxPool], calls: list[Call], concurrency: int, per_slo
 
     async def slot(i: int) -> None:
         pool = pools[i % len(pools)]
+        loop = asyncio.get_running_loop()
         for k in range(per_slot):
-            await asyncio.to_thread(run_call, pool, calls[(i * per_slot + k) % len(calls)])
+            call = calls[(i * per_slot + k) % len(calls)]
+            await loop.run_in_executor(pool.threads if own_threads else None, run_call, pool, call)
 
     async def all_slots() -> None:
-        # As the pipeline calls the sandbox: from the event loop, through the default thread pool.
         loop = asyncio.get_running_loop()
         loop.set_default_executor(ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4)))
         await asyncio.gather(*(slot(i) for i in range(concurrency)))
@@ -185,15 +189,15 @@ def start_all(pools: list[SandboxPool]) -> None:
 
 def compare_burst(limits: SandboxLimits, calls: list[Call], concurrency: int, per_slot: int) -> dict[str, float]:
     results: dict[str, float] = {}
-    for name, make in (
-        ("cold", lambda: [SandboxPool(replace(limits, workers=1)) for _ in range(concurrency)]),
-        ("cores", lambda: [SandboxPool(limits)]),
+    for name, make, own_threads in (
+        ("cold", lambda: [SandboxPool(replace(limits, workers=1)) for _ in range(concurrency)], False),
+        ("cores", lambda: [SandboxPool(limits)], True),
     ):
         with measured() as spent:
             pools = make()
             try:
                 start_all(pools)
-                n, peak, watching = burst(pools, calls, concurrency, per_slot)
+                n, peak, watching = burst(pools, calls, concurrency, per_slot, own_threads)
             finally:
                 for pool in pools:
                     pool.close()
