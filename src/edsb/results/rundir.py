@@ -3,18 +3,17 @@ writes those files lives here, so the runner and the report agree on them withou
 
 `results.jsonl` holds one line per finished run and is safe to resume after kill -9: a line is either whole (ends
 with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
-close together are written and fsynced as one batch in a worker thread (group commit), so the event loop never waits
-on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the disk when the
-process died is simply run again on resume. A run's transcript lines are appended when it is committed, before its
-line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync per run costs more CPU
-than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than its runs, which a
-replay then reports as a missing answer. Records whose run did not complete are dropped when the directory is
-reopened for writing, so the next pass retries them and the file never holds a key twice.
+close together are written and fsynced as one batch in the store's own thread (`edsb.group_commit`), so the event
+loop never waits on the disk and a sweep pays one fsync per batch, not per run; a run whose line had not reached the
+disk when the process died is simply run again on resume. A run's transcript lines are appended when it is
+committed, before its line, but not fsynced: a kill -9 loses no written byte (the kernel holds them), and an fsync
+per run costs more CPU than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than
+its runs, which a replay then reports as a missing answer. Records whose run did not complete are dropped when the
+directory is reopened for writing, so the next pass retries them and the file never holds a key twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 from pydantic_core import from_json
 
 from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.group_commit import GroupCommit
 from edsb.results.record import RunResult
 
 RESULTS_FILE = "results.jsonl"
@@ -112,9 +112,7 @@ class ResultStore:
         self.path = Path(run_dir) / RESULTS_FILE
         self._before_line = before_line
         self._handle: Any = None
-        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
-        self.fsyncs = 0  # batches made durable, for benchmarks and tests
+        self._lines = GroupCommit(self._write_batch, thread_name="edsb-results")
 
     def open(self) -> dict[str, RunResult]:
         """Repair the file (torn tail, incomplete runs) and return the finished records by key id."""
@@ -135,48 +133,30 @@ class ResultStore:
         os.replace(temporary, self.path)
         _fsync_dir(self.path.parent)
 
+    @property
+    def fsyncs(self) -> int:
+        """Batches made durable (for benchmarks and tests)."""
+        return self._lines.batches
+
     async def commit(self, result: RunResult) -> None:
         """Append one record; returns once it is on disk. Records committed while a batch is being written join
-        the next batch, which is written with one write and one fsync in a worker thread."""
-        future = asyncio.get_running_loop().create_future()
+        the next batch, which is written with one write and one fsync in the store's own thread."""
         # Written here, on the event loop, before the line is queued: a system call. In the writer thread each call
         # would first wait for the busy loop to hand over the GIL.
         if self._before_line is not None:
             self._before_line(result)
-        self._pending.append((result.to_line(), future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
-        await future
+        await self._lines.submit(result.to_line())
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            error: Exception | None = None
-            try:
-                await asyncio.to_thread(self._write_batch, b"".join(line for line, _ in batch))
-            except asyncio.CancelledError:
-                for _, future in batch:
-                    future.cancel()
-                raise
-            except Exception as exc:  # a full disk: every run of the batch reports it
-                error = exc
-            for _, future in batch:
-                if future.done():
-                    continue
-                if error is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(error)
-
-    def _write_batch(self, lines: bytes) -> None:
+    def _write_batch(self, lines: list[bytes]) -> list[None]:
         """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""
         assert self._handle is not None, "open() first"
-        self._handle.write(lines)
+        self._handle.write(b"".join(lines))
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self.fsyncs += 1
+        return [None] * len(lines)
 
     def close(self) -> None:
+        self._lines.close()
         if self._handle is not None:
             self._handle.close()
             self._handle = None
