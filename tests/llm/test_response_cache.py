@@ -150,3 +150,27 @@ def test_unusable_cache_file_is_a_user_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(CacheError, match=r"broken\.sqlite3"):
         ResponseCache(path)
+
+
+def test_lookups_and_stores_in_flight_share_one_transaction(tmp_path: Path) -> None:
+    """A runner's many requests in flight reach the cache a batch at a time: one thread hand-off and one SQLite
+    transaction per batch, each caller still getting its own answer, and a store returning once committed."""
+    cache = ResponseCache(tmp_path / "c.sqlite3")
+
+    def answer(i: int) -> ChatResponse:
+        return ChatResponse(
+            text=f"answer {i}", prompt_tokens=i, completion_tokens=1, latency_s=0.1, model="m", finish_reason="stop"
+        )
+
+    async def sweep() -> tuple[list[ChatResponse | None], list[ChatResponse | None]]:
+        missing = await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(50)))
+        await asyncio.gather(*(cache.store(f"key-{i}", "m", answer(i)) for i in range(50)))
+        assert len(cache) == 50  # committed when the stores return
+        return missing, await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(50)))
+
+    missing, found = asyncio.run(sweep())
+    assert missing == [None] * 50
+    assert [response.text if response else None for response in found] == [f"answer {i}" for i in range(50)]
+    assert cache.batches == 3  # each wave submitted at once went as one batch
+    assert cache.get("key-7") == answer(7) and cache.get("key-50") is None  # the same rows, read in this thread
+    cache.close()

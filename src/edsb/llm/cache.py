@@ -8,7 +8,7 @@ Only completions are stored; transport failures are never cached.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -19,6 +19,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from edsb.errors import EdsbError
+from edsb.group_commit import GroupCommit
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key
 
 CACHE_DIR_ENV = "EDSB_CACHE_DIR"
@@ -46,7 +47,8 @@ def default_cache_path() -> Path:
 
 
 class ResponseCache:
-    """One SQLite connection, used from worker threads one at a time."""
+    """One SQLite connection. A runner's lookups and stores go through one thread of the cache's own, a batch at a
+    time (`lookup`, `store`); `get` and `put` do the same work in the calling thread."""
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path).expanduser() if path is not None else default_cache_path()
@@ -59,39 +61,79 @@ class ResponseCache:
             self._db.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise CacheError(f"response cache {self.path} is unusable ({exc}); delete it or disable the cache") from exc
+        # At hundreds of requests in flight, a thread hand-off (and an autocommit transaction) per lookup and per
+        # store cost the event loop more than the request itself.
+        self._batches = GroupCommit(self._handle, thread_name="edsb-cache")
 
     def get(self, key: str) -> ChatResponse | None:
-        with self._lock:
-            try:
-                row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as exc:
-                raise CacheError(f"response cache {self.path}: read failed ({exc})") from exc
-        if row is None:
-            return None
-        try:
-            return ChatResponse.model_validate_json(row[0])
-        except ValidationError:
-            return None  # written by an incompatible version: ask the model again
+        return _stored_response(self._handle([key])[0])
 
     def put(self, key: str, model: str, response: ChatResponse) -> None:
-        stored = response.model_copy(update={"source": "model"}).model_dump_json()
-        now = datetime.now(UTC).isoformat()
+        self._handle([_row(key, model, response)])
+
+    async def lookup(self, key: str) -> ChatResponse | None:
+        """`get`, batched with the other lookups and stores in flight."""
+        return _stored_response(await self._batches.submit(key))
+
+    async def store(self, key: str, model: str, response: ChatResponse) -> None:
+        """`put`, batched with the other lookups and stores in flight; returns once committed."""
+        await self._batches.submit(_row(key, model, response))
+
+    def _handle(self, batch: list[str | tuple[str, str, str, str]]) -> list[str | None]:
+        """Lookups (a key) and rows to store, in one transaction: the stored JSON for each lookup (None if missing),
+        None for each store. The first answer stored for a key wins."""
+        writes = any(isinstance(item, tuple) for item in batch)
         with self._lock:
             try:
-                self._db.execute(
-                    "INSERT OR IGNORE INTO responses (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-                    (key, model, stored, now),
-                )
+                if writes:
+                    self._db.execute("BEGIN IMMEDIATE")  # the write lock first: waits out other writers' busy time
+                found: list[str | None] = []
+                for item in batch:
+                    if isinstance(item, tuple):
+                        self._db.execute(
+                            "INSERT OR IGNORE INTO responses (key, model, response, created_at) VALUES (?, ?, ?, ?)",
+                            item,
+                        )
+                        found.append(None)
+                    else:
+                        row = self._db.execute("SELECT response FROM responses WHERE key = ?", (item,)).fetchone()
+                        found.append(None if row is None else row[0])
+                if writes:
+                    self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise CacheError(f"response cache {self.path}: write failed ({exc})") from exc
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise CacheError(f"response cache {self.path}: {'write' if writes else 'read'} failed ({exc})") from exc
+        return found
+
+    @property
+    def batches(self) -> int:
+        """Batches of lookups and stores handled (for tests and benchmarks)."""
+        return self._batches.batches
 
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        self._batches.close()
         with self._lock:
             self._db.close()
+
+
+def _row(key: str, model: str, response: ChatResponse) -> tuple[str, str, str, str]:
+    stored = response.model_copy(update={"source": "model"}).model_dump_json()
+    return key, model, stored, datetime.now(UTC).isoformat()
+
+
+def _stored_response(text: str | None) -> ChatResponse | None:
+    if text is None:
+        return None
+    try:
+        return ChatResponse.model_validate_json(text)
+    except ValidationError:
+        return None  # written by an incompatible version: ask the model again
 
 
 class CachedChatModel:
@@ -110,11 +152,11 @@ class CachedChatModel:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key = request_key(self.identity, request)
-        stored = await asyncio.to_thread(self.cache.get, key)
+        stored = await self.cache.lookup(key)
         if stored is not None:
             return stored.model_copy(update={"source": "cache"})
         response = await self.inner.complete(request)
-        await asyncio.to_thread(self.cache.put, key, self.identity, response)
+        await self.cache.store(key, self.identity, response)
         return response
 
     async def aclose(self) -> None:
