@@ -4,6 +4,8 @@ Figures (one line each, `name: value (ratio ..., target ...)`):
 - `sweep_c{N}`: wall of `edsb run --preset table1 --concurrency N` (a child process, start-up included) over the
   ideal `requests × latency / N`, with requests counted by the server. Concurrency 1 runs a subset of the cases
   (the full sweep would take ~7 minutes); its ratio is per request, so it does not depend on the size.
+- `sweep_c{N}_fresh_cache`: the same at the highest concurrency with the response cache on (`edsb run`'s default,
+  the other sweeps pass `--no-cache`), starting empty: every request is looked up and its answer stored.
 - `results_unchanged`: the records of the concurrency-1 pass equal those of the same keys at the highest
   concurrency (timing fields aside).
 - `cpu_per_run_ms`: CPU of the `edsb` process and its children (the sandbox workers), not the server's, per run
@@ -52,11 +54,17 @@ def _selection(smoke: bool, subset: bool = False) -> list[str]:
     return ["--preset", "table1"]
 
 
-def _run_child(base_url: str, out: Path, concurrency: int, selection: list[str]) -> tuple[float, float]:
-    """(wall s, CPU s of the child and the children it reaped) of one `edsb run` in a child process."""
+def _run_child(
+    base_url: str, out: Path, concurrency: int, selection: list[str], cache: Path | None = None
+) -> tuple[float, float]:
+    """(wall s, CPU s of the child and the children it reaped) of one `edsb run` in a child process; with `cache`,
+    responses are cached in that (new) directory, as `edsb run` does by default."""
     command = [sys.executable, "-m", "edsb", "run", "--model", "openai:scripted", "--base-url", base_url]
-    command += [*selection, "--no-cache", "--quiet", "--concurrency", str(concurrency), "--out", str(out)]
+    command += [*selection, *([] if cache else ["--no-cache"])]
+    command += ["--quiet", "--concurrency", str(concurrency), "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    if cache:
+        env["EDSB_CACHE_DIR"] = str(cache)
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -96,6 +104,15 @@ def sweep(work: Path, smoke: bool, levels: tuple[int, ...], threaded: bool) -> N
                 f"{requests} requests x {latency:g} s / {concurrency}{note}{target})",
                 flush=True,
             )
+        top = levels[-1]
+        before = server.requests()
+        wall, _ = _run_child(server.base_url, work / "sweep-cached", top, _selection(smoke), cache=work / "cache")
+        ideal = (server.requests() - before) * latency / top
+        print(
+            f"sweep_c{top}_fresh_cache: {wall / ideal:.3f} (ratio wall/ideal = {wall:.2f} s / {ideal:.2f} s, the "
+            f"same sweep with edsb's default response cache on, new and empty)",
+            flush=True,
+        )
     low, high = _records(outs[levels[0]]), _records(outs[levels[-1]])
     if not low.keys() <= high.keys():
         raise SystemExit(f"bench_sweep: the concurrency-{levels[0]} keys are not all in the larger sweep")
