@@ -1,10 +1,10 @@
 """One benchmark run end to end: scenario → Narrator → Event Parser → sandboxed code → sampler → judge.
 
-This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox (in its own
-threads, one per worker) and the sampler run in threads so the event loop keeps other runs' requests in flight. Any
-failure the reference would turn into an execution error because of what the model answered becomes a result with a
-named kind; a transport failure (the model never answered) or a fault of edsb's own code (`internal_error`) makes
-the run `incomplete` instead, so it is neither scored against the model nor lost.
+This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox calls (on the
+sandbox's own threads, one per worker) and the sampler run in threads, so the event loop keeps other runs' requests
+in flight. Any failure the reference would turn into an execution error because of what the model answered becomes
+a result with a named kind; a transport failure (the model never answered) or a fault of edsb's own code
+(`internal_error`) makes the run `incomplete` instead, so it is neither scored against the model nor lost.
 """
 
 from __future__ import annotations

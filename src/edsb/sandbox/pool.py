@@ -5,10 +5,9 @@ A pool holds one template process and at most `workers` worker processes (by def
 runner's concurrency: a call waits for a free worker). The template starts with a minimal environment (none of the
 parent's variables, so no API keys), in `/`, in its own session, with stderr discarded; it imports everything, sets
 the limits, and keeps the scenes the workers have used, but never runs model code. Workers are forked from it, so a
-new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when
-a run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
-runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool
-(`sandbox_threads`).
+new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when a
+run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
+runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
 """
 
 from __future__ import annotations
