@@ -61,3 +61,31 @@ def test_a_handler_answering_the_wrong_number_of_results_is_an_error_not_a_hang(
     with pytest.raises(ValueError, match="2 results for 3 items"):
         asyncio.run(asyncio.wait_for(submit(), 10))
     commit.close()
+
+
+def test_items_of_a_loop_that_shuts_down_are_never_handled_by_a_later_loop() -> None:
+    handled: list[int] = []
+    release = threading.Event()
+
+    def slow(batch: list[int]) -> list[int]:
+        release.wait(10)
+        handled.extend(batch)
+        return batch
+
+    commit = GroupCommit(slow, thread_name="test-commit")
+
+    async def interrupted() -> None:
+        first = asyncio.ensure_future(commit.submit(1))
+        await asyncio.sleep(0.05)  # item 1 is in the thread; item 2 waits for the next batch
+        second = asyncio.ensure_future(commit.submit(2))
+        await asyncio.sleep(0.05)
+        first.cancel()
+        second.cancel()
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()  # as asyncio.run does when its main coroutine ends
+
+    asyncio.run(interrupted())
+    release.set()
+    assert asyncio.run(commit.submit(3)) == 3
+    commit.close()
+    assert handled == [1, 3]  # item 2 belonged to the loop that shut down

@@ -19,7 +19,9 @@ Result = TypeVar("Result")
 
 class GroupCommit(Generic[Item, Result]):
     """`await commit.submit(item)` returns `handle(batch)[i]` for the item's place `i` in its batch. If `handle`
-    raises, every item of that batch raises the same exception (a full disk fails every line of the batch)."""
+    raises, every item of that batch raises the same exception (a full disk fails every line of the batch).
+
+    Used from one event loop at a time (one after another is fine: each `asyncio.run` gets its own flushing task)."""
 
     def __init__(self, handle: Callable[[list[Item]], list[Result]], thread_name: str) -> None:
         self._handle = handle
@@ -46,8 +48,9 @@ class GroupCommit(Generic[Item, Result]):
                 results = await loop.run_in_executor(self._thread, self._handle, [item for item, _ in batch])
                 if len(results) != len(batch):
                     raise ValueError(f"the batch handler gave {len(results)} results for {len(batch)} items")
-            except asyncio.CancelledError:
-                for _, future in batch:
+            except asyncio.CancelledError:  # the loop is shutting down: nothing of it may be handled by a later loop
+                waiting, self._pending = batch + self._pending, []
+                for _, future in waiting:
                     future.cancel()
                 raise
             except Exception as exc:
