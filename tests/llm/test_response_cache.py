@@ -154,8 +154,10 @@ def test_unusable_cache_file_is_a_user_error(tmp_path: Path) -> None:
 
 def test_lookups_and_stores_in_flight_share_one_transaction(tmp_path: Path) -> None:
     """A runner's many requests in flight reach the cache a batch at a time: one thread hand-off and one SQLite
-    transaction per batch, each caller still getting its own answer, and a store returning once committed."""
+    transaction per batch, each caller still getting its own answer, a store returning once committed, the first
+    answer stored for a key winning."""
     cache = ResponseCache(tmp_path / "c.sqlite3")
+    n = 1000
 
     def answer(i: int) -> ChatResponse:
         return ChatResponse(
@@ -163,14 +165,15 @@ def test_lookups_and_stores_in_flight_share_one_transaction(tmp_path: Path) -> N
         )
 
     async def sweep() -> tuple[list[ChatResponse | None], list[ChatResponse | None]]:
-        missing = await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(50)))
-        await asyncio.gather(*(cache.store(f"key-{i}", "m", answer(i)) for i in range(50)))
-        assert len(cache) == 50  # committed when the stores return
-        return missing, await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(50)))
+        missing = await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(n)))
+        stores = [cache.store(f"key-{i}", "m", answer(i)) for i in range(n)]
+        await asyncio.gather(*stores, cache.store("key-0", "m", answer(-1)))  # a second answer for key-0: ignored
+        assert len(cache) == n  # committed when the stores return
+        return missing, await asyncio.gather(*(cache.lookup(f"key-{i}") for i in range(n)))
 
     missing, found = asyncio.run(sweep())
-    assert missing == [None] * 50
-    assert [response.text if response else None for response in found] == [f"answer {i}" for i in range(50)]
+    assert missing == [None] * n
+    assert [response.text if response else None for response in found] == [f"answer {i}" for i in range(n)]
     assert cache.batches == 3  # each wave submitted at once went as one batch
-    assert cache.get("key-7") == answer(7) and cache.get("key-50") is None  # the same rows, read in this thread
+    assert cache.get("key-7") == answer(7) and cache.get(f"key-{n}") is None  # the same rows, read in this thread
     cache.close()
