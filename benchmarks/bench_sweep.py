@@ -195,12 +195,11 @@ class _Stages:
 
             @functools.wraps(function)
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
-                before = _descendants_cpu_s() if children else 0.0
                 started = self._enter()
                 try:
                     return await function(*args, **kwargs)
                 finally:
-                    self._leave(stage, started, (_descendants_cpu_s() - before) if children else 0.0)
+                    self._leave(stage, started)
 
             return timed_async
 
