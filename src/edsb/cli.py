@@ -16,7 +16,7 @@ from edsb import __version__
 from edsb.data.download import DEFAULT_URL
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
-from edsb.planning.variants import PresetName, VariantName
+from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat
 
 app = typer.Typer(
@@ -175,6 +175,12 @@ def cases_command(
     out.print(table)
 
 
+SAMPLER_HELP = (
+    "PI position sampler: `reference`, the paper's simulated annealing (may stop short of the area), or `optimal`, "
+    "edsb's lattice search (always an optimal point: a ceiling, not the paper's number)"
+)
+
+
 @app.command("score")
 def score_command(
     plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
@@ -247,6 +253,7 @@ def run_command(
     repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
     temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature (default 0.1).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
+    sampler: Annotated[SamplerName | None, typer.Option(help=SAMPLER_HELP + " (default reference).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
     max_retries: Annotated[
@@ -277,6 +284,7 @@ def run_command(
         "repeats": repeats,
         "temperature": temperature,
         "seed": seed,
+        "sampler": sampler,
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,

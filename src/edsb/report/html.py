@@ -28,6 +28,7 @@ from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
 from edsb.planning.variants import get_variant
+from edsb.report.render import SAMPLER_MISS_HEADER, SAMPLER_MISS_TITLE, sampler_miss_rows
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
@@ -240,6 +241,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         blocks=blocks,
         stats=stats,
         chart=chart,
+        sampler_title=SAMPLER_MISS_TITLE,
+        sampler_header=SAMPLER_MISS_HEADER,
+        sampler_rows=sampler_miss_rows(summary),
         grid={variant: dict(sorted(cases.items())) for variant, cases in grid.items()},
         levels=levels,
         repeats=repeats,

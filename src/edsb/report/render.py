@@ -65,6 +65,19 @@ def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tu
     return rows, price
 
 
+def sampler_miss_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Per variant and PI level: failures, and how many of them the optimal sampler would have passed."""
+    return [
+        [variant, level, cell["sampler"], str(cell["runs"]), str(cell["failures"]), str(cell["sampler_misses"])]
+        for variant, data in summary["variants"].items()
+        for level, cell in data.get("pi_sampler", {}).items()
+    ]
+
+
+SAMPLER_MISS_TITLE = "PI failures that are sampler misses (the optimal sampler would have passed them)"
+SAMPLER_MISS_HEADER = ("variant", "level", "sampler", "runs", "failures", "sampler misses")
+
+
 def _incomplete_rows(summary: Mapping[str, Any]) -> list[list[str]]:
     return [
         [variant, f"incomplete: {kind} (not counted)", str(count)]
@@ -198,6 +211,7 @@ def render_report(
             tokens,
         )
     )
+    blocks.append((SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
     blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
     reasons = [
         [variant, reason, str(count)]
