@@ -184,14 +184,18 @@ SAMPLER_HELP = (
 @app.command("score")
 def score_command(
     plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
+    sampler: Annotated[SamplerName, typer.Option(help=SAMPLER_HELP + ".")] = SamplerName.REFERENCE,
+    seed: Annotated[int, typer.Option(help="Seed of the position sampler; line n is drawn from (seed, n).")] = 0,
     data: DataOption = None,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
     Input lines: {"case": 0, "distraction": 1, "plan": {character: {"target_action": [...], "relationships": [...],
-    "sampled_position": \\[x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
+    "sampled_position": \\[x, y] or null}}}. A PI entry with relationships and no point is sampled as the pipeline
+    samples it. Output: one verdict line per input line on stdout, summary on stderr.
     """
     from edsb.data.benchmark import Benchmark
+    from edsb.planning.sampler import line_sampler
     from edsb.scoring.score_file import score_lines, summarize_scores
 
     benchmark = Benchmark.open(data)
@@ -204,7 +208,8 @@ def score_command(
             raise UsageError(f"{plans}: cannot read ({exc.strerror})") from None
     outputs = []
     try:
-        for output in score_lines((line.rstrip("\n") for line in source), benchmark):
+        lines = (line.rstrip("\n") for line in source)
+        for output in score_lines(lines, benchmark, line_sampler(sampler, seed)):
             outputs.append(output)
             sys.stdout.write(json.dumps(output) + "\n")
     finally:

@@ -10,7 +10,6 @@ a result with a named kind; a transport failure (the model never answered) or a 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import sample_position
+from edsb.planning.sampler import generator_for, sample_positions
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
@@ -59,8 +58,7 @@ class RunServices:
 
     def rng(self, key: RunKey) -> np.random.Generator:
         """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
-        digest = hashlib.sha256(f"{self.seed}/{key.id}".encode()).digest()
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return generator_for(f"{self.seed}/{key.id}")
 
 
 @dataclass
@@ -145,14 +143,11 @@ def _sample_positions(
     """The plan with each character's `sampled_position`, drawn from a generator of the seed and the run key (one
     generator per run and sampler, characters in plan order)."""
     scene = services.scene(scenario.scene_name)
-    rng = services.rng(key)
-    sampled = {}
-    for name, entry in plan.items():
-        point = sample_position(
-            scene, entry["relationships"], characters=scenario.character_names, rng=rng, sampler=sampler
-        )
-        sampled[name] = {**entry, "sampled_position": [point[0], point[1]]}
-    return sampled
+    relationships = {name: entry["relationships"] for name, entry in plan.items()}
+    points = sample_positions(
+        scene, relationships, characters=scenario.character_names, rng=services.rng(key), sampler=sampler
+    )
+    return {name: {**entry, "sampled_position": list(points[name])} for name, entry in plan.items()}
 
 
 def _judge(services: RunServices, scenario: Scenario, plan: dict[str, Any]):

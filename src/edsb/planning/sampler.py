@@ -41,8 +41,9 @@ Deliberate differences from the reference that both samplers share, all of which
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -657,6 +658,45 @@ def sample_position(
         start = _random_start(scene, rng)
     x, y = optimum.choose(np.asarray(start, dtype=np.float64), rng)
     return float(x), float(y)
+
+
+def generator_for(text: str) -> np.random.Generator:
+    """A generator that depends only on `text` (the seed and what is sampled: a run key, a line number), so neither
+    concurrency nor order changes a sampled point."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def sample_positions(
+    scene: Scene,
+    relationships: Mapping[str, Sequence[str]],
+    *,
+    characters: Collection[str],
+    rng: np.random.Generator,
+    sampler: SamplerName | str = SamplerName.REFERENCE,
+) -> dict[str, tuple[float, float]]:
+    """Each character's point, in the mapping's order, drawn one after the other from `rng`."""
+    return {
+        name: sample_position(scene, wanted, characters=characters, rng=rng, sampler=sampler)
+        for name, wanted in relationships.items()
+    }
+
+
+LineSampler = Callable[[Scene, Mapping[str, Sequence[str]], Collection[str], int], dict[str, tuple[float, float]]]
+
+
+def line_sampler(sampler: SamplerName | str, seed: int) -> LineSampler:
+    """`edsb score`'s sampler: the characters of input line `n` are sampled from a generator of the seed and `n`,
+    so repeated lines are independent draws and each is reproducible."""
+    chosen = SamplerName(sampler)
+
+    def sample(
+        scene: Scene, relationships: Mapping[str, Sequence[str]], characters: Collection[str], line: int
+    ) -> dict[str, tuple[float, float]]:
+        rng = generator_for(f"{seed}/line-{line}")
+        return sample_positions(scene, relationships, characters=characters, rng=rng, sampler=chosen)
+
+    return sample
 
 
 def _random_start(scene: Scene, rng: np.random.Generator) -> np.ndarray:
