@@ -56,10 +56,9 @@ def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tu
         row = [variant]
         for module in MODULES:
             row.append(f"{by_module[module]['prompt']:,} / {by_module[module]['completion']:,}")
-        row.append(
-            f"{data['cells']['Total']['Total']['prompt_tokens']:.0f} / "
-            f"{data['cells']['Total']['Total']['completion_tokens']:.0f}"
-        )
+        total = data["cells"]["Total"]["Total"]
+        # the reference's tokens.csv: int() of the rounded mean, so 1234.56 reads 1234
+        row.append(f"{int(total['prompt_tokens'])} / {int(total['completion_tokens'])}")
         row.append(f"${estimate_cost(tokens, price)['total']:.2f}" if price else "-")
         rows.append(row)
     return rows, price
