@@ -21,6 +21,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.selection import parse_levels, select_cases
+from edsb.errors import UsageError
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
@@ -115,12 +116,12 @@ def edsb_planner(
 
 
 def sampler_named(name: str) -> SamplerName:
-    """`-T sampler=...` as the enum, or a ValueError naming the choices."""
+    """`-T sampler=...` as the enum, or a UsageError naming the choices."""
     try:
         return SamplerName(name)
     except ValueError:
         choices = ", ".join(s.value for s in SamplerName)
-        raise ValueError(f"sampler must be one of {choices}, got {name!r}") from None
+        raise UsageError(f"unknown sampler {name!r} (choose {choices})") from None
 
 
 @metric
