@@ -108,6 +108,8 @@ def test_the_negative_control_fails_in_every_cell(
     assert {r["key"] for r in records} == _expected_keys(benchmark, preset)
     # Judged and rejected, not crashed: the wrong answers are well-formed plans that put someone in the wrong place.
     assert {r["status"] for r in records} == {"failed"}
+    # and not the annealer's fault: the optimiser fails them too (Direct Inference samples nothing)
+    assert all(r["sampler_miss"] is (False if r["sampler"] else None) for r in records)
     cells = _cells(read_summary(out))
     assert cells and all(cell["success_rate"] == 0.0 and cell["execution_rate"] == 1.0 for *_, cell in cells)
 
