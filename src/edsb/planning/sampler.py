@@ -46,6 +46,7 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -73,6 +74,9 @@ from edsb.geometry.relations import (
 from edsb.geometry.scene import Scene
 from edsb.planning.variants import SamplerName
 from edsb.results import ErrorKind, RunError
+
+if TYPE_CHECKING:
+    from edsb.scoring.score_file import PositionSampler
 
 # --- the reference's cost settings (configs/benchmark.yaml, position_sampler) -----------------------------------
 
@@ -584,7 +588,7 @@ def anneal(
 ) -> Annealing:
     """The reference's simulated annealing from `start` (§6): each proposal draws a normal pair and then one
     uniform from `rng`, accepted or not. `cost` scores one float32 point (2,); `record` keeps every accepted point."""
-    current = np.asarray(start, dtype=np.float32).reshape(2)
+    current = np.array(start, dtype=np.float32).reshape(2)  # a copy: the start may be a view of a box's centre
     current_cost = cost(current)
     temperature = START_TEMPERATURE
     proposals = accepted = converged = 0
@@ -682,10 +686,7 @@ def sample_positions(
     }
 
 
-LineSampler = Callable[[Scene, Mapping[str, Sequence[str]], Collection[str], int], dict[str, tuple[float, float]]]
-
-
-def line_sampler(sampler: SamplerName | str, seed: int) -> LineSampler:
+def line_sampler(sampler: SamplerName | str, seed: int) -> PositionSampler:
     """`edsb score`'s sampler: the characters of input line `n` are sampled from a generator of the seed and `n`,
     so repeated lines are independent draws and each is reproducible."""
     chosen = SamplerName(sampler)
