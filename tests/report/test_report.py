@@ -166,6 +166,8 @@ def test_pi_failures_that_are_sampler_misses_are_counted_per_cell(tmp_path: Path
     table = html[html.index('id="sampler-misses"') :]
     table = table[: table.index("</table>")]
     assert "<td>scene-graph</td><td>0</td><td>reference</td><td>4</td><td>3</td><td>2</td>" in table
+    # the two missed runs, each in its summary line and its verdict
+    assert html.count("a sampler miss: the optimal sampler would have passed these relationships") == 4
 
 
 def test_mean_tokens_are_truncated_as_the_reference_s_token_table(tmp_path: Path, capsys) -> None:

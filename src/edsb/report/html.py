@@ -158,6 +158,9 @@ def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: s
     return None
 
 
+SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed these relationships)"
+
+
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     """The whole HTML document of one run directory."""
     jinja2 = _require_jinja()
@@ -182,7 +185,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             "key": record.key,
             "status": status,
             "colour": colour or "#555",
-            "reason": record.error or record.reason or "",
+            "reason": (record.error or record.reason or "") + (SAMPLER_MISS_NOTE if record.sampler_miss else ""),
             "instruction": case.user_instruction if case else "",
             "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
             "event": json.dumps(record.event) if record.event else None,
