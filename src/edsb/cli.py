@@ -16,7 +16,7 @@ from edsb import __version__
 from edsb.data.download import DEFAULT_URL
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
-from edsb.planning.variants import PresetName, VariantName
+from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat
 
 app = typer.Typer(
@@ -175,17 +175,27 @@ def cases_command(
     out.print(table)
 
 
+SAMPLER_HELP = (
+    "PI position sampler: `reference`, the paper's simulated annealing (may stop short of the area), or `optimal`, "
+    "edsb's lattice search (always an optimal point: a ceiling, not the paper's number)"
+)
+
+
 @app.command("score")
 def score_command(
     plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
+    sampler: Annotated[SamplerName, typer.Option(help=SAMPLER_HELP + ".")] = SamplerName.REFERENCE,
+    seed: Annotated[int, typer.Option(help="Seed of the position sampler; line n is drawn from (seed, n).")] = 0,
     data: DataOption = None,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
     Input lines: {"case": 0, "distraction": 1, "plan": {character: {"target_action": [...], "relationships": [...],
-    "sampled_position": \\[x, y] or null}}}. Output: one verdict line per input line on stdout, summary on stderr.
+    "sampled_position": \\[x, y] or null}}}. A PI entry with relationships and no point is sampled as the pipeline
+    samples it. Output: one verdict line per input line on stdout, summary on stderr.
     """
     from edsb.data.benchmark import Benchmark
+    from edsb.planning.sampler import line_sampler
     from edsb.scoring.score_file import score_lines, summarize_scores
 
     benchmark = Benchmark.open(data)
@@ -198,7 +208,8 @@ def score_command(
             raise UsageError(f"{plans}: cannot read ({exc.strerror})") from None
     outputs = []
     try:
-        for output in score_lines((line.rstrip("\n") for line in source), benchmark):
+        lines = (line.rstrip("\n") for line in source)
+        for output in score_lines(lines, benchmark, line_sampler(sampler, seed)):
             outputs.append(output)
             sys.stdout.write(json.dumps(output) + "\n")
     finally:
@@ -247,6 +258,7 @@ def run_command(
     repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
     temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature (default 0.1).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
+    sampler: Annotated[SamplerName | None, typer.Option(help=SAMPLER_HELP + " (default reference).")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
     max_retries: Annotated[
@@ -277,6 +289,7 @@ def run_command(
         "repeats": repeats,
         "temperature": temperature,
         "seed": seed,
+        "sampler": sampler,
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,

@@ -61,6 +61,39 @@ def test_other_options_on_a_finished_directory_are_refused(edsb, server, finishe
     assert snapshot(out) == before
 
 
+def test_a_directory_refuses_to_mix_samplers(edsb, server, finished) -> None:
+    out, args = finished
+    assert json.loads((out / "config.json").read_text())["sampler"] == "reference"
+    before = snapshot(out)
+    outcome = edsb(*args, "--sampler", "optimal")
+    outcome.assert_one_clear_error(
+        2, contains="holds a different run: sampler was 'reference', now 'optimal' (pass --sampler reference"
+    )
+    assert snapshot(out) == before
+
+
+def test_a_directory_written_before_the_sampler_choice_resumes_as_optimal_and_still_reports(
+    edsb, server, finished
+) -> None:
+    out, args = finished
+    config = json.loads((out / "config.json").read_text())
+    del config["sampler"]
+    (out / "config.json").write_text(json.dumps(config))
+    before = snapshot(out)
+
+    edsb(*args).assert_one_clear_error(2, contains="sampler was 'optimal', now 'reference' (pass --sampler optimal")
+    assert snapshot(out) == before
+    asked = len(server.chat_requests)
+    assert edsb(*args, "--sampler", "optimal").returncode == 0
+    assert len(server.chat_requests) == asked  # every run was already done
+    assert json.loads((out / "config.json").read_text())["sampler"] == "optimal"
+
+    (out / "config.json").write_text(json.dumps(config))  # the old file again: the report reads it as it is
+    report = edsb("report", out, "--format", "json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["variants"]["object-list"]["runs"] == RUNS
+
+
 def test_a_typo_in_the_model_leaves_no_directory_behind(edsb, tmp_path: Path) -> None:
     outcome = edsb("run", "--model", "gpt-4o", "--cases", "13", "--out", tmp_path / "typo")
     outcome.assert_one_clear_error(2, contains="did you mean openai:gpt-4o?")

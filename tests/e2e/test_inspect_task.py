@@ -176,6 +176,42 @@ def test_bad_task_parameters_fail_in_one_line() -> None:
         edsb_table1(variant="nope")
     with pytest.raises(UsageError, match="unknown case id 99"):
         edsb_table2(cases=99)
+    with pytest.raises(UsageError, match="unknown sampler 'best' \\(choose reference, optimal\\)"):
+        edsb_table2(sampler="best")
+
+
+def test_the_sampler_parameter_reaches_the_pipeline(
+    benchmark: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # case 63 (in front of two couches), three repeats: each sampler places the points as `edsb run --sampler` does
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    plans: dict[str, dict[str, Any]] = {}
+    with OpenAIServer(StoryModel(benchmark.cases)) as server:
+        for sampler in ("reference", "optimal"):
+            out = tmp_path / sampler
+            code = run_edsb(
+                "run", "--model", "openai:scripted", "--base-url", server.base_url, "--variant", "scene-graph",
+                "--cases", "63", "--repeats", "3", "--sampler", sampler, "--max-retries", "0", "--quiet",
+                "--out", str(out),
+            )  # fmt: skip
+            assert code == 0
+            plans[sampler] = {r["key"]: r["plan"] for r in read_results(out)}
+            monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+            (log,) = inspect_eval(
+                edsb_table2(cases=63, sampler=sampler),
+                model="openai/scripted",
+                model_base_url=server.base_url,
+                model_args={"responses_api": False},
+                epochs=3,
+                log_dir=str(tmp_path / "logs"),
+                display="none",
+                max_retries=0,
+            )
+            log = read_eval_log(log.location)
+            assert log.eval.task_args["sampler"] == sampler
+            assert {key: run["plan"] for key, run in inspect_runs(log).items()} == plans[sampler]
+    assert len(plans["reference"]) == 3
+    assert plans["reference"] != plans["optimal"]
 
 
 def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> None:

@@ -1,7 +1,9 @@
 """`--model oracle` proves the harness: through the real CLI, prompts, Narrator parsing, sandbox, sampler and judge,
 the hand-written reference answers score 1.0 (1.0) in every cell of both paper presets, on all 40 cases at every
-level they have; `--model oracle-wrong` (the same answers with a wrong anchor, or acting when the story says wait)
-fails every run, so the 1.0 is earned. One repeat here; `benchmarks/bench_oracle.py` runs the presets' five.
+level they have, with `--sampler optimal`; with the reference's annealer (the default) every PI failure is a
+sampler miss, the annealer's and not the answer's. `--model oracle-wrong` (the same answers with a wrong anchor, or
+acting when the story says wait) fails every run, so the 1.0 is earned. One repeat here (five for the annealer);
+`benchmarks/bench_oracle.py` runs the presets' five.
 """
 
 from __future__ import annotations
@@ -25,10 +27,14 @@ from tests.support.network import block_network
 from tests.support.run_dir import read_results, read_summary
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, preset: str) -> tuple[Path, list[dict]]:
+def _run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, preset: str, *options: str
+) -> tuple[Path, list[dict]]:
     block_network(monkeypatch, allow_loopback=False)  # the oracle is built in: nothing may leave the machine
     out = tmp_path / f"{model}-{preset}"
-    code = run_edsb("run", "--model", model, "--preset", preset, "--repeats", "1", "--out", str(out), "--quiet")
+    if "--repeats" not in options:
+        options = (*options, "--repeats", "1")
+    code = run_edsb("run", "--model", model, "--preset", preset, *options, "--out", str(out), "--quiet")
     assert code == 0
     return out, read_results(out)
 
@@ -52,7 +58,7 @@ def _cells(summary: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]
 def test_the_oracle_scores_one_in_every_cell(
     preset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, benchmark: Benchmark
 ) -> None:
-    out, records = _run(tmp_path, monkeypatch, "oracle", preset)
+    out, records = _run(tmp_path, monkeypatch, "oracle", preset, "--sampler", "optimal")
     assert {r["key"] for r in records} == _expected_keys(benchmark, preset)
     failures = [(r["key"], r["status"], r["error"]) for r in records if not r["passed"]]
     assert failures == []
@@ -68,6 +74,27 @@ def test_the_oracle_scores_one_in_every_cell(
             assert all(entry["relationships"] or "sampled_position" in entry for entry in record["plan"].values())
 
 
+def test_under_the_reference_annealer_every_pi_failure_of_the_oracle_is_a_sampler_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # seed 3, five repeats: the annealer stops outside the area in two of the 50 runs (cases 66 and 67)
+    out, records = _run(
+        tmp_path, monkeypatch, "oracle", "table2", "--variant", "scene-graph", "--seed", "3", "--repeats", "5"
+    )
+    assert len(records) == 50 and all(r["sampler"] == {"collision": "bbox", "method": "reference"} for r in records)
+    failed = [r for r in records if r["status"] == "failed"]
+    assert failed and all(r["sampler_miss"] is True for r in failed)
+    assert all(r["sampler_miss"] is False for r in records if r["status"] == "passed")
+    assert {r["status"] for r in records} <= {"passed", "failed"}
+    summary = read_summary(out)["variants"]["scene-graph"]
+    cell = summary["cells"]["PI"]["0"]
+    assert cell["passes"] == 50 - len(failed)
+    assert cell["success_rate"] == round((50 - len(failed)) / 50, 2)  # the rate stays the annealer's
+    assert summary["pi_sampler"]["0"] == {
+        "sampler": "reference", "runs": 50, "failures": len(failed), "sampler_misses": len(failed)
+    }  # fmt: skip
+
+
 def test_both_presets_together_cover_all_forty_cases(benchmark: Benchmark) -> None:
     cases = {case for p in PRESETS.values() for case in select_cases(p.cases, benchmark.cases)}
     assert cases == set(benchmark.cases) and len(cases) == 40
@@ -81,6 +108,8 @@ def test_the_negative_control_fails_in_every_cell(
     assert {r["key"] for r in records} == _expected_keys(benchmark, preset)
     # Judged and rejected, not crashed: the wrong answers are well-formed plans that put someone in the wrong place.
     assert {r["status"] for r in records} == {"failed"}
+    # and not the annealer's fault: the optimiser fails them too (Direct Inference samples nothing)
+    assert all(r["sampler_miss"] is (False if r["sampler"] else None) for r in records)
     cells = _cells(read_summary(out))
     assert cells and all(cell["success_rate"] == 0.0 and cell["execution_rate"] == 1.0 for *_, cell in cells)
 

@@ -159,7 +159,7 @@ def test_plans_are_the_ones_the_model_wrote(scripted: ScriptedRuns, benchmark: B
             if case.is_position_case:  # the sampler placed the character; the judge found it inside the area
                 x, y = entry["sampled_position"]
                 assert isinstance(x, float) and isinstance(y, float)
-                assert record["sampler"] == {"collision": "bbox"}
+                assert record["sampler"] == {"collision": "bbox", "method": "reference"}
             else:
                 assert record["sampler"] is None
             if wanted[0].startswith("sit on"):

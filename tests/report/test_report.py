@@ -123,3 +123,56 @@ def test_html_report_of_hand_written_records(run_dir: Path, tmp_path: Path, caps
     assert html.count('<details class="run"') == 6
     assert 'id="run-ours__tc30-d1-r1"' in html and "code_runtime: KeyError" in html
     assert "error: code_runtime" in html  # the grid's legend names the error kind's colour
+
+
+def test_pi_failures_that_are_sampler_misses_are_counted_per_cell(tmp_path: Path, capsys) -> None:
+    def annealed(case: int, status: str, miss: bool) -> dict[str, object]:
+        sampler = {"collision": "bbox", "method": "reference"}
+        return result_record("scene-graph", case, ["PI"], 0, 0, status) | {"sampler": sampler, "sampler_miss": miss}
+
+    records = [
+        annealed(66, "failed", True),
+        annealed(67, "failed", True),
+        annealed(62, "failed", False),
+        annealed(60, "passed", False),
+        # a line written before the sampler choice: the optimiser sampled it, no diagnostic
+        result_record("ours", 60, ["PI"], 0, 0, "failed") | {"sampler": {"collision": "bbox"}},
+        result_record("ours", 0, ["OA"], 0, 0, "passed"),
+    ]
+    run = write_run_dir(tmp_path / "pi", records)
+
+    _, out, _ = edsb_in_process(["report", str(run), "--format", "json"], capsys)
+    summary = json.loads(out)["variants"]
+    assert summary["scene-graph"]["pi_sampler"]["0"] == {
+        "sampler": "reference", "runs": 4, "failures": 3, "sampler_misses": 2
+    }  # fmt: skip
+    assert summary["scene-graph"]["cells"]["PI"]["0"]["success_rate"] == 0.25  # the annealer's rate, unchanged
+    assert summary["ours"]["pi_sampler"]["Total"] == {
+        "sampler": "optimal",
+        "runs": 1,
+        "failures": 1,
+        "sampler_misses": 0,
+    }
+
+    _, out, _ = edsb_in_process(["report", str(run), "--format", "markdown"], capsys)
+    assert "### PI failures that are sampler misses (the optimal sampler would have passed them)" in out
+    assert "| scene-graph | 0 | reference | 4 | 3 | 2 |" in out
+    assert "| ours | 0 | optimal | 1 | 1 | 0 |" in out
+
+    page = tmp_path / "pi.html"
+    code, _, err = edsb_in_process(["report", str(run), "--format", "html", "-o", str(page)], capsys)
+    assert code == 0, err
+    html = page.read_text()
+    table = html[html.index('id="sampler-misses"') :]
+    table = table[: table.index("</table>")]
+    assert "<td>scene-graph</td><td>0</td><td>reference</td><td>4</td><td>3</td><td>2</td>" in table
+    # the two missed runs, each in its summary line and its verdict
+    assert html.count("a sampler miss: the optimal sampler would have passed these relationships") == 4
+
+
+def test_mean_tokens_are_truncated_as_the_reference_s_token_table(tmp_path: Path, capsys) -> None:
+    records = [result_record("ours", 0, ["OA"], 0, r, "passed") for r in range(3)]
+    records[0]["prompt_tokens"], records[0]["completion_tokens"] = 1002, 102  # means 1000.67 and 100.67
+    run = write_run_dir(tmp_path / "tokens", records)
+    _, out, _ = edsb_in_process(["report", str(run), "--format", "markdown"], capsys)
+    assert "| 1000 / 100 |" in out

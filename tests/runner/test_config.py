@@ -9,9 +9,17 @@ import pytest
 
 from edsb.cli import main
 from edsb.errors import UsageError
+from edsb.planning.variants import SamplerName
 from edsb.results import RunKey
 from edsb.results.rundir import CONFIG_FILE
-from edsb.runner.config import RunConfig, load_config_file, load_session_options, resolve_run_config
+from edsb.runner.config import (
+    IDENTITY_FIELDS,
+    RunConfig,
+    load_config_file,
+    load_session_options,
+    read_config,
+    resolve_run_config,
+)
 from edsb.runner.keys import longest_first
 from tests.support.data import DATA
 from tests.support.edsb_cli import scripted_run_child
@@ -119,6 +127,27 @@ def test_a_previous_runs_config_json_works_as_a_config_file(tmp_path: Path) -> N
     again = resolve_run_config(dict(NO_OPTIONS), path)
     assert again.identity() == original.identity()
     assert again.edsb_version != "0.0.1"  # the version is always the running one
+
+
+def test_the_sampler_defaults_to_the_reference_and_is_part_of_the_identity(tmp_path: Path) -> None:
+    assert resolve_run_config(dict(NO_OPTIONS)).sampler is SamplerName.REFERENCE
+    path = _write(tmp_path, 'sampler = "optimal"')
+    assert resolve_run_config(dict(NO_OPTIONS), path).sampler is SamplerName.OPTIMAL
+    assert resolve_run_config({**NO_OPTIONS, "sampler": "reference"}, path).sampler is SamplerName.REFERENCE
+    with pytest.raises(UsageError, match="sampler") as raised:
+        resolve_run_config(dict(NO_OPTIONS), _write(tmp_path, 'sampler = "best"'))
+    assert "\n" not in str(raised.value).strip()
+    assert "sampler" in IDENTITY_FIELDS
+    assert RunConfig(sampler=SamplerName.OPTIMAL).identity()["sampler"] == "optimal"  # plain JSON, as on disk
+
+
+def test_a_config_json_written_before_the_sampler_choice_reads_as_the_optimiser(tmp_path: Path) -> None:
+    written = RunConfig(model="openai:m", seed=3).model_dump(mode="json")
+    assert written["sampler"] == "reference"
+    del written["sampler"]
+    path = _write(tmp_path, json.dumps(written), CONFIG_FILE)
+    assert read_config(path).sampler is SamplerName.OPTIMAL
+    assert read_config(path).seed == 3
 
 
 @pytest.mark.parametrize(

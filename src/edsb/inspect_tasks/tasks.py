@@ -21,16 +21,25 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.selection import parse_levels, select_cases
+from edsb.errors import UsageError
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.variants import get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.keys import expand_keys
 from edsb.sandbox import SandboxLimits, check_sandbox
 from edsb.scoring.metrics import TOTAL
 
-SCORE_METADATA = {"key", "status", "error_kind", "error", "event", "tokens"}  # of the run, shown in the log
+SCORE_METADATA = {
+    "key",
+    "status",
+    "error_kind",
+    "error",
+    "event",
+    "tokens",
+    "sampler_miss",
+}  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
 Selection = str | int | Iterable[int] | None
 
@@ -76,9 +85,11 @@ def edsb_planner(
     seed: int = 0,
     code_timeout: float = 10.0,
     code_memory: int = 1024,
+    sampler: str = "reference",
 ) -> Solver:
     """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
     Inspect logs them with the eval."""
+    chosen_sampler = sampler_named(sampler)
     limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
     check_sandbox(limits)
     benchmark = Benchmark.open(data)
@@ -88,7 +99,9 @@ def edsb_planner(
         meta = state.metadata
         key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
         model = InspectChatModel(get_model())
-        services = RunServices(benchmark, model, temperature=temperature, seed=seed, limits=limits, pack=pack)
+        services = RunServices(
+            benchmark, model, temperature=temperature, seed=seed, sampler=chosen_sampler, limits=limits, pack=pack
+        )
         result = await execute_run(services, key)
         if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)
             if model.failure is not None:
@@ -100,6 +113,15 @@ def edsb_planner(
         return state
 
     return solve
+
+
+def sampler_named(name: str) -> SamplerName:
+    """`-T sampler=...` as the enum, or a UsageError naming the choices."""
+    try:
+        return SamplerName(name)
+    except ValueError:
+        choices = ", ".join(s.value for s in SamplerName)
+        raise UsageError(f"unknown sampler {name!r} (choose {choices})") from None
 
 
 @metric
@@ -138,9 +160,7 @@ def edsb_judge() -> Scorer:
             value={"success": float(result.passed), "execution": float(not result.errored)},
             answer=json.dumps(result.plan),
             explanation=explanation(result),
-            metadata=result.model_dump(
-                mode="json", include={"key", "status", "error_kind", "error", "event", "tokens"}
-            ),
+            metadata=result.model_dump(mode="json", include=SCORE_METADATA),
         )
 
     return score
@@ -157,7 +177,9 @@ def edsb_task(
     code_timeout: float,
     code_memory: int,
     data: str | None,
+    sampler: str = "reference",
 ) -> Task:
+    sampler_named(sampler)  # a bad choice fails here, before the dataset is built
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
@@ -168,11 +190,11 @@ def edsb_task(
     )
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory),
+        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
-        metadata={"preset": preset, "variant": name, "temperature": temperature, "seed": seed},
+        metadata={"preset": preset, "variant": name, "temperature": temperature, "seed": seed, "sampler": sampler},
     )
 
 
@@ -187,9 +209,13 @@ def edsb_table1(
     code_timeout: float = 10.0,
     code_memory: int = 1024,
     data: str | None = None,
+    sampler: str = "reference",
 ) -> Task:
-    """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph."""
-    return edsb_task("table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data)
+    """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
+    `sampler` (PI only): reference or optimal."""
+    return edsb_task(
+        "table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler
+    )
 
 
 @task
@@ -203,6 +229,10 @@ def edsb_table2(
     code_timeout: float = 10.0,
     code_memory: int = 1024,
     data: str | None = None,
+    sampler: str = "reference",
 ) -> Task:
-    """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct."""
-    return edsb_task("table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data)
+    """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
+    annealer) or optimal."""
+    return edsb_task(
+        "table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler
+    )

@@ -10,7 +10,6 @@ a result with a named kind; a transport failure (the model never answered) or a 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +26,9 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import run_plan_code
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import sample_position
+from edsb.planning.sampler import generator_for, sample_positions
 from edsb.planning.scenario import Scenario, build_scenario
-from edsb.planning.variants import PlanningMode, get_variant
+from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
 from edsb.sandbox import CodeContext, SandboxLimits, fault_text, sandbox_threads
 from edsb.scoring.judge import Judge
@@ -39,12 +38,13 @@ SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the referenc
 
 @dataclass
 class RunServices:
-    """What every run of one `edsb run` shares: data, prompts, the model, limits and the seed."""
+    """What every run of one `edsb run` shares: data, prompts, the model, limits, the seed and the PI sampler."""
 
     benchmark: Benchmark
     model: ChatModel
     temperature: float = 0.1
     seed: int = 0
+    sampler: SamplerName = SamplerName.REFERENCE
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     transcripts: TranscriptWriter | None = None
     pack: PromptPack | None = None
@@ -58,8 +58,7 @@ class RunServices:
 
     def rng(self, key: RunKey) -> np.random.Generator:
         """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
-        digest = hashlib.sha256(f"{self.seed}/{key.id}".encode()).digest()
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return generator_for(f"{self.seed}/{key.id}")
 
 
 @dataclass
@@ -122,7 +121,7 @@ async def plan_run(
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
         plan = await _run_code(services, code_reply, context, variant.planning_mode)
     if samples_positions(scenario):
-        plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan)
+        plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan, services.sampler)
     return plan
 
 
@@ -138,18 +137,34 @@ def samples_positions(scenario: Scenario) -> bool:
     return scenario.case.is_position_case and scenario.variant.samples_positions
 
 
-def _sample_positions(services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]) -> dict[str, Any]:
+def _sample_positions(
+    services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any], sampler: SamplerName
+) -> dict[str, Any]:
+    """The plan with each character's `sampled_position`, drawn from a generator of the seed and the run key (one
+    generator per run and sampler, characters in plan order)."""
     scene = services.scene(scenario.scene_name)
-    rng = services.rng(key)
-    sampled = {}
-    for name, entry in plan.items():
-        point = sample_position(scene, entry["relationships"], characters=scenario.character_names, rng=rng)
-        sampled[name] = {**entry, "sampled_position": [point[0], point[1]]}
-    return sampled
+    relationships = {name: entry["relationships"] for name, entry in plan.items()}
+    points = sample_positions(
+        scene, relationships, characters=scenario.character_names, rng=services.rng(key), sampler=sampler
+    )
+    return {name: {**entry, "sampled_position": list(points[name])} for name, entry in plan.items()}
 
 
 def _judge(services: RunServices, scenario: Scenario, plan: dict[str, Any]):
     return Judge(scenario.case, scenario.level, services.scene(scenario.scene_name)).judge(plan)
+
+
+def _optimal_would_pass(services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]) -> bool:
+    """Whether the same relationships, placed by the optimal sampler (as `--sampler optimal` places them for this
+    run), pass the judge: the `sampler_miss` diagnostic of a failed reference-sampled run."""
+    resampled = _sample_positions(services, key, scenario, plan, SamplerName.OPTIMAL)
+    return _judge(services, scenario, resampled).passed
+
+
+def _sampler_record(services: RunServices, scenario: Scenario) -> dict[str, Any] | None:
+    if not samples_positions(scenario):
+        return None
+    return {"collision": SAMPLER_COLLISION, "method": str(services.sampler)}
 
 
 class EndpointRefused(EdsbError):
@@ -183,6 +198,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     reason: str | None = None
     error_kind: ErrorKind | None = None
     message: str | None = None
+    sampler_miss: bool | None = None
     try:
         plan = await plan_run(services, key, scenario, trace)
         verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
@@ -190,6 +206,10 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         error_kind = verdict.error
         message = verdict.describe_error()
         reason = verdict.reason
+        if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
+            sampler_miss = status is RunStatus.FAILED and await asyncio.to_thread(
+                _optimal_would_pass, services, key, scenario, plan
+            )
     except TransportError as exc:
         status, error_kind, message = _transport_outcome(exc)
     except RunError as exc:
@@ -222,5 +242,6 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         latency_s=round(trace.latency_s, 3),
         wall_s=round(time.perf_counter() - started, 3),
         model=trace.model or services.model.identity,
-        sampler={"collision": SAMPLER_COLLISION} if samples_positions(scenario) else None,
+        sampler=_sampler_record(services, scenario),
+        sampler_miss=sampler_miss,
     )

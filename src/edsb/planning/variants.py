@@ -81,6 +81,14 @@ class PresetName(StrEnum):
     TABLE2 = "table2"
 
 
+class SamplerName(StrEnum):
+    """How PI positions are sampled (`--sampler`): the reference's simulated annealing (the default, the paper's
+    numbers), or edsb's lattice search that always returns an optimal point (a ceiling, not the paper's)."""
+
+    REFERENCE = "reference"
+    OPTIMAL = "optimal"
+
+
 _NARRATOR_JSON = ModulePrompt("narrator", system="narrator", answer_field="response", json_mode=True)
 _PARSER_LCPS = ModulePrompt("event_parser", system="event_parser", answer_field="response", json_mode=False)
 

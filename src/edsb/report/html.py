@@ -28,6 +28,7 @@ from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
 from edsb.planning.variants import get_variant
+from edsb.report.render import SAMPLER_MISS_HEADER, SAMPLER_MISS_TITLE, sampler_miss_rows
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
@@ -157,6 +158,9 @@ def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: s
     return None
 
 
+SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed these relationships)"
+
+
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     """The whole HTML document of one run directory."""
     jinja2 = _require_jinja()
@@ -181,7 +185,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             "key": record.key,
             "status": status,
             "colour": colour or "#555",
-            "reason": record.error or record.reason or "",
+            "reason": (record.error or record.reason or "") + (SAMPLER_MISS_NOTE if record.sampler_miss else ""),
             "instruction": case.user_instruction if case else "",
             "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
             "event": json.dumps(record.event) if record.event else None,
@@ -240,6 +244,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         blocks=blocks,
         stats=stats,
         chart=chart,
+        sampler_title=SAMPLER_MISS_TITLE,
+        sampler_header=SAMPLER_MISS_HEADER,
+        sampler_rows=sampler_miss_rows(summary),
         grid={variant: dict(sorted(cases.items())) for variant, cases in grid.items()},
         levels=levels,
         repeats=repeats,

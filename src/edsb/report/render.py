@@ -56,13 +56,25 @@ def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tu
         row = [variant]
         for module in MODULES:
             row.append(f"{by_module[module]['prompt']:,} / {by_module[module]['completion']:,}")
-        row.append(
-            f"{data['cells']['Total']['Total']['prompt_tokens']:.0f} / "
-            f"{data['cells']['Total']['Total']['completion_tokens']:.0f}"
-        )
+        total = data["cells"]["Total"]["Total"]
+        # the reference's tokens.csv: int() of the rounded mean, so 1234.56 reads 1234
+        row.append(f"{int(total['prompt_tokens'])} / {int(total['completion_tokens'])}")
         row.append(f"${estimate_cost(tokens, price)['total']:.2f}" if price else "-")
         rows.append(row)
     return rows, price
+
+
+def sampler_miss_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Per variant and PI level: failures, and how many of them the optimal sampler would have passed."""
+    return [
+        [variant, level, cell["sampler"], str(cell["runs"]), str(cell["failures"]), str(cell["sampler_misses"])]
+        for variant, data in summary["variants"].items()
+        for level, cell in data.get("pi_sampler", {}).items()
+    ]
+
+
+SAMPLER_MISS_TITLE = "PI failures that are sampler misses (the optimal sampler would have passed them)"
+SAMPLER_MISS_HEADER = ("variant", "level", "sampler", "runs", "failures", "sampler misses")
 
 
 def _incomplete_rows(summary: Mapping[str, Any]) -> list[list[str]]:
@@ -198,6 +210,7 @@ def render_report(
             tokens,
         )
     )
+    blocks.append((SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
     blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
     reasons = [
         [variant, reason, str(count)]

@@ -39,6 +39,22 @@ def cell_json(cell: Cell) -> dict[str, Any]:
     return data
 
 
+def pi_sampler_cells(counted: list[RunResult]) -> dict[str, dict[str, Any]]:
+    """Per distraction level (and `Total`) of the PI runs whose positions were sampled: the sampler(s), runs,
+    failures, and the failures that are sampler misses (the optimal sampler would have passed them)."""
+    sampled = [r for r in counted if "PI" in r.tags and r.sampler_method is not None]
+    cells: dict[str, dict[str, Any]] = {}
+    for level in [TOTAL, *sorted({str(r.distraction) for r in sampled}, key=int)]:
+        runs = [r for r in sampled if level == TOTAL or str(r.distraction) == level]
+        cells[level] = {
+            "sampler": "/".join(sorted({str(r.sampler_method) for r in runs})),
+            "runs": len(runs),
+            "failures": sum(r.status is RunStatus.FAILED for r in runs),
+            "sampler_misses": sum(bool(r.sampler_miss) for r in runs),
+        }
+    return cells if sampled else {}
+
+
 def variant_summary(records: list[RunResult]) -> dict[str, Any]:
     """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
     counted = [r for r in records if r.is_judged]
@@ -95,6 +111,8 @@ def variant_summary(records: list[RunResult]) -> dict[str, Any]:
                     FAILURE_REASONS_SHOWN
                 )
             ),
+            # PI failures the reference annealer caused (the success rate stays the annealer's)
+            "pi_sampler": pi_sampler_cells(counted),
             "tokens": {
                 "total_prompt": sum(r.prompt_tokens for r in records),
                 "total_completion": sum(r.completion_tokens for r in records),

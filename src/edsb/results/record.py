@@ -66,7 +66,10 @@ class RunResult(BaseModel):
     latency_s: float = 0.0
     wall_s: float = 0.0
     model: str | None = None
-    sampler: dict[str, Any] | None = None  # how positions were sampled, for PI runs
+    sampler: dict[str, Any] | None = None  # how positions were sampled, for PI runs: collision mode and method
+    # A judged PI run sampled by the reference annealer: true when it failed but the optimal sampler, given the same
+    # relationships, would have passed (the model was right, the annealer unlucky); None for every other run.
+    sampler_miss: bool | None = None
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
     @property
@@ -81,6 +84,14 @@ class RunResult(BaseModel):
     @property
     def errored(self) -> bool:
         return self.status is RunStatus.ERROR
+
+    @property
+    def sampler_method(self) -> str | None:
+        """The PI sampler of this run (`reference` / `optimal`); lines written before the choice existed were
+        sampled by the optimiser. None when no position was sampled."""
+        if self.sampler is None:
+            return None
+        return str(self.sampler.get("method", "optimal"))
 
     @property
     def run_key(self) -> RunKey:

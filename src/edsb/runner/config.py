@@ -14,13 +14,15 @@ from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError, validation_message
-from edsb.planning.variants import get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
 # (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
 # (variants, cases, levels, repeats) may grow: a directory can be resumed at a moved endpoint and extended.
-IDENTITY_FIELDS = ("model", "temperature", "seed", "code_timeout", "code_memory_mb")
+IDENTITY_FIELDS = ("model", "temperature", "seed", "sampler", "code_timeout", "code_memory_mb")
+# The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
+SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -39,6 +41,7 @@ class RunConfig(BaseModel):
     repeats: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
     seed: int = 0
+    sampler: SamplerName = SamplerName.REFERENCE
     concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
@@ -49,7 +52,8 @@ class RunConfig(BaseModel):
     edsb_version: str = __version__
 
     def identity(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in IDENTITY_FIELDS}
+        data = self.model_dump(mode="json")
+        return {name: data[name] for name in IDENTITY_FIELDS}
 
 
 # Command-line spellings that differ from the field they set, and options that belong to one invocation only.
@@ -119,16 +123,17 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
         write_config(run_dir, config)
         return []
     try:
-        previous = RunConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        previous = read_config(path)
     except (json.JSONDecodeError, ValidationError) as exc:
         detail = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise EdsbError(f"{path}: unreadable run configuration ({detail}); use a new --out directory") from None
     old, new = previous.identity(), config.identity()
     for name in IDENTITY_FIELDS:
         if old[name] != new[name]:
+            option = _OPTION_OF.get(name, name.replace("_", "-"))
             raise UsageError(
                 f"{run_dir} holds a different run: {name} was {old[name]!r}, now {new[name]!r} "
-                "(use a new --out directory, or the same model and settings to resume or extend)"
+                f"(pass --{option} {old[name]} to resume or extend it, or use a new --out directory)"
             )
     notes = []
     if previous.base_url != config.base_url:
@@ -145,6 +150,18 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
         notes.append(f"extending the run directory ({', '.join(added)})")
     write_config(run_dir, config.model_copy(update=grown))
     return notes
+
+
+_OPTION_OF = {"code_memory_mb": "code-memory"}
+
+
+def read_config(path: Path) -> RunConfig:
+    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser.
+    Raises JSONDecodeError or ValidationError for an unreadable file."""
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(raw, dict):
+        raw.setdefault("sampler", str(SAMPLER_BEFORE_CHOICE))
+    return RunConfig.model_validate(raw)
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:

@@ -128,6 +128,7 @@ def run_benchmark(
         model=model,
         temperature=config.temperature,
         seed=config.seed,
+        sampler=config.sampler,
         limits=limits,
         transcripts=transcripts,
     )

@@ -12,24 +12,35 @@ nothing more is kept). A line that cannot be scored (invalid JSON, no `case` or 
 negative level) gets an `invalid_input` error line and does not count in the summary; scoring carries on with the
 next line.
 A plan that is present but null is judged like any other value (case 21 accepts it as an empty plan).
+
+PI plans may leave the point to edsb: a character entry with a list of `relationships` and no `sampled_position`
+(absent or null) is sampled the way the pipeline samples it, when the caller passes a sampler (`edsb score` always
+does; the sampler lives in `planning`, above this package, so it is handed in). The output line then carries
+`"sampled_positions": {character: [x, y]}`; a relationship the sampler cannot place is an execution error of that
+line, as it is of a run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
 from edsb.geometry.scene import Scene, load_scene
+from edsb.results import RunError
 from edsb.scoring.judge import Judge
 from edsb.scoring.metrics import Cell, ScoredRun, overall_cell
 from edsb.scoring.verdict import Verdict
 
 INVALID_INPUT = "invalid_input"
 INTERNAL_ERROR = "internal_error"
+
+#: (scene, {character: relationships}, the case's characters at the level, line number) → {character: (x, y)};
+#: raises a RunError for what it cannot place. `edsb.planning.sampler.line_sampler` makes one.
+PositionSampler = Callable[[Scene, Mapping[str, Sequence[str]], Collection[str], int], dict[str, tuple[float, float]]]
 
 
 class _InvalidLine(Exception):
@@ -45,19 +56,24 @@ def _strict_int(value: object) -> int | None:
 
 
 class PlanScorer:
-    """Judges plans line by line, loading each scene and building each (case, level) judge once."""
+    """Judges plans line by line, loading each scene and building each (case, level) judge once; with a
+    `sampler`, PI entries that carry relationships but no point are sampled first."""
 
-    def __init__(self, benchmark: Benchmark) -> None:
+    def __init__(self, benchmark: Benchmark, sampler: PositionSampler | None = None) -> None:
         self.benchmark = benchmark
+        self.sampler = sampler
         self._scenes: dict[str, Scene] = {}
         self._judges: dict[tuple[int, int], Judge] = {}
+
+    def scene_for(self, case: TestCase) -> Scene:
+        if case.scene_name not in self._scenes:
+            self._scenes[case.scene_name] = load_scene(self.benchmark, case.scene_name)
+        return self._scenes[case.scene_name]
 
     def judge_for(self, case: TestCase, level: int) -> Judge:
         key = (case.id, level)
         if key not in self._judges:
-            if case.scene_name not in self._scenes:
-                self._scenes[case.scene_name] = load_scene(self.benchmark, case.scene_name)
-            self._judges[key] = Judge(case, level, self._scenes[case.scene_name])
+            self._judges[key] = Judge(case, level, self.scene_for(case))
         return self._judges[key]
 
     def score_line(self, line: str, number: int) -> dict[str, Any]:
@@ -65,11 +81,25 @@ class PlanScorer:
             case, level, plan = self._read(line, number)
         except _InvalidLine as invalid:
             return _output(invalid.case, invalid.level, False, f"{INVALID_INPUT}: {invalid.message}")
+        sampled: dict[str, list[float]] | None = None
         try:
+            wanted = _unplaced(plan) if case.is_position_case and self.sampler is not None else {}
+            if wanted:
+                assert self.sampler is not None
+                characters = [state.name for state in case.states_at(level)]
+                points = self.sampler(self.scene_for(case), wanted, characters, number)
+                sampled = {name: list(point) for name, point in points.items()}
+                assert isinstance(plan, dict)
+                plan = {
+                    name: {**entry, "sampled_position": sampled[name]} if name in sampled else entry
+                    for name, entry in plan.items()
+                }
             verdict: Verdict = self.judge_for(case, level).judge(plan)
+        except RunError as exc:  # the sampler cannot place a relationship: the line's execution error
+            return _output(case.id, level, False, f"{exc.kind}: {exc}")
         except Exception as exc:  # a bug of ours must not stop a long scoring job; it is reported on its line
             return _output(case.id, level, False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}")
-        return _output(case.id, level, verdict.passed, verdict.describe_error(), verdict.reason)
+        return _output(case.id, level, verdict.passed, verdict.describe_error(), verdict.reason, sampled=sampled)
 
     def _read(self, line: str, number: int) -> tuple[TestCase, int, object]:
         try:
@@ -95,16 +125,42 @@ class PlanScorer:
         return case, level, record["plan"]
 
 
+def _unplaced(plan: object) -> dict[str, list[str]]:
+    """{character: relationships} of the entries that carry a list of relationship strings and no point."""
+    if not isinstance(plan, dict):
+        return {}
+    wanted = {}
+    for name, entry in plan.items():
+        if not isinstance(entry, dict) or entry.get("sampled_position") is not None:
+            continue
+        relationships = entry.get("relationships")
+        if isinstance(relationships, list) and all(isinstance(r, str) for r in relationships):
+            wanted[name] = relationships
+    return wanted
+
+
 def _output(
-    case: int | None, level: int | None, passed: bool, error: str | None, reason: str | None = None
+    case: int | None,
+    level: int | None,
+    passed: bool,
+    error: str | None,
+    reason: str | None = None,
+    *,
+    sampled: Mapping[str, list[float]] | None = None,
 ) -> dict[str, Any]:
-    """`reason` says why a judged plan failed (character and condition); an error explains itself in `error`."""
-    return {"case": case, "distraction": level, "passed": passed, "error": error, "reason": reason}
+    """`reason` says why a judged plan failed (character and condition); an error explains itself in `error`.
+    `sampled` (the points edsb sampled for the line, if any) becomes `sampled_positions`."""
+    output: dict[str, Any] = {"case": case, "distraction": level, "passed": passed, "error": error, "reason": reason}
+    if sampled:
+        output["sampled_positions"] = dict(sampled)
+    return output
 
 
-def score_lines(lines: Iterable[str], benchmark: Benchmark) -> Iterator[dict[str, Any]]:
+def score_lines(
+    lines: Iterable[str], benchmark: Benchmark, sampler: PositionSampler | None = None
+) -> Iterator[dict[str, Any]]:
     """One output object per input line, in order (blank lines included, so line numbers stay aligned)."""
-    scorer = PlanScorer(benchmark)
+    scorer = PlanScorer(benchmark, sampler)
     for number, line in enumerate(lines, start=1):
         yield scorer.score_line(line, number)
 
