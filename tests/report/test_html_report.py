@@ -159,3 +159,27 @@ def test_every_label_of_a_level_2_picture_stays_in_its_panel_and_none_overlaps(p
     for index, label in enumerate(labels):
         for other in labels[index + 1 :]:
             assert not _overlap(label["box"], other["box"]), (label, other)
+
+
+def test_failed_runs_only_and_the_jump_from_an_error_kind_to_its_runs(page: Path) -> None:
+    visible = "Array.from(document.querySelectorAll(sel)).filter((e) => e.checkVisibility()).map((e) => e.id)"
+    script = f"(sel) => {visible}"
+    with chromium_page() as browser:
+        browser.open(page)
+        every_run = browser.evaluate(script, "details.run")
+        cells = browser.evaluate("document.querySelectorAll('.grid a').length")
+        browser.page.check("#failed-only")
+        failed_only = browser.evaluate(script, "details.run")
+        failed_cells = browser.evaluate(
+            "Array.from(document.querySelectorAll('.grid a')).filter(e => e.checkVisibility()).length"
+        )
+        browser.page.uncheck("#failed-only")
+        browser.page.click("table.stats a.kind")
+        of_kind = browser.evaluate(script, "details.run")
+        note = browser.evaluate("document.getElementById('filter-note').textContent")
+        browser.page.click("#filter-note a")
+        again = browser.evaluate(script, "details.run")
+    assert len(every_run) == cells == 5
+    assert failed_only == ["run-ours__tc13-d0-r1", "run-ours__tc13-d0-r2"] and failed_cells == 2
+    assert of_kind == ["run-ours__tc13-d0-r2"] and note.startswith("1 ours runs with error code_runtime")
+    assert again == every_run

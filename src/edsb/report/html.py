@@ -49,15 +49,15 @@ STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e
 # Error kinds, in order of first appearance in a report: colours far apart from each other and from the status
 # colours above (no green, red or grey), the first ones the most distinct.
 ERROR_PALETTE = (
-    "#f39c12",  # orange
-    "#2f6fd6",  # blue
-    "#8e44ad",  # purple
-    "#f1e05a",  # yellow
-    "#17becf",  # cyan
-    "#8c564b",  # brown
-    "#e377c2",  # pink
-    "#1a237e",  # navy
-    "#bcbd22",  # olive
+    "#ff8c00",  # orange
+    "#1f5fd6",  # blue
+    "#7b2fbe",  # purple
+    "#ffe119",  # yellow
+    "#00c8d7",  # cyan
+    "#6b3e12",  # brown
+    "#ff6fcf",  # pink
+    "#0b1f5c",  # navy
+    "#8fd400",  # lime
     "#000000",  # black
 )
 PICTURE_WIDTH_IN = 5.0
