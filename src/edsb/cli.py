@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
@@ -396,6 +397,9 @@ def run_command(
     if outcome.interrupted:
         raise KeyboardInterrupt
     render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
+    hint = _why_runs_failed(summary, out)
+    if hint:
+        err.print(hint, markup=False, highlight=False)
     stats = outcome.stats
     err.print(
         f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
@@ -407,6 +411,22 @@ def run_command(
         raise EdsbError(
             f"{stats.incomplete} runs are incomplete (no answer from the model, or an edsb fault); see {out}"
         )
+
+
+def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
+    """One line under the table of a sweep with execution errors (their most frequent kinds) or without a single
+    pass, since the brief table shows rates, not reasons; `edsb report` has the reasons."""
+    kinds: Counter[str] = Counter()
+    for data in summary["variants"].values():
+        kinds.update(data.get("error_kinds", {}))
+    if kinds:
+        top = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common(3))
+        more = f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else ""
+        return f"execution errors by kind: {top}{more}; `edsb report {out}` shows their reasons"
+    rates = [data.get("success_rate") for data in summary["variants"].values()]
+    if rates and all(rate == 0 for rate in rates):
+        return f"no run passed; `edsb report {out}` lists why the plans failed"
+    return None
 
 
 @app.command("report", cls=_Command)

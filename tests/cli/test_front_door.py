@@ -62,3 +62,24 @@ def test_score_on_empty_input_is_an_error(edsb, tmp_path) -> None:
     empty = tmp_path / "plans.jsonl"
     empty.write_text("")
     edsb("score", str(empty)).assert_one_clear_error(2, contains="no plans to score")
+
+
+def test_a_sweep_that_only_errs_says_why_under_its_table(edsb, tmp_path) -> None:
+    from tests.support.openai_server import OpenAIServer, Reply
+
+    out = tmp_path / "run"
+    with OpenAIServer(lambda request: Reply.completion("Sure! Here is what David does.")) as server:
+        outcome = edsb(
+            "run", "--model", "openai:prose", "--base-url", server.base_url, "--cases", "13,60", "--distraction", "0",
+            "--quiet", "--no-cache", "--out", str(out),
+        )  # fmt: skip
+    assert outcome.returncode == 0, outcome.stderr
+    assert f"execution errors by kind: narrator_format 2; `edsb report {out}` shows their reasons" in outcome.stderr
+
+
+def test_a_sweep_without_a_single_pass_points_at_the_report(tmp_path) -> None:
+    from edsb.cli import _why_runs_failed
+
+    summary = {"variants": {"ours": {"error_kinds": {}, "success_rate": 0.0}, "direct": {"success_rate": 0.0}}}
+    assert _why_runs_failed(summary, tmp_path) == f"no run passed; `edsb report {tmp_path}` lists why the plans failed"
+    assert _why_runs_failed({"variants": {"ours": {"success_rate": 0.5}}}, tmp_path) is None
