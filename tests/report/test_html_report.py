@@ -36,17 +36,19 @@ MEASURE = """
   svg.querySelectorAll(":scope > use").forEach((use) => {
     const id = use.getAttribute("href").slice(1);
     pictures.push({what: id, box: box(use.getBoundingClientRect())});
-    const shapes = Array.from(document.getElementById(id).children);
-    shapes.forEach((shape) => {
-      if (shape.tagName === "polygon" && shape.classList.contains("expected"))
-        fills.push(getComputedStyle(shape).fill);
-      if (shape.tagName !== "text") return;
-      shapes.forEach((other) => { other.style.display = other === shape ? "" : "none"; });
-      labels.push({what: shape.textContent, box: box(use.getBoundingClientRect())});
+    const layer = document.getElementById(id);
+    const shapes = Array.from(layer.querySelectorAll("*"));
+    layer.querySelectorAll("polygon.expected").forEach((shape) => fills.push(getComputedStyle(shape).fill));
+    layer.querySelectorAll("text").forEach((text) => {
+      shapes.forEach((other) => {
+        const keep = other === text || other.contains(text) || text.contains(other);
+        other.style.display = keep ? "" : "none";
+      });
+      labels.push({what: text.textContent, box: box(use.getBoundingClientRect())});
     });
     shapes.forEach((other) => { other.style.display = ""; });
   });
-  svg.querySelectorAll(":scope > text").forEach((text) => {
+  svg.querySelectorAll("text").forEach((text) => {
     labels.push({what: text.textContent, box: box(text.getBoundingClientRect())});
   });
   return {panel: box(panel.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),

@@ -130,9 +130,9 @@ def _area_image(area: tuple[Any, tuple[float, float, float, float]]) -> str:
 
 class _Layers:
     """The SVG layers of one scene's pictures, in user units of the scene (metres, y flipped), sized for a picture
-    `PICTURE_PX` wide. Every style is an attribute of the shape itself: the case layers live in `<defs>` and are
-    drawn through `<use>`, where the page's CSS does not reach them. Labels are placed so that none overlaps another
-    label or a marker of the same picture, whichever layer it is in."""
+    `PICTURE_PX` wide. Every style is an attribute of the layer's group or of the shape itself: the case layers live
+    in `<defs>` and are drawn through `<use>`, where the page's CSS does not reach them. Labels are placed so that
+    none overlaps another label or a marker of the same picture, whichever layer it is in."""
 
     def __init__(self, scene: Scene) -> None:
         x0, x1, y0, y1 = scene_extent(scene)
@@ -141,19 +141,28 @@ class _Layers:
         self.unit = (x1 - x0) / PICTURE_PX  # metres per pixel of the picture
         labels = [(box.name, float(box.center[0]), float(box.center[1])) for box in scene.objects]
         self.name_boxes = place_labels(labels, NAME_PX * self.unit, self.bounds, centred=True)
-        self.names = "".join(
-            self._text(name, box, NAME_PX * self.unit, "#222")
-            for (name, _, _), box in zip(labels, self.name_boxes, strict=True)
+        self.names = self._group(
+            NAME_PX,
+            "".join(
+                self._text(name, box, NAME_PX * self.unit, "#222")
+                for (name, _, _), box in zip(labels, self.name_boxes, strict=True)
+            ),
         )
 
-    def _text(self, label: str, box: Box, size: float, colour: str) -> str:
-        """A label filling its placed box: drawn at exactly the width `place_labels` assumed, baseline a quarter
-        of the font size above the box's bottom, with a thin white halo over the floor plan."""
+    def _group(self, font_px: float, shapes: str) -> str:
+        """A layer: its shapes in a group carrying what they share (font, a one-pixel white halo and outline)."""
         return (
-            f'<text x="{box[0]:.3f}" y="{-box[1] - 0.25 * size:.3f}" font-size="{size:.3f}" '
-            f'textLength="{box[2] - box[0]:.3f}" lengthAdjust="spacingAndGlyphs" fill="{colour}" '
-            f'font-family="sans-serif" stroke="#fff" stroke-width="{0.12 * size:.3f}" paint-order="stroke">'
-            f"{_escape(label)}</text>"
+            f'<g font-family="sans-serif" font-size="{font_px * self.unit:.3f}" stroke="#fff" '
+            f'stroke-width="{self.unit:.3f}" paint-order="stroke">{shapes}</g>'
+        )
+
+    @staticmethod
+    def _text(label: str, box: Box, size: float, colour: str) -> str:
+        """A label filling its placed box: drawn at exactly the width `place_labels` assumed (the group's font
+        size is `size`), baseline a quarter of the font size above the box's bottom."""
+        return (
+            f'<text x="{box[0]:.2f}" y="{-box[1] - 0.25 * size:.2f}" textLength="{box[2] - box[0]:.2f}" '
+            f'lengthAdjust="spacingAndGlyphs" fill="{colour}">{_escape(label)}</text>'
         )
 
     def shapes(self, marks: Marks, taken: list[Box]) -> tuple[str, list[Box]]:
@@ -179,21 +188,18 @@ class _Layers:
                     for i, a in enumerate(np.linspace(0, 2 * np.pi, 10, endpoint=False))
                     for r in [radius if i % 2 == 0 else radius * 0.45]
                 ]
-                points = " ".join(f"{cx:.3f},{cy:.3f}" for cx, cy in corners)
-                marker = f'<polygon points="{points}" class="marker" fill="{colour}"'
+                points = " ".join(f"{cx:.2f},{cy:.2f}" for cx, cy in corners)
+                marker = f'<polygon points="{points}" fill="{colour}"'
             else:
-                marker = f'<circle cx="{x:.3f}" cy="{-y:.3f}" r="{radius:.3f}" class="marker" fill="{colour}"'
-            shapes.append(
-                f'{marker} stroke="#fff" stroke-width="{unit:.3f}"><title>{_escape(label)}</title>'
-                + ("</polygon>" if plan else "</circle>")
-            )
+                marker = f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="{radius:.3f}" fill="{colour}"'
+            shapes.append(f"{marker}><title>{_escape(label)}</title>" + ("</polygon>" if plan else "</circle>"))
             placed.append((x - radius, y - radius, x + radius, y + radius))
             labels.append((label, x, y, radius, colour))
         for label, x, y, radius, colour in labels:
             (box,) = place_labels([(label, x, y)], LABEL_PX * unit, self.bounds, clearance=radius, taken=placed)
             placed.append(box)
             shapes.append(self._text(label, box, LABEL_PX * unit, colour))
-        return "".join(shapes), placed
+        return self._group(LABEL_PX, "".join(shapes)), placed
 
 
 def _view_box(scene: Scene) -> str:
