@@ -51,8 +51,9 @@ MEASURE = """
   svg.querySelectorAll("text").forEach((text) => {
     labels.push({what: text.textContent, box: box(text.getBoundingClientRect())});
   });
-  return {panel: box(panel.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
-          overflow: [getComputedStyle(panel).overflow, getComputedStyle(svg).overflow], pictures, labels, fills};
+  const stars = Array.from(svg.querySelectorAll("polygon.star")).map((star) => box(star.getBoundingClientRect()));
+  return {stars, panel: box(panel.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
+          overflow: [getComputedStyle(panel).overflow, getComputedStyle(svg).overflow], pictures, labels, fills, stars};
 }
 """
 
@@ -156,6 +157,8 @@ def test_every_label_of_a_level_2_picture_stays_in_its_panel_and_none_overlaps(p
     assert len(seen["fills"]) == 4  # case 13 expects one of four seats
     assert all(fill not in ("rgb(0, 0, 0)", "#000000", "black") for fill in seen["fills"]), seen["fills"]
     assert seen["overflow"] == ["hidden", "hidden"], "a picture must be clipped to its box"
+    (star,) = seen["stars"]  # David's plan, as a star big enough to find at a glance
+    assert star["right"] - star["left"] >= 16 and star["bottom"] - star["top"] >= 16, star
     names = {label["what"] for label in labels}
     assert {"Melissa", "Michael", "Sarah", "Cody", "David", "table_4", "coffee_maker_1"} <= names
     for index, label in enumerate(labels):

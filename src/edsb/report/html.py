@@ -64,7 +64,7 @@ PICTURE_WIDTH_IN = 5.0
 PICTURE_DPI = 80
 PICTURE_PX = PICTURE_WIDTH_IN * PICTURE_DPI  # a drill-down picture's width on the page (the template's .picture)
 # Sizes in pixels of the picture: object names, character and plan labels, character dots and plan stars (radius).
-NAME_PX, LABEL_PX, CHARACTER_PX, PLAN_PX = 7.5, 10.0, 4.0, 7.0
+NAME_PX, LABEL_PX, CHARACTER_PX, PLAN_PX = 7.5, 10.0, 4.0, 9.0
 
 
 def error_kind_colours(kinds: Iterable[str]) -> dict[str, str]:
@@ -189,7 +189,7 @@ class _Layers:
                     for r in [radius if i % 2 == 0 else radius * 0.45]
                 ]
                 points = " ".join(f"{cx:.2f},{cy:.2f}" for cx, cy in corners)
-                marker = f'<polygon points="{points}" fill="{colour}"'
+                marker = f'<polygon points="{points}" class="star" fill="{colour}"'
             else:
                 marker = f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="{radius:.3f}" fill="{colour}"'
             shapes.append(f"{marker}><title>{_escape(label)}</title>" + ("</polygon>" if plan else "</circle>"))
