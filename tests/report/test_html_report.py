@@ -173,6 +173,9 @@ def test_failed_runs_only_and_the_jump_from_an_error_kind_to_its_runs(page: Path
         browser.open(page)
         every_run = browser.evaluate(script, "details.run")
         cells = browser.evaluate("document.querySelectorAll('.grid a').length")
+        swatches = browser.evaluate(
+            "Array.from(document.querySelectorAll('.legend i')).map((i) => getComputedStyle(i).backgroundColor)"
+        )
         browser.page.check("#failed-only")
         failed_only = browser.evaluate(script, "details.run")
         failed_cells = browser.evaluate(
@@ -184,6 +187,7 @@ def test_failed_runs_only_and_the_jump_from_an_error_kind_to_its_runs(page: Path
         note = browser.evaluate("document.getElementById('filter-note').textContent")
         browser.page.click("#filter-note a")
         again = browser.evaluate(script, "details.run")
+    assert len(swatches) == 4 and len(set(swatches)) == 4  # passed, failed, incomplete, error: code_runtime
     assert len(every_run) == cells == 5
     assert failed_only == ["run-ours__tc13-d0-r1", "run-ours__tc13-d0-r2"] and failed_cells == 2
     assert of_kind == ["run-ours__tc13-d0-r2"] and note.startswith("1 ours runs with error code_runtime")
