@@ -5,27 +5,66 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from collections import Counter
+from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperCommand, TyperGroup
 
 from edsb import __version__
-from edsb.data.download import DEFAULT_URL
+from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, DEFAULT_URL
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat
 
+
+class _FlagsWithoutPlaceholders:
+    """Help with one kind of placeholder: every option names its value in capitals (`--out DIR`, `--cases CASES`),
+    an argument is shown by its name alone (`RUN_DIR`), and a flag (`--quiet`, `--help`) shows none. Typer would add
+    `<bool>` to flags, as if they took a value, and a second `<path>` beside an argument's name."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        for param in self.get_params(ctx):  # type: ignore[attr-defined]
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+            elif param.param_type_name == "argument" and param.metavar is not None:
+                param.display_type_rich = lambda ctx: None
+        super().format_help(ctx, formatter)  # type: ignore[misc]
+
+
+class _Command(_FlagsWithoutPlaceholders, TyperCommand):
+    pass
+
+
+class _Group(_FlagsWithoutPlaceholders, TyperGroup):
+    pass
+
+
+def _one_of(choices: Iterable[Enum | str]) -> str:
+    """Choices as words a help text can wrap between (`table, markdown or html`), never mid-word."""
+    names = [str(c.value if isinstance(c, Enum) else c) for c in choices]
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+
+
+MODEL_HELP = (
+    "`local` (the embedded SmolLM2, default), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`, "
+    "`oracle` or `oracle-wrong`."
+)
+
 app = typer.Typer(
+    cls=_Group,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     help="Event-Driven Storytelling Benchmark harness: run, score and report LLM planners.",
 )
-data_app = typer.Typer(no_args_is_help=True, help="Download and check the official benchmark files.")
+data_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Download and check the official benchmark files.")
 app.add_typer(data_app, name="data")
 
 
@@ -50,20 +89,40 @@ err = Console(stderr=True, soft_wrap=True)
 DataOption = Annotated[
     Path | None,
     typer.Option(
-        "--data", help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).", show_default=False
+        "--data",
+        metavar="DIR",
+        help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).",
+        show_default=False,
     ),
 ]
 
 
-@data_app.command("fetch")
+@data_app.command(
+    "fetch",
+    cls=_Command,
+    epilog=f"Without network access, download {ARCHIVE_URL} (saved as {ARCHIVE_NAME}) elsewhere, then pass it "
+    "with --archive.",
+)
 def data_fetch(
-    dest: Annotated[Path | None, typer.Option(help="Where to install the files (default: the data directory).")] = None,
-    url: Annotated[str, typer.Option(help="Archive of the reference repository at the pinned commit.")] = DEFAULT_URL,
+    dest: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Where to install the files (default: the data directory).")
+    ] = None,
+    url: Annotated[
+        str,
+        typer.Option(
+            metavar="URL",
+            help="Archive of the reference repository at the pinned commit (default: its GitHub archive, below).",
+            show_default=False,
+        ),
+    ] = DEFAULT_URL,
     archive: Annotated[
         Path | None,
-        typer.Option(help="A local copy of that archive (.tar.gz or .zip), for machines without network access."),
+        typer.Option(
+            metavar="FILE",
+            help="A local copy of that archive (.tar.gz or .zip), for machines without network access.",
+        ),
     ] = None,
-    force: Annotated[bool, typer.Option(help="Download again even if a verified copy exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Download again even if a verified copy exists.")] = False,
 ) -> None:
     """Download the benchmark files at the pinned commit (or read --archive) and verify every sha256."""
     from edsb.data.download import fetch_data
@@ -75,10 +134,12 @@ def data_fetch(
     err.print(f"use it with --data {installed} or export EDSB_DATA={installed}" if dest else "")
 
 
-@data_app.command("check")
+@data_app.command("check", cls=_Command)
 def data_check(
     data: DataOption = None,
-    allow_modified: Annotated[bool, typer.Option(help="Accept files that differ from the pinned checksums.")] = False,
+    allow_modified: Annotated[
+        bool, typer.Option("--allow-modified", help="Accept files that differ from the pinned checksums.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Validate every benchmark file and print the counts."""
@@ -115,7 +176,7 @@ def data_check(
         raise typer.Exit(1)
 
 
-@data_app.command("path")
+@data_app.command("path", cls=_Command)
 def data_path(data: DataOption = None) -> None:
     """Print the data directory edsb would use."""
     from edsb.data.location import resolve_data_dir
@@ -123,17 +184,20 @@ def data_path(data: DataOption = None) -> None:
     out.print(str(resolve_data_dir(data)), markup=False)
 
 
-@app.command("cases")
+@app.command("cases", cls=_Command)
 def cases_command(
     data: DataOption = None,
     cases: Annotated[
-        str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")
+        str | None,
+        typer.Option("--cases", metavar="CASES", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`)."),
     ] = None,
     tag: Annotated[
         list[TagName] | None,
         typer.Option(
             "--tag",
-            help="Only cases with this tag; repeated, any of them (`--tag OA --tag SS`: OA or SS).",
+            metavar="TAG",
+            help=f"Only cases with this tag ({_one_of(TagName)}); repeated, any of them "
+            "(`--tag OA --tag SS`: OA or SS).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
@@ -181,11 +245,13 @@ SAMPLER_HELP = (
 )
 
 
-@app.command("score")
+@app.command("score", cls=_Command)
 def score_command(
-    plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
-    sampler: Annotated[SamplerName, typer.Option(help=SAMPLER_HELP + ".")] = SamplerName.REFERENCE,
-    seed: Annotated[int, typer.Option(help="Seed of the position sampler; line n is drawn from (seed, n).")] = 0,
+    plans: Annotated[str, typer.Argument(metavar="PLANS", help="JSONL file of plans (`-` for stdin), one per line.")],
+    sampler: Annotated[SamplerName, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + ".")] = SamplerName.REFERENCE,
+    seed: Annotated[
+        int, typer.Option(metavar="N", help="Seed of the position sampler; line n is drawn from (seed, n).")
+    ] = 0,
     data: DataOption = None,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
@@ -215,19 +281,24 @@ def score_command(
     finally:
         if source is not sys.stdin:
             source.close()
+    if not outputs:  # nothing to score is a mistake (a wrong file, an empty pipe), not a perfect result
+        raise UsageError(f"{'stdin' if plans == '-' else plans}: no plans to score (the input is empty)")
     err.print(summarize_scores(outputs).text(), markup=False, highlight=False)
 
 
-@app.command("check-model")
+@app.command("check-model", cls=_Command)
 def check_model_command(
-    model: Annotated[
-        str, typer.Option("--model", help="`local`, `openai:<model>`, `replay:<run dir>` or `oracle`.")
-    ] = "local",
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option(help="Name of the environment variable holding the API key (default OPENAI_API_KEY).")
+    model: Annotated[str, typer.Option("--model", metavar="MODEL", help=MODEL_HELP)] = "local",
+    base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the answer.")] = 60.0,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME", help="Name of the environment variable holding the API key (default OPENAI_API_KEY)."
+        ),
+    ] = None,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to wait for the answer.")] = 60.0,
 ) -> None:
     """Send one tiny request and print one JSON line: does this model answer? Run it before a long sweep."""
     from edsb.llm import check_model, parse_model_spec
@@ -242,33 +313,67 @@ def check_model_command(
         raise typer.Exit(1)
 
 
-@app.command("run")
+@app.command("run", cls=_Command)
 def run_command(
-    model: Annotated[
-        str | None, typer.Option(help="`local` (default), `openai:<model>`, `replay:<run dir>` or `oracle`.")
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help=MODEL_HELP)] = None,
+    base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")] = None,
-    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Environment variable holding the API key.")
+    ] = None,
     variant: Annotated[
-        list[VariantName] | None, typer.Option("--variant", help="Variant to run (repeatable; default ours).")
+        list[VariantName] | None,
+        typer.Option(
+            "--variant",
+            metavar="VARIANT",
+            help=f"Variant to run: {_one_of(VariantName)} (repeatable; default ours).",
+        ),
     ] = None,
-    preset: Annotated[PresetName | None, typer.Option(help="The paper's experiment grids (Tables 1 and 2).")] = None,
-    cases: Annotated[str | None, typer.Option(help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")] = None,
-    distraction: Annotated[str | None, typer.Option(help="Distraction levels, e.g. `0-2` or `0,2`.")] = None,
-    repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
-    temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature (default 0.1).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
-    sampler: Annotated[SamplerName | None, typer.Option(help=SAMPLER_HELP + " (default reference).")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
+    preset: Annotated[
+        PresetName | None,
+        typer.Option(metavar="PRESET", help=f"The paper's experiment grids: {_one_of(PresetName)} (Tables 1, 2)."),
+    ] = None,
+    cases: Annotated[
+        str | None,
+        typer.Option(metavar="CASES", help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`; default all)."),
+    ] = None,
+    distraction: Annotated[
+        str | None, typer.Option(metavar="LEVELS", help="Distraction levels, e.g. `0-2` or `0,2` (default 0-2).")
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Repeats per case and level (default 1).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(min=0.0, metavar="T", help="Sampling temperature (default 0.1).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the position sampler (default 0).")] = None,
+    sampler: Annotated[
+        SamplerName | None, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + " (default reference).")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Runs in flight at once (default 4).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option(metavar="SECONDS", help="Seconds per model request (default 120).")
+    ] = None,
     max_retries: Annotated[
-        int | None, typer.Option(min=0, help="Retries per request on 429/5xx/timeouts/connection errors (default 6).")
+        int | None,
+        typer.Option(min=0, metavar="N", help="Retries per request on 429/5xx/timeouts/connection errors (default 6)."),
     ] = None,
-    code_timeout: Annotated[float | None, typer.Option(help="Seconds model code may run (default 10).")] = None,
-    code_memory: Annotated[int | None, typer.Option(help="MiB of memory model code may use (default 1024).")] = None,
+    code_timeout: Annotated[
+        float | None, typer.Option(metavar="SECONDS", help="Seconds model code may run (default 10).")
+    ] = None,
+    code_memory: Annotated[
+        int | None, typer.Option(metavar="MIB", help="MiB of memory model code may use (default 1024).")
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML file with any of these options.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Run directory (rerun with the same one to resume).")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", metavar="FILE", help="TOML file with any of these options.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Run directory (rerun with the same one to resume).")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar (CI logs).")] = False,
     data: DataOption = None,
 ) -> None:
@@ -309,6 +414,9 @@ def run_command(
     if outcome.interrupted:
         raise KeyboardInterrupt
     render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
+    hint = _why_runs_failed(summary, out)
+    if hint:
+        err.print(hint, markup=False, highlight=False)
     stats = outcome.stats
     err.print(
         f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
@@ -322,15 +430,43 @@ def run_command(
         )
 
 
-@app.command("report")
+def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
+    """One line under the table of a sweep with execution errors (their most frequent kinds) or without a single
+    pass, since the brief table shows rates, not reasons; `edsb report` has the reasons."""
+    kinds: Counter[str] = Counter()
+    for data in summary["variants"].values():
+        kinds.update(data.get("error_kinds", {}))
+    if kinds:
+        top = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common(3))
+        more = f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else ""
+        return f"execution errors by kind: {top}{more}; `edsb report {out}` shows their reasons"
+    rates = [data.get("success_rate") for data in summary["variants"].values()]
+    if rates and all(rate == 0 for rate in rates):
+        return f"no run passed; `edsb report {out}` lists why the plans failed"
+    return None
+
+
+@app.command("report", cls=_Command)
 def report_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `edsb run`.")],
-    fmt: Annotated[ReportFormat, typer.Option("--format", help="Output format.")] = ReportFormat.TABLE,
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `edsb run`.")],
+    fmt: Annotated[
+        ReportFormat,
+        typer.Option("--format", metavar="FORMAT", help=f"Output format: {_one_of(ReportFormat)}.", show_default=False),
+    ] = ReportFormat.TABLE,
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
-    price_in: Annotated[float | None, typer.Option(help="USD per million prompt tokens (cost estimate).")] = None,
-    price_out: Annotated[float | None, typer.Option(help="USD per million completion tokens.")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Also write a figure (PNG) of success by tag and level.")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="File for --format html.")] = None,
+    price_in: Annotated[
+        float | None, typer.Option(metavar="USD", help="USD per million prompt tokens (cost estimate).")
+    ] = None,
+    price_out: Annotated[float | None, typer.Option(metavar="USD", help="USD per million completion tokens.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Also write a figure (PNG) of success by tag and level.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", metavar="FILE", help="Write the report to FILE (needed for html; default: stdout)."
+        ),
+    ] = None,
     data: DataOption = None,
 ) -> None:
     """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
@@ -349,9 +485,20 @@ def report_command(
     config, summary = load_run(run_dir)
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)
-    text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)
-    if text is not None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if output is None:
+        text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)
+        if text is not None:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as handle:  # a table goes to the file as plain text, no colours
+            file_console = Console(file=handle, soft_wrap=True, color_system=None, width=160)
+            text = render_report(
+                config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=file_console
+            )
+            if text is not None:
+                handle.write(text if text.endswith("\n") else text + "\n")
+        err.print(f"report written to {output}", markup=False, highlight=False)
     if plot is not None:
         from edsb.report.plots import plot_summary
 
@@ -359,15 +506,20 @@ def report_command(
         err.print(f"figure written to {written}", markup=False, highlight=False)
 
 
-@app.command("show")
+@app.command("show", cls=_Command)
 def show_command(
     case_id: Annotated[int, typer.Argument(metavar="CASE", help="Test case id.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Picture to write: .png, .svg or .pdf.")],
-    distraction: Annotated[int, typer.Option("--distraction", min=0, help="Distraction level.")] = 0,
-    run: Annotated[Path | None, typer.Option("--run", help="Run directory whose plan to draw.")] = None,
-    repeat: Annotated[int, typer.Option(min=0, help="Repeat of the run to draw (with --run).")] = 0,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", metavar="FILE", help="Picture to write: .png, .svg or .pdf.")
+    ],
+    distraction: Annotated[int, typer.Option("--distraction", min=0, metavar="LEVEL", help="Distraction level.")] = 0,
+    run: Annotated[
+        Path | None, typer.Option("--run", metavar="RUN_DIR", help="Run directory whose plan to draw.")
+    ] = None,
+    repeat: Annotated[int, typer.Option(min=0, metavar="N", help="Repeat of the run to draw (with --run).")] = 0,
     variant: Annotated[
-        VariantName | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
+        VariantName | None,
+        typer.Option(metavar="VARIANT", help="Variant of the run (with --run; default: the run's first)."),
     ] = None,
     data: DataOption = None,
 ) -> None:
@@ -393,10 +545,15 @@ def show_command(
     err.print(f"picture written to {written}", markup=False, highlight=False)
 
 
-@app.command("scenes")
+@app.command("scenes", cls=_Command)
 def scenes_command(
-    output: Annotated[Path, typer.Option("-o", "--output", help="Directory for one PNG per scene.")],
-    scene: Annotated[list[SceneName] | None, typer.Option("--scene", help="Scene to draw (repeatable).")] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", help="Directory for one PNG per scene.")],
+    scene: Annotated[
+        list[SceneName] | None,
+        typer.Option(
+            "--scene", metavar="SCENE", help=f"Scene to draw: {_one_of(SceneName)} (repeatable; default all)."
+        ),
+    ] = None,
     data: DataOption = None,
 ) -> None:
     """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
@@ -411,10 +568,18 @@ def scenes_command(
         err.print(f"{name}: {written}", markup=False, highlight=False)
 
 
-@app.command("compare")
+@app.command("compare", cls=_Command)
 def compare_command(
-    run_dirs: Annotated[list[Path], typer.Argument(help="Two or more run directories; the first is the baseline.")],
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="Output format.")] = CompareFormat.TABLE,
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(metavar="RUN_DIR...", help="Two or more run directories; the first is the baseline."),
+    ],
+    fmt: Annotated[
+        CompareFormat,
+        typer.Option(
+            "--format", metavar="FORMAT", help=f"Output format: {_one_of(CompareFormat)}.", show_default=False
+        ),
+    ] = CompareFormat.TABLE,
 ) -> None:
     """Side by side per variant and tag: success (execution), difference to the first run, interval overlap."""
     from edsb.report.render import coverage_differences, load_run, render_compare

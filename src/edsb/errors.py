@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from json import JSONDecodeError
+
     from pydantic import ValidationError
 
 
@@ -31,3 +33,9 @@ def validation_message(exc: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "(top level)"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
+
+
+def json_error_message(exc: JSONDecodeError) -> str:
+    """Where and why JSON did not parse, as `Expecting value: line 2 column 5`. Some of json's messages end in
+    "at" (`Unterminated string starting at`), so the position follows a colon, as in json's own wording."""
+    return f"{exc.msg}: line {exc.lineno} column {exc.colno}"

@@ -172,3 +172,40 @@ def test_unreachable_url_suggests_a_local_archive(tmp_path: Path, capsys: pytest
     assert outcome.returncode == 1
     assert "--archive FILE" in outcome.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _repack(archive: Path, rename) -> None:
+    """The test archive with every member renamed by `rename` (dropped where it returns None)."""
+    with tarfile.open(fileobj=io.BytesIO(build_archive()), mode="r:gz") as source, tarfile.open(archive, "w:gz") as tar:
+        for member in source:
+            name = rename(member.name)
+            if name is None:
+                continue
+            info = tarfile.TarInfo(name)
+            info.size = member.size
+            tar.addfile(info, source.extractfile(member))
+
+
+@pytest.mark.parametrize(
+    ("rename", "says"),
+    [
+        (lambda name: name.split("/", 1)[1], "holds the benchmark files at its top level; they must be inside one"),
+        (lambda name: f"outer/{name}", "holds none of the benchmark files inside one top-level folder"),
+    ],
+    ids=["no top folder", "two folders deep"],
+)
+def test_a_local_archive_laid_out_otherwise_says_what_is_wrong(tmp_path: Path, rename, says: str) -> None:
+    archive = tmp_path / "repacked.tar.gz"
+    _repack(archive, rename)
+    outcome = edsb_child(
+        ["data", "fetch", "--archive", str(archive), "--dest", str(tmp_path / "d")], env=_cli_env(tmp_path)
+    )
+    outcome.assert_one_clear_error(1, contains=f"--archive {archive} {says}")
+    assert "download" not in outcome.stderr and not (tmp_path / "d").exists()
+
+
+def test_a_local_archive_missing_a_file_is_refused_without_saying_download(tmp_path: Path) -> None:
+    archive = tmp_path / "short.tar.gz"
+    _repack(archive, lambda name: None if name.endswith("House/objects.json") else name)
+    with pytest.raises(DataError, match=f"--archive {archive} refused: configs/scenes/House/objects.json is missing"):
+        fetch_data(tmp_path / "data", archive=archive)

@@ -33,7 +33,11 @@ def test_selection(text, expected) -> None:
         ("XY", "unknown case selector 'XY'"),
         ("5-9", "matches no case"),
         ("4-1", "empty case range"),
-        (",", "selects nothing"),
+        (",", "empty item in case selection ','"),
+        ("13,,60", "empty item in case selection '13,,60'"),
+        ("", "empty case selection"),
+        ("  ", "empty case selection"),
+        ("13,", "empty item"),
     ],
 )
 def test_bad_selection(text, message) -> None:
@@ -49,6 +53,10 @@ def test_levels() -> None:
         parse_levels("0-3")
     with pytest.raises(UsageError):
         parse_levels("-1")
+    with pytest.raises(UsageError, match="empty distraction level selection"):
+        parse_levels("")
+    with pytest.raises(UsageError, match="empty item in distraction level selection '0,,2'"):
+        parse_levels("0,,2")
 
 
 def test_describe_ids() -> None:

@@ -40,6 +40,7 @@ OUTCOMES = {
     63: ("passed", None),
 }
 REPEATS = 2
+ROUTE, ROUTE_KEY = "openai-api/loopback/scripted", "LOOPBACK_API_KEY"  # Inspect's provider for any such server
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,13 @@ def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iter
                 )  # fmt: skip
                 assert code == 0
                 records.update((r["key"], r) for r in read_results(out))
-            monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+            monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
             for setting in SETTINGS:
                 task = TASKS[setting.name](variant=setting.variant, cases=setting.cases, levels=setting.levels)
                 (log,) = inspect_eval(
                     task,
-                    model="openai/scripted",
+                    model=ROUTE,  # the README's route for OpenAI-compatible servers
                     model_base_url=server.base_url,  # a new base URL is a new Inspect model (they are cached)
-                    model_args={"responses_api": False},  # the loopback server speaks chat completions
                     epochs=REPEATS,
                     log_dir=str(root / "logs"),
                     display="none",
@@ -238,12 +238,11 @@ def run_one(
     args = ("--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13", "--distraction", "0")
     assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == exit_code
     (record,) = read_results(out)
-    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
     (log,) = inspect_eval(
         edsb_table1(cases=13, levels=0, epochs=1),
-        model="openai/scripted",
+        model=ROUTE,
         model_base_url=server.base_url,
-        model_args={"responses_api": False},
         log_dir=str(tmp_path / "logs"),
         display="none",
         max_retries=0,
@@ -275,3 +274,31 @@ def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
     (sample,) = log.samples or []
     assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it
     assert not sample.scores  # neither a pass nor an execution error: Inspect retries or reports it
+
+
+def test_a_provider_that_drops_the_system_message_and_temperature_fails_the_sample_loudly(
+    benchmark: Benchmark, openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inspect's `openai` provider takes a model name it does not know for a reasoning model: it sends the system
+    message as role `developer` and leaves the temperature out. Such a run is not the benchmark's; it must not be
+    scored."""
+    openai_server.handler = StoryModel(benchmark.cases)
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    (log,) = inspect_eval(
+        edsb_table1(cases=13, levels=0, epochs=1),
+        model="openai/scripted",
+        model_base_url=openai_server.base_url,
+        model_args={"responses_api": False},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_retries=0,
+        fail_on_error=False,
+    )
+    body = openai_server.chat_requests[0].json()
+    assert body["messages"][0]["role"] == "developer" and "temperature" not in body  # what Inspect sent
+    (sample,) = read_eval_log(log.location).samples or []
+    assert sample.error is not None and not sample.scores
+    message = sample.error.message
+    assert "RequestAltered" in message or "changed edsb's request" in message
+    assert "the system message went out as role developer and temperature 0.1 was dropped" in message
+    assert "openai-api/<service>/<model>" in message

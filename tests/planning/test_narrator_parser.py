@@ -123,3 +123,11 @@ def test_no_kept_character_is_its_own_error_kind() -> None:
 def test_reasoning_is_optional() -> None:
     event = parse_narrator_reply(reply({"characters": ["Ann"], "activity": "wave"}, reasoning=None), KEPT)
     assert event is not None and event.reasoning is None
+
+
+def test_an_unterminated_string_says_where_in_plain_words() -> None:
+    with pytest.raises(NarratorFormatError) as caught:
+        parse_narrator_reply('{"event":\n "unfinished', KEPT)
+    message = str(caught.value)
+    assert "Unterminated string starting at: line 2 column 2" in message
+    assert "at at" not in message

@@ -1,76 +1,77 @@
-"""The HTML report opened in headless Chromium: tables and a run's drill-down are there, and nothing leaves the page.
+"""The HTML report opened in headless Chromium (Debian's `chromium`, driven by Playwright): what a user sees.
 
-A real run (loopback server, scripted model) plus one failed run written by hand. Chromium is sent through a
-logging proxy on 127.0.0.1, so any http(s) fetch the page made would be seen; a control page with one external
-image proves the proxy does see such fetches.
+A real run (loopback server, scripted model) of case 13 at levels 0 and 2 and case 60, plus a failed and an errored
+run written by hand. The page must fetch nothing; every label of a drill-down picture must lie inside the picture's
+own panel, and no two labels may overlap; expected anchors are outlined, not filled black; the filters and the jump
+from an error kind to its runs work.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import socketserver
-import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from edsb.data.benchmark import Benchmark
+from tests.support.browser import chromium_page
 from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer
 from tests.support.scripted_stories import StoryModel
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+LEVEL_2_RUN = "run-ours__tc13-d2-r0"  # case 13 at level 2: four history characters around the kitchen
+TOLERANCE_PX = 0.5
+
+# Every rendered label and picture of one run's drill-down, in page pixels. A picture's case layers live in
+# <defs> and are drawn through <use>, whose clones a script cannot reach: each label there is measured as what the
+# <use> draws while every other shape of its layer is hidden.
+MEASURE = """
+(anchor) => {
+  const box = (r) => ({left: r.left, top: r.top, right: r.right, bottom: r.bottom});
+  const run = document.getElementById(anchor);
+  const panel = run.querySelector(".picture");
+  const svg = panel.querySelector("svg");
+  const pictures = [], labels = [], fills = [];
+  svg.querySelectorAll(":scope > use").forEach((use) => {
+    const id = use.getAttribute("href").slice(1);
+    pictures.push({what: id, box: box(use.getBoundingClientRect())});
+    const layer = document.getElementById(id);
+    const shapes = Array.from(layer.querySelectorAll("*"));
+    layer.querySelectorAll("polygon.expected").forEach((shape) => fills.push(getComputedStyle(shape).fill));
+    layer.querySelectorAll("text").forEach((text) => {
+      shapes.forEach((other) => {
+        const keep = other === text || other.contains(text) || text.contains(other);
+        other.style.display = keep ? "" : "none";
+      });
+      labels.push({what: text.textContent, box: box(use.getBoundingClientRect())});
+    });
+    shapes.forEach((other) => { other.style.display = ""; });
+  });
+  svg.querySelectorAll("text").forEach((text) => {
+    labels.push({what: text.textContent, box: box(text.getBoundingClientRect())});
+  });
+  const stars = Array.from(svg.querySelectorAll("polygon.star")).map((star) => box(star.getBoundingClientRect()));
+  return {stars, panel: box(panel.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
+          overflow: [getComputedStyle(panel).overflow, getComputedStyle(svg).overflow], pictures, labels, fills, stars};
+}
+"""
 
 
-class _LoggingProxy(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        super().__init__(("127.0.0.1", 0), _ProxyHandler)
-
-
-class _ProxyHandler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        line = self.rfile.readline(4096).decode("latin-1").strip()
-        if line:
-            self.server.requests.append(line)  # type: ignore[attr-defined]
-        self.wfile.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+def _inside(inner: dict[str, float], outer: dict[str, float]) -> bool:
+    return (
+        inner["left"] >= outer["left"] - TOLERANCE_PX
+        and inner["top"] >= outer["top"] - TOLERANCE_PX
+        and inner["right"] <= outer["right"] + TOLERANCE_PX
+        and inner["bottom"] <= outer["bottom"] + TOLERANCE_PX
+    )
 
 
-# What Chromium itself contacts (component updates, clock, accounts) whatever page it shows.
-BROWSER_OWN_HOSTS = ("update.googleapis.com", "clients2.google.com", "accounts.google.com")
-
-
-def page_requests(proxy: _LoggingProxy) -> list[str]:
-    return [line for line in proxy.requests if not any(host in line for host in BROWSER_OWN_HOSTS)]
-
-
-@pytest.fixture
-def proxy() -> Iterator[_LoggingProxy]:
-    server = _LoggingProxy()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-def chromium(page: Path, proxy: _LoggingProxy, profile: Path, *extra: str, fragment: str = "") -> str:
-    assert CHROMIUM, "chromium is not installed (.ci/run installs Debian's chromium package)"
-    command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--proxy-server=http://127.0.0.1:{proxy.server_address[1]}",
-        "--proxy-bypass-list=<-loopback>", "--virtual-time-budget=5000", *extra, page.as_uri() + fragment,
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        min(a["right"], b["right"]) - max(a["left"], b["left"]) > TOLERANCE_PX
+        and min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > TOLERANCE_PX
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,55 +81,114 @@ def run_dir(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> P
     with pytest.MonkeyPatch.context() as monkeypatch:
         isolate_environment(monkeypatch, root / "cache")
         with OpenAIServer(StoryModel(benchmark.cases)) as server:
-            code = run_edsb(
-                "run", "--model", "openai:scripted", "--base-url", server.base_url, "--cases", "13,60",
-                "--distraction", "0", "--repeats", "1", "--max-retries", "0", "--quiet", "--out", str(out),
-            )  # fmt: skip
-    assert code == 0
+            for cases, levels in (("13", "0,2"), ("60", "0")):
+                code = run_edsb(
+                    "run", "--model", "openai:scripted", "--base-url", server.base_url, "--cases", cases,
+                    "--distraction", levels, "--repeats", "1", "--max-retries", "0", "--quiet", "--out", str(out),
+                )  # fmt: skip
+                assert code == 0
+    base = {"variant": "ours", "case": 13, "distraction": 0, "tags": ["RC"], "passed": False}
     failed = {
+        **base,
         "key": "ours/tc13-d0-r1",
-        "variant": "ours",
-        "case": 13,
-        "distraction": 0,
         "repeat": 1,
-        "tags": ["RC"],
         "status": "failed",
-        "passed": False,
         "plan": {"David": {"target_action": ["eat", "sit"], "relationships": ["sit on chair_3"]}},
         "reason": "David: relationships ['sit on chair_3'] do not satisfy the expected seats",
     }
+    errored = {
+        **base,
+        "key": "ours/tc13-d0-r2",
+        "repeat": 2,
+        "status": "error",
+        "error_kind": "code_runtime",
+        "error": "KeyError: 'table_99'",
+    }
     with (out / "results.jsonl").open("a") as handle:
-        handle.write(json.dumps(failed) + "\n")
+        handle.write(json.dumps(failed) + "\n" + json.dumps(errored) + "\n")
     return out
 
 
-def test_report_in_chromium_has_tables_and_drill_down_and_fetches_nothing(
-    run_dir: Path, tmp_path: Path, proxy: _LoggingProxy
-) -> None:
-    page = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def page(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    page = tmp_path_factory.mktemp("page") / "report.html"
     assert run_edsb("report", str(run_dir), "--format", "html", "-o", str(page)) == 0
+    return page
+
+
+def test_report_in_chromium_has_tables_and_drill_down_and_fetches_nothing(page: Path) -> None:
     html = page.read_text()
     assert "http://" not in html and "https://" not in html
-    dom = chromium(page, proxy, tmp_path / "profile", "--dump-dom", fragment="#run-ours__tc13-d0-r0")
+    with chromium_page() as browser:
+        browser.open(page, "#run-ours__tc13-d0-r0")
+        dom = browser.evaluate("document.documentElement.outerHTML")
+        assert browser.evaluate("document.getElementById('run-ours__tc13-d0-r0').open"), "the run named is not open"
+        drill_down = browser.evaluate("document.getElementById('run-ours__tc13-d0-r0').textContent")
+        fetched = browser.fetched
     assert 'class="summary"' in dom and "Distraction level 0" in dom
     assert 'id="run-ours__tc13-d0-r1"' in dom and "do not satisfy the expected seats" in dom
-    start = dom.find('<details class="run" id="run-ours__tc13-d0-r0" open="">')
-    assert start >= 0, "the run named in the address is not open"
-    drill_down = dom[start : dom.find('<details class="run"', start + 1)]
     # the page's script filled in the prompts and replies from the transcripts
     assert "Request 1 (narrator)" in drill_down and "Request 2 (event_parser)" in drill_down
-    assert "[User Instruction]" in drill_down and "Executed code" in drill_down and "<svg" in drill_down
-    screenshot = tmp_path / "report.png"
-    chromium(
-        page, proxy, tmp_path / "profile2", f"--screenshot={screenshot}", "--window-size=1200,1600",
-        fragment="#run-ours__tc13-d0-r1",
-    )  # fmt: skip
-    assert screenshot.stat().st_size > 10_000
-    assert page_requests(proxy) == []
+    assert "[User Instruction]" in drill_down and "Executed code" in drill_down
+    assert fetched == []
 
 
-def test_the_proxy_would_see_a_page_that_fetches(tmp_path: Path, proxy: _LoggingProxy) -> None:
-    page = tmp_path / "control.html"
-    page.write_text('<html><body><img src="http://example.invalid/pixel.png"></body></html>')
-    chromium(page, proxy, tmp_path / "profile", "--dump-dom")
-    assert any("example.invalid" in request for request in page_requests(proxy))
+def test_the_browser_sees_a_page_that_fetches(tmp_path: Path) -> None:
+    control = tmp_path / "control.html"
+    control.write_text('<html><body><img src="http://example.invalid/pixel.png"></body></html>')
+    with chromium_page() as browser:
+        browser.open(control)
+        fetched = browser.fetched
+    assert fetched == ["http://example.invalid/pixel.png"]
+
+
+def test_every_label_of_a_level_2_picture_stays_in_its_panel_and_none_overlaps(page: Path) -> None:
+    with chromium_page() as browser:
+        browser.open(page, "#" + LEVEL_2_RUN)
+        seen: dict[str, Any] = browser.evaluate(MEASURE, LEVEL_2_RUN)
+    panel = seen["panel"]
+    labels = seen["labels"]
+    for label in labels:
+        assert _inside(label["box"], panel), (label, panel)
+        assert label["box"]["bottom"] - label["box"]["top"] < 20, label  # a label, not a glyph metres tall
+    for picture in seen["pictures"]:
+        assert _inside(picture["box"], panel), picture
+    assert _inside(seen["svg"], panel)
+    assert len(seen["fills"]) == 4  # case 13 expects one of four seats
+    assert all(fill not in ("rgb(0, 0, 0)", "#000000", "black") for fill in seen["fills"]), seen["fills"]
+    assert seen["overflow"] == ["hidden", "hidden"], "a picture must be clipped to its box"
+    (star,) = seen["stars"]  # David's plan, as a star big enough to find at a glance
+    assert star["right"] - star["left"] >= 16 and star["bottom"] - star["top"] >= 16, star
+    names = {label["what"] for label in labels}
+    assert {"Melissa", "Michael", "Sarah", "Cody", "David", "table_4", "coffee_maker_1"} <= names
+    for index, label in enumerate(labels):
+        for other in labels[index + 1 :]:
+            assert not _overlap(label["box"], other["box"]), (label, other)
+
+
+def test_failed_runs_only_and_the_jump_from_an_error_kind_to_its_runs(page: Path) -> None:
+    visible = "Array.from(document.querySelectorAll(sel)).filter((e) => e.checkVisibility()).map((e) => e.id)"
+    script = f"(sel) => {visible}"
+    with chromium_page() as browser:
+        browser.open(page)
+        every_run = browser.evaluate(script, "details.run")
+        cells = browser.evaluate("document.querySelectorAll('.grid a').length")
+        swatches = browser.evaluate(
+            "Array.from(document.querySelectorAll('.legend i')).map((i) => getComputedStyle(i).backgroundColor)"
+        )
+        browser.page.check("#failed-only")
+        failed_only = browser.evaluate(script, "details.run")
+        failed_cells = browser.evaluate(
+            "Array.from(document.querySelectorAll('.grid a')).filter(e => e.checkVisibility()).length"
+        )
+        browser.page.uncheck("#failed-only")
+        browser.page.click("table.stats a.kind")
+        of_kind = browser.evaluate(script, "details.run")
+        note = browser.evaluate("document.getElementById('filter-note').textContent")
+        browser.page.click("#filter-note a")
+        again = browser.evaluate(script, "details.run")
+    assert len(swatches) == 4 and len(set(swatches)) == 4  # passed, failed, incomplete, error: code_runtime
+    assert len(every_run) == cells == 5
+    assert failed_only == ["run-ours__tc13-d0-r1", "run-ours__tc13-d0-r2"] and failed_cells == 2
+    assert of_kind == ["run-ours__tc13-d0-r2"] and note.startswith("1 ours runs with error code_runtime")
+    assert again == every_run

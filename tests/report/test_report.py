@@ -176,3 +176,40 @@ def test_mean_tokens_are_truncated_as_the_reference_s_token_table(tmp_path: Path
     run = write_run_dir(tmp_path / "tokens", records)
     _, out, _ = edsb_in_process(["report", str(run), "--format", "markdown"], capsys)
     assert "| 1000 / 100 |" in out
+
+
+def test_chart_axes_end_at_one(run_dir: Path) -> None:
+    from edsb.report.plots import summary_figure
+    from edsb.report.render import load_run
+
+    figure = summary_figure(load_run(run_dir)[1], "a title")
+    assert [axis.get_ylim() for axis in figure.axes] == [(0.0, 1.0), (0.0, 1.0)]
+    assert max(figure.axes[0].get_yticks()) == 1.0
+
+
+def test_error_kinds_get_colours_far_apart_and_from_the_verdict_colours() -> None:
+    from edsb.report.html import ERROR_PALETTE, STATUS_COLOURS, error_kind_colours
+    from edsb.results import ErrorKind
+
+    def rgb(colour: str) -> tuple[int, ...]:
+        return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+
+    def distance(a: str, b: str) -> float:
+        return sum((x - y) ** 2 for x, y in zip(rgb(a), rgb(b), strict=True)) ** 0.5
+
+    colours = error_kind_colours(list(ErrorKind)[: len(ERROR_PALETTE)])
+    assert len(set(colours.values())) == len(ERROR_PALETTE)
+    for kind, colour in colours.items():
+        assert all(distance(colour, other) > 100 for other in STATUS_COLOURS.values()), kind
+        assert all(distance(colour, other) > 80 for k, other in colours.items() if k != kind), kind
+
+
+def test_html_grid_follows_the_papers_variant_order(tmp_path: Path, capsys) -> None:
+    records = [result_record(v, 0, ["OA"], 0, 0, "passed") for v in ("scene-graph", "wo-event", "ours", "object-list")]
+    page = tmp_path / "report.html"
+    run = write_run_dir(tmp_path / "run", records)
+    code, _, err = edsb_in_process(["report", str(run), "--format", "html", "-o", str(page)], capsys)
+    assert code == 0, err
+    html = page.read_text()
+    captions = [html.index(f"<caption>{v}</caption>") for v in ("ours", "wo-event", "object-list", "scene-graph")]
+    assert captions == sorted(captions)

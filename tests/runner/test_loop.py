@@ -82,9 +82,39 @@ def test_non_terminal_console_gets_plain_progress_lines(tmp_path: Path) -> None:
     _run(tmp_path, Console(file=log, force_terminal=False, width=80))
     lines = log.getvalue().splitlines()
     assert "\x1b" not in log.getvalue()  # no cursor movement or colour in a CI log
+    assert lines[0] == "runs 0/20 | started, 4 at a time; a progress line every 30 s"
     assert lines[-1].startswith("runs 20/20 | success 0.33 | errors 5 | incomplete 5 | tokens 220")
-    assert [line.split()[1] for line in lines] == [f"{n}/20" for n in range(2, 21, 2)]  # every tenth of the runs
-    assert all(len(line) > 80 for line in lines)  # one line each, not wrapped at the console width
+    assert [line.split()[1] for line in lines[1:]] == [f"{n}/20" for n in range(2, 21, 2)]  # every tenth
+    assert all(len(line) > 80 for line in lines[1:])  # one line each, not wrapped at the console width
+
+
+def test_a_log_hears_from_a_sweep_whose_runs_take_long(tmp_path: Path) -> None:
+    """The first line comes at the start and more follow while no run has finished yet (a run on the embedded
+    model takes minutes): the run waits until the log shows two heartbeats after the start line."""
+    log = io.StringIO()
+    keys = KEYS[:2]
+
+    async def slow(key: RunKey) -> RunResult:
+        while log.getvalue().count(f"runs 0/{len(keys)} | success") < 2:
+            await asyncio.sleep(0.005)
+        return _record(key)
+
+    async def sweep() -> LoopStats:
+        return await asyncio.wait_for(
+            run_keys(keys, slow, store, concurrency=2, console=Console(file=log), log_every_s=0.02), timeout=60
+        )
+
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        stats = asyncio.run(sweep())
+    finally:
+        store.close()
+    lines = log.getvalue().splitlines()
+    assert stats.done == 2
+    assert lines[0] == "runs 0/2 | started, 2 at a time; a progress line every 0.02 s"
+    assert lines[1].startswith("runs 0/2 | success - | errors 0 | incomplete 0 | tokens 0 | in flight 2")
+    assert lines[-1].startswith("runs 2/2 |")
 
 
 def test_quiet_prints_nothing(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from edsb.data.location import resolve_data_dir
 from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
-from edsb.errors import DataError, validation_message
+from edsb.errors import DataError, json_error_message, validation_message
 
 M = TypeVar("M")
 
@@ -31,7 +31,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise DataError(f"{path}: invalid JSON ({json_error_message(exc)})") from None
 
 
 def parse_file(path: Path, model: type[M]) -> M:

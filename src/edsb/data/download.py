@@ -17,6 +17,9 @@ from edsb.data.manifest import OPTIONAL_FILES, load_manifest, manifest_text, sha
 from edsb.errors import DataError
 
 DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.tar.gz"
+# Where that address redirects, and the file name a browser saves it under: what to fetch by hand for --archive.
+ARCHIVE_URL = f"https://codeload.github.com/{REFERENCE_REPO}/tar.gz/{REFERENCE_COMMIT}"
+ARCHIVE_NAME = f"{REFERENCE_REPO.split('/')[1]}-{REFERENCE_COMMIT}.tar.gz"
 
 
 def _download(url: str, target: Path, timeout: float) -> None:
@@ -44,8 +47,10 @@ def _strip_top(name: str) -> str | None:
     return str(PurePosixPath(*parts[1:]))
 
 
-def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) -> None:
-    """Copy the wanted members (by path inside the top folder) into scratch; nothing else is written."""
+def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) -> list[str]:
+    """Copy the wanted members (by path inside the top folder) into scratch; nothing else is written. Returns the
+    names of all members, for saying what is wrong with an archive laid out otherwise."""
+    names: list[str] = []
 
     def write(relative: str, source) -> None:
         destination = scratch / relative
@@ -56,14 +61,16 @@ def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) 
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zipped:
             for info in zipped.infolist():
+                names.append(info.filename)
                 relative = _strip_top(info.filename)
                 if relative in wanted and not info.is_dir():
                     with zipped.open(info) as source:
                         write(relative, source)
-        return
+        return names
     try:
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:
+                names.append(member.name)
                 relative = _strip_top(member.name)
                 if relative in wanted and member.isfile():
                     extracted = tar.extractfile(member)
@@ -71,6 +78,23 @@ def _extract_wanted(archive: Path, wanted: set[str], scratch: Path, label: str) 
                         write(relative, extracted)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise DataError(f"{label} is not a readable archive ({exc})") from None
+    return names
+
+
+def _layout_problem(names: list[str], wanted: set[str], label: str) -> str | None:
+    """Why an archive that holds none of the benchmark files where expected is not the reference's archive, or
+    None when the files are where they belong (one top-level folder, as GitHub packs a commit)."""
+    inside = sum(_strip_top(name) in wanted for name in names)
+    at_top = sum(PurePosixPath(name).as_posix() in wanted for name in names)
+    if inside >= at_top and inside:
+        return None
+    folder = f"inside one top-level folder ({REFERENCE_REPO.split('/')[1]}-<commit>/), as GitHub packs a commit"
+    if at_top:
+        return f"{label} holds the benchmark files at its top level; they must be {folder}"
+    return (
+        f"{label} holds none of the benchmark files {folder}: is it the archive of {REFERENCE_REPO} at the pinned "
+        "commit?"
+    )
 
 
 def _missing_parents(path: Path) -> list[Path]:
@@ -124,18 +148,22 @@ def _install(dest: Path, url: str, local_archive: Path | None, manifest: dict[st
             archive = local_archive
         scratch = work_dir / "tree"
         scratch.mkdir()
-        label = "download" if local_archive is None else str(local_archive)
-        _extract_wanted(archive, set(manifest) | set(OPTIONAL_FILES), scratch, label)
+        label = "the download" if local_archive is None else f"--archive {local_archive}"
+        refused = "download refused" if local_archive is None else f"--archive {local_archive} refused"
+        wanted = set(manifest) | set(OPTIONAL_FILES)
+        problem = _layout_problem(_extract_wanted(archive, wanted, scratch, label), wanted, label)
+        if problem is not None:
+            raise DataError(problem)
         for name, expected in manifest.items():
             path = scratch / name
             if not path.is_file():
-                raise DataError(f"download refused: {name} is missing from the archive")
+                raise DataError(f"{refused}: {name} is missing from the archive")
             if sha256_file(path) != expected:
-                raise DataError(f"download refused: {name} does not match its pinned sha256 (tampered or wrong commit)")
+                raise DataError(f"{refused}: {name} does not match its pinned sha256 (tampered or wrong commit)")
         for name, expected in OPTIONAL_FILES.items():
             path = scratch / name
             if path.is_file() and sha256_file(path) != expected:
-                raise DataError(f"download refused: {name} does not match its pinned sha256 (tampered or wrong commit)")
+                raise DataError(f"{refused}: {name} does not match its pinned sha256 (tampered or wrong commit)")
         # The archive does not carry the manifest; leave it beside the files so `sha256sum -c` works there.
         (scratch / "SHA256SUMS").write_text(manifest_text(), encoding="utf-8")
         if dest.exists():

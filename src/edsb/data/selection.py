@@ -26,15 +26,24 @@ def describe_ids(ids: Iterable[int]) -> str:
     return ", ".join(spans)
 
 
+def _tokens(selection: str, what: str) -> list[str]:
+    """The comma-separated items of a selection. An empty selection or an empty item (`13,,60`) is refused: it is
+    a typo or an unset shell variable, and silently reading it as "everything" or skipping it would run another
+    sweep than the one meant."""
+    tokens = [raw.strip() for raw in selection.split(",")]
+    if not selection.strip():
+        raise UsageError(f"empty {what} selection (leave the option out for the default)")
+    if "" in tokens:
+        raise UsageError(f"empty item in {what} selection {selection!r}")
+    return tokens
+
+
 def select_cases(selection: str | None, cases: Mapping[int, TestCase]) -> list[int]:
     """Ids picked by a selection string, ascending; None or `all` picks every case."""
-    if selection is None or selection.strip().lower() in ("", "all"):
+    if selection is None or selection.strip().lower() == "all":
         return sorted(cases)
     chosen: set[int] = set()
-    for raw in selection.split(","):
-        token = raw.strip()
-        if not token:
-            continue
+    for token in _tokens(selection, "case"):
         upper = token.upper()
         if upper in TAGS:
             chosen.update(cid for cid, case in cases.items() if upper in case.tags)
@@ -66,11 +75,10 @@ def select_cases(selection: str | None, cases: Mapping[int, TestCase]) -> list[i
 
 def parse_levels(text: str | None, default: Iterable[int] = (0, 1, 2)) -> list[int]:
     """Distraction levels such as `0-2` or `0,2`."""
-    if text is None or not text.strip():
+    if text is None:
         return sorted(set(default))
     levels: set[int] = set()
-    for raw in text.split(","):
-        token = raw.strip()
+    for token in _tokens(text, "distraction level"):
         span = _RANGE.match(token)
         if span:
             low, high = int(span.group(1)), int(span.group(2))

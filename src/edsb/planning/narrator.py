@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edsb.errors import json_error_message
 from edsb.results import ErrorKind, RunError
 
 # A final parenthesised group such as ` (ongoing)`, which models copy from the event history.
@@ -75,7 +76,7 @@ def parse_narrator_reply(reply: str, character_names: Sequence[str]) -> Narrator
     try:
         data = json.loads(reply)
     except json.JSONDecodeError as exc:
-        raise NarratorFormatError(f"reply is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise NarratorFormatError(f"reply is not valid JSON ({json_error_message(exc)})") from None
     except RecursionError:
         raise NarratorFormatError("reply is JSON nested too deeply to read") from None
     if not isinstance(data, dict):

@@ -17,7 +17,7 @@ import base64
 import io
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
-from edsb.planning.variants import get_variant
+from edsb.planning.variants import VARIANTS, get_variant
 from edsb.report.render import SAMPLER_MISS_HEADER, SAMPLER_MISS_TITLE, sampler_miss_rows
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
@@ -35,9 +35,11 @@ from edsb.report.topdown import (
     EXPECTED_AREA_ALPHA,
     EXPECTED_COLOUR,
     PLAN_COLOUR,
+    Box,
     Marks,
     case_marks,
     floor_plan_figure,
+    place_labels,
     plan_marks,
     scene_extent,
 )
@@ -45,9 +47,30 @@ from edsb.results.rundir import RunDirectory
 from edsb.sandbox import extract_code
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
-ERROR_PALETTE = ("#f39c12", "#e67e22", "#b9770e", "#f5b041", "#dc7633", "#ca6f1e", "#f8c471", "#af601a")
+# Error kinds, in order of first appearance in a report: colours far apart from each other and from the status
+# colours above (no green, red or grey), the first ones the most distinct.
+ERROR_PALETTE = (
+    "#ff8c00",  # orange
+    "#1f5fd6",  # blue
+    "#7b2fbe",  # purple
+    "#ffe119",  # yellow
+    "#00c8d7",  # cyan
+    "#6b3e12",  # brown
+    "#ff6fcf",  # pink
+    "#0b1f5c",  # navy
+    "#8fd400",  # lime
+    "#000000",  # black
+)
 PICTURE_WIDTH_IN = 5.0
 PICTURE_DPI = 80
+PICTURE_PX = PICTURE_WIDTH_IN * PICTURE_DPI  # a drill-down picture's width on the page (the template's .picture)
+# Sizes in pixels of the picture: object names, character and plan labels, character dots and plan stars (radius).
+NAME_PX, LABEL_PX, CHARACTER_PX, PLAN_PX = 7.5, 10.0, 4.0, 9.0
+
+
+def error_kind_colours(kinds: Iterable[str]) -> dict[str, str]:
+    """A colour per error kind (sorted by name): distinct ones while the palette lasts, then it starts over."""
+    return {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(sorted(set(kinds)))}
 
 
 def _require_jinja():
@@ -106,19 +129,78 @@ def _area_image(area: tuple[Any, tuple[float, float, float, float]]) -> str:
     )
 
 
-def _svg_shapes(marks: Marks, scene: Scene) -> str:
-    """Marks as SVG shapes in scene coordinates with y flipped (the area first, so the rest stays on top)."""
-    shapes = [_area_image(marks.area)] if marks.area is not None else []
-    for name, role in marks.objects.items():
-        points = " ".join(f"{x:.2f},{-y:.2f}" for x, y in scene.by_name[name].footprint.astype(float))
-        shapes.append(f'<polygon points="{points}" class="{role}"><title>{_escape(name)}</title></polygon>')
-    for label, x, y, kind in marks.points:
-        colour = _rgb(PLAN_COLOUR if kind == "plan" else CHARACTER_COLOUR)
-        shapes.append(
-            f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="0.1" fill="{colour}"/>'
-            f'<text x="{x + 0.15:.2f}" y="{-y - 0.1:.2f}" fill="{colour}">{_escape(label)}</text>'
+class _Layers:
+    """The SVG layers of one scene's pictures, in user units of the scene (metres, y flipped), sized for a picture
+    `PICTURE_PX` wide. Every style is an attribute of the layer's group or of the shape itself: the case layers live
+    in `<defs>` and are drawn through `<use>`, where the page's CSS does not reach them. Labels are placed so that
+    none overlaps another label or a marker of the same picture, whichever layer it is in."""
+
+    def __init__(self, scene: Scene) -> None:
+        x0, x1, y0, y1 = scene_extent(scene)
+        self.scene = scene
+        self.bounds = (x0, y0, x1, y1)
+        self.unit = (x1 - x0) / PICTURE_PX  # metres per pixel of the picture
+        labels = [(box.name, float(box.center[0]), float(box.center[1])) for box in scene.objects]
+        self.name_boxes = place_labels(labels, NAME_PX * self.unit, self.bounds, centred=True)
+        self.names = self._group(
+            NAME_PX,
+            "".join(
+                self._text(name, box, NAME_PX * self.unit, "#222")
+                for (name, _, _), box in zip(labels, self.name_boxes, strict=True)
+            ),
         )
-    return "".join(shapes)
+
+    def _group(self, font_px: float, shapes: str) -> str:
+        """A layer: its shapes in a group carrying what they share (font, a one-pixel white halo and outline)."""
+        return (
+            f'<g font-family="sans-serif" font-size="{font_px * self.unit:.3f}" stroke="#fff" '
+            f'stroke-width="{self.unit:.3f}" paint-order="stroke">{shapes}</g>'
+        )
+
+    @staticmethod
+    def _text(label: str, box: Box, size: float, colour: str) -> str:
+        """A label filling its placed box: drawn at exactly the width `place_labels` assumed (the group's font
+        size is `size`), baseline a quarter of the font size above the box's bottom."""
+        return (
+            f'<text x="{box[0]:.2f}" y="{-box[1] - 0.25 * size:.2f}" textLength="{box[2] - box[0]:.2f}" '
+            f'lengthAdjust="spacingAndGlyphs" fill="{colour}">{_escape(label)}</text>'
+        )
+
+    def shapes(self, marks: Marks, taken: list[Box]) -> tuple[str, list[Box]]:
+        """`marks` as SVG (the area first, so the rest stays on top) and every box it covers, added to `taken`."""
+        unit = self.unit
+        shapes = [_area_image(marks.area)] if marks.area is not None else []
+        for name, role in marks.objects.items():
+            points = " ".join(f"{x:.2f},{-y:.2f}" for x, y in self.scene.by_name[name].footprint.astype(float))
+            colour = _rgb(EXPECTED_COLOUR if role == "expected" else PLAN_COLOUR)
+            shapes.append(
+                f'<polygon points="{points}" class="{role}" fill="none" stroke="{colour}" '
+                f'stroke-width="{2.5 * unit:.3f}"><title>{_escape(name)}</title></polygon>'
+            )
+        placed = list(taken)
+        labels = []
+        for label, x, y, kind in marks.points:
+            plan = kind == "plan"
+            radius = (PLAN_PX if plan else CHARACTER_PX) * unit
+            colour = _rgb(PLAN_COLOUR if plan else CHARACTER_COLOUR)
+            if plan:  # a five-pointed star, as `edsb show` draws a plan
+                corners = [
+                    (x + r * np.sin(a), -y - r * np.cos(a))
+                    for i, a in enumerate(np.linspace(0, 2 * np.pi, 10, endpoint=False))
+                    for r in [radius if i % 2 == 0 else radius * 0.45]
+                ]
+                points = " ".join(f"{cx:.2f},{cy:.2f}" for cx, cy in corners)
+                marker = f'<polygon points="{points}" class="star" fill="{colour}"'
+            else:
+                marker = f'<circle cx="{x:.2f}" cy="{-y:.2f}" r="{radius:.3f}" fill="{colour}"'
+            shapes.append(f"{marker}><title>{_escape(label)}</title>" + ("</polygon>" if plan else "</circle>"))
+            placed.append((x - radius, y - radius, x + radius, y + radius))
+            labels.append((label, x, y, radius, colour))
+        for label, x, y, radius, colour in labels:
+            (box,) = place_labels([(label, x, y)], LABEL_PX * unit, self.bounds, clearance=radius, taken=placed)
+            placed.append(box)
+            shapes.append(self._text(label, box, LABEL_PX * unit, colour))
+        return self._group(LABEL_PX, "".join(shapes)), placed
 
 
 def _view_box(scene: Scene) -> str:
@@ -166,13 +248,18 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     jinja2 = _require_jinja()
     run = RunDirectory.open(run_dir)
     summary = build_summary(run.results, run.config.variants)
-    records = sorted(run.results, key=lambda r: (r.variant, r.case, r.distraction, r.repeat))
+    paper_order = {name: index for index, name in enumerate(VARIANTS)}  # the rows of the paper's tables
+    records = sorted(
+        run.results,
+        key=lambda r: (paper_order.get(r.variant, len(paper_order)), r.variant, r.case, r.distraction, r.repeat),
+    )
     sections = _Sections()
     transcripts = transcripts_by_run(run_dir)
     backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
+    scene_layers: dict[str, _Layers] = {}  # scene name -> its object names (an SVG layer) and label placement
     case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
-    error_kinds = sorted({str(r.error_kind) for r in records if r.errored})
-    error_colours = {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(error_kinds)}
+    case_boxes: dict[str, list[Box]] = {}  # case-<id>-<level> -> the label and marker boxes its layers cover
+    error_colours = error_kind_colours(str(r.error_kind) for r in records if r.errored)
     runs = []
     grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
     for record in records:
@@ -183,7 +270,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         entry: dict[str, Any] = {
             "anchor": anchor,
             "key": record.key,
+            "variant": record.variant,
             "status": status,
+            "kind": str(record.error_kind) if record.error_kind else "",
             "colour": colour or "#555",
             "reason": (record.error or record.reason or "") + (SAMPLER_MISS_NOTE if record.sampler_miss else ""),
             "instruction": case.user_instruction if case else "",
@@ -196,19 +285,23 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         if case is not None:
             level = min(record.distraction, case.max_distraction)
             scene = load_scene(benchmark, case.scene_name)
-            if f"bg-{scene.name}" not in backgrounds:
-                figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False)
+            if scene.name not in scene_layers:
+                figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False, names=False)
                 backgrounds[f"bg-{scene.name}"] = _png_data_uri(figure, PICTURE_DPI)
+                scene_layers[scene.name] = layers = _Layers(scene)
+                case_layers[f"names-{scene.name}"] = layers.names
+            layers = scene_layers[scene.name]
             layer = f"case-{case.id}-{level}"
             if layer not in case_layers:
-                case_layers[layer] = _svg_shapes(case_marks(case, level, scene), scene)
+                case_layers[layer], case_boxes[layer] = layers.shapes(case_marks(case, level, scene), layers.name_boxes)
             x0, x1, y0, y1 = scene_extent(scene)
             entry["picture"] = {
                 "background": f"bg-{scene.name}",
                 "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
                 "view_box": _view_box(scene),
+                "names": f"names-{scene.name}",
                 "layer": layer,
-                "plan": _svg_shapes(plan_marks(record.plan, scene), scene),
+                "plan": layers.shapes(plan_marks(record.plan, scene), case_boxes[layer])[0],
             }
         runs.append(entry)
         grid[record.variant][record.case].setdefault(record.distraction, []).append(entry)
@@ -256,8 +349,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         case_layers=case_layers,
         sections=json.dumps(sections.table()).replace("</", "<\\/"),
         exchanges=json.dumps({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}).replace("</", "<\\/"),
-        expected_colour=_rgb(EXPECTED_COLOUR),
-        plan_colour=_rgb(PLAN_COLOUR),
+        error_colours=error_colours,
     )
 
 

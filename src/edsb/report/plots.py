@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edsb.errors import UsageError
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], by_level: bool):
@@ -27,8 +30,9 @@ def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], b
     return values, [low, high]
 
 
-def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: int = 120) -> Path:
-    """Write a PNG (or any format matplotlib infers from the suffix) with two panels: by tag, by level."""
+def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
+    """Two panels, by tag and by level, one bar per variant; the rate axis runs from 0 to 1.0 exactly (the legend
+    sits above the panels, not in the room a longer axis would leave)."""
     try:
         import matplotlib
 
@@ -39,7 +43,7 @@ def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: i
     variants = [v for v, data in summary["variants"].items() if data.get("cells")]
     if not variants:
         raise UsageError("nothing to plot: the run has no judged runs yet")
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
     panels = ((axes[0], TAG_COLUMNS, False, "by tag (all levels)"), (axes[1], LEVEL_ROWS, True, "by distraction level"))
     width = 0.8 / len(variants)
     for axis, groups, by_level, label in panels:
@@ -48,14 +52,25 @@ def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: i
             positions = [g + (index - (len(variants) - 1) / 2) * width for g in range(len(groups))]
             axis.bar(positions, values, width, yerr=errors, capsize=3, label=variant)
         axis.set_xticks(range(len(groups)), groups)
-        axis.set_ylim(0, 1.2)
+        axis.set_ylim(0, 1.0)
+        axis.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
         axis.set_title(label)
         axis.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("success rate (95% Wilson interval)")
-    axes[1].legend(loc="upper center", ncol=len(variants), fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()
+    top = 0.93 if title else 0.99
+    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top), ncol=len(variants), fontsize="small")
     if title:
-        figure.suptitle(title)
-    figure.tight_layout()
+        figure.suptitle(title, y=0.99, va="top")
+    figure.tight_layout(rect=(0, 0, 1, top - 0.05))
+    return figure
+
+
+def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: int = 120) -> Path:
+    """Write the figure of `summary_figure` as a PNG (or any format matplotlib infers from the suffix)."""
+    import matplotlib.pyplot as plt
+
+    figure = summary_figure(summary, title)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=dpi)

@@ -170,6 +170,58 @@ def verdict_title(case: TestCase, level: int, verdict: Verdict | None, status: s
     return f"{head} · {status.upper() if status else ''}" + (f"\n{explanation}" if explanation else "")
 
 
+# --- labels --------------------------------------------------------------------------------------------------------
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in scene coordinates (y up)
+#: Width of a label per character, in font sizes: a little over DejaVu Sans' mean advance; the SVG report draws each
+#: label at exactly this width (`textLength`), so the boxes below are the boxes drawn.
+LABEL_ADVANCE = 0.6
+_SIDES = ((1, 0), (1, 1), (1, -1), (-1, 0), (-1, 1), (-1, -1), (0, 1), (0, -1))  # right first, then left, above, below
+
+
+def _overlap(a: Box, b: Box) -> float:
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return width * height if width > 0 and height > 0 else 0.0
+
+
+def place_labels(
+    labels: Iterable[tuple[str, float, float]],
+    size: float,
+    bounds: Box,
+    *,
+    clearance: float = 0.0,
+    taken: Iterable[Box] = (),
+    centred: bool = False,
+) -> list[Box]:
+    """A box for each label (text, anchor x, anchor y) that overlaps no box placed before it (`taken` included) and
+    stays inside `bounds`: on the anchor itself if `centred`, else beside it at `clearance` (a marker's radius),
+    trying right, left, above and below at growing distances; where every spot is taken, the least covered one.
+    Dense clusters (seats around a table, appliances on a counter) stay readable this way."""
+    placed = list(taken)
+    boxes: list[Box] = []
+    height = 1.2 * size
+    for text, x, y in labels:
+        width = LABEL_ADVANCE * size * len(text)
+        candidates: list[Box] = []
+        if centred:
+            candidates.append((x - width / 2, y - height / 2, x + width / 2, y + height / 2))
+        for ring in (1.0, 2.5, 4.0, 6.0):
+            gap = clearance + 0.15 * size + (ring - 1.0) * height
+            for dx, dy in _SIDES:
+                left = x + gap if dx > 0 else x - gap - width if dx < 0 else x - width / 2
+                bottom = y - height / 2 + dy * (height / 2 + gap) if dx else y + gap if dy > 0 else y - gap - height
+                candidates.append((left, bottom, left + width, bottom + height))
+        inside = [
+            c for c in candidates if c[0] >= bounds[0] and c[1] >= bounds[1] and c[2] <= bounds[2] and c[3] <= bounds[3]
+        ] or candidates
+        best = next((c for c in inside if not any(_overlap(c, other) for other in placed)), None)
+        if best is None:
+            best = min(inside, key=lambda c: sum(_overlap(c, other) for other in placed))
+        boxes.append(best)
+        placed.append(best)
+    return boxes
+
+
 # --- matplotlib ------------------------------------------------------------------------------------------------------
 def draw_scene(
     ax: Axes,
@@ -179,9 +231,11 @@ def draw_scene(
     colours: Mapping[str, tuple[float, float, float]] | None = None,
     grid: bool = True,
     fontsize: float = 5.0,
+    names: bool = True,
 ) -> None:
-    """Footprints (floor objects filled, others dashed), names, fronts, and the occupancy grid faintly.
-    `colours` fills objects by name (regions); `highlight` outlines objects as expected or planned."""
+    """Footprints (floor objects filled, others dashed), names (unless `names` is false: the HTML report places
+    them itself), fronts, and the occupancy grid faintly. `colours` fills objects by name (regions); `highlight`
+    outlines objects as expected or planned."""
     from matplotlib.patches import Polygon
 
     highlight = highlight or {}
@@ -216,7 +270,8 @@ def draw_scene(
                 arrowprops={"arrowstyle": "-|>", "color": "0.3", "lw": 0.5, "mutation_scale": 5},
                 zorder=4,
             )
-        ax.text(cx, cy, box.name, fontsize=fontsize, ha="center", va="center", color="0.1", zorder=5)
+        if names:
+            ax.text(cx, cy, box.name, fontsize=fontsize, ha="center", va="center", color="0.1", zorder=5)
 
 
 def draw_marks(ax: Axes, marks: Marks, *, fontsize: float = 6.0) -> None:
@@ -234,10 +289,17 @@ def draw_marks(ax: Axes, marks: Marks, *, fontsize: float = 6.0) -> None:
 
 
 def floor_plan_figure(
-    scene: Scene, marks: Iterable[Marks] = (), *, title: str = "", width_in: float = 9.0, chrome: bool = True
+    scene: Scene,
+    marks: Iterable[Marks] = (),
+    *,
+    title: str = "",
+    width_in: float = 9.0,
+    chrome: bool = True,
+    names: bool = True,
 ) -> Figure:
     """A figure of the scene with `marks`. Without `chrome` the axes fill the figure exactly (no title, ticks or
-    legend), so a data point maps linearly to a pixel and an SVG layer can be laid over the image."""
+    legend, and object names only if `names`), so a data point maps linearly to a pixel and an SVG layer can be laid
+    over the image."""
     plt = _require_matplotlib()
     marks = list(marks)
     x0, x1, y0, y1 = scene_extent(scene)
@@ -251,7 +313,7 @@ def floor_plan_figure(
         figure = plt.figure(figsize=(width_in, height_in))
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
-    draw_scene(ax, scene, highlight=highlight, fontsize=5.0 if chrome else 7.0)
+    draw_scene(ax, scene, highlight=highlight, fontsize=5.0 if chrome else 7.0, names=names or chrome)
     for mark in marks:
         draw_marks(ax, mark)
     ax.set_xlim(x0, x1)

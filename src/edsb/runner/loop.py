@@ -24,7 +24,7 @@ from edsb.results.rundir import ResultStore
 
 Execute = Callable[[RunKey], Awaitable[RunResult]]
 
-LOG_EVERY_S = 30.0  # a plain progress line at least this often while runs finish
+LOG_EVERY_S = 30.0  # a plain progress line at least this often, whether or not runs finish
 LOG_STEPS = 10  # and one each time another tenth of the runs is done
 # This many runs in a row that could not connect to the model stop the sweep: the endpoint is down or the address is
 # wrong, and every further run would only wait through its retries to fail the same way.
@@ -109,7 +109,7 @@ class _LiveProgress:
         self._progress.status = stats.line()
         self._task = self._progress.add_task("runs", total=stats.total)
 
-    def start(self) -> None:
+    def start(self, stats: LoopStats, concurrency: int) -> None:
         self._progress.start()
 
     def update(self, stats: LoopStats) -> None:
@@ -122,7 +122,9 @@ class _LiveProgress:
 
 
 class _LogProgress:
-    """Plain lines for consoles that are not terminals: every tenth of the runs or `every_s` seconds, and at the end."""
+    """Plain lines for consoles that are not terminals (CI logs, `2> file`, a pipe): one when the sweep starts, one
+    every tenth of the runs, one every `every_s` seconds even while no run finishes (a run on the embedded model
+    takes minutes: a silent log looks like a hang), and one at the end."""
 
     def __init__(self, console: Console, stats: LoopStats, every_s: float = LOG_EVERY_S) -> None:
         self._console = console
@@ -147,11 +149,27 @@ class _LogProgress:
         self._last = time.monotonic()
         self._printed_at = stats.done
 
-    def start(self) -> None:
-        pass
+    @property
+    def every_s(self) -> float:
+        return self._every_s
+
+    def start(self, stats: LoopStats, concurrency: int) -> None:
+        self._console.print(
+            f"runs 0/{stats.total} | started, {min(concurrency, stats.total)} at a time; a progress line every "
+            f"{self._every_s:g} s",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        self._last = time.monotonic()
 
     def update(self, stats: LoopStats) -> None:
         if stats.done % self._step == 0 or time.monotonic() - self._last >= self._every_s:
+            self._print(stats)
+
+    def tick(self, stats: LoopStats) -> None:
+        """The heartbeat: a line if none was printed for `every_s` seconds."""
+        if time.monotonic() - self._last >= self._every_s:
             self._print(stats)
 
     def stop(self, stats: LoopStats) -> None:
@@ -166,7 +184,7 @@ def _clock(seconds: float) -> str:
 
 
 class _NoProgress:
-    def start(self) -> None:
+    def start(self, stats: LoopStats, concurrency: int) -> None:
         pass
 
     def update(self, stats: LoopStats) -> None:
@@ -176,12 +194,14 @@ class _NoProgress:
         pass
 
 
-def _progress_for(console: Console, stats: LoopStats, quiet: bool) -> _LiveProgress | _LogProgress | _NoProgress:
+def _progress_for(
+    console: Console, stats: LoopStats, quiet: bool, every_s: float
+) -> _LiveProgress | _LogProgress | _NoProgress:
     if quiet or not stats.total:
         return _NoProgress()
     if console.is_terminal and not console.is_dumb_terminal:
         return _LiveProgress(console, stats)
-    return _LogProgress(console, stats)
+    return _LogProgress(console, stats, every_s)
 
 
 async def run_keys(
@@ -193,6 +213,7 @@ async def run_keys(
     quiet: bool = False,
     console: Console | None = None,
     stop: asyncio.Event | None = None,
+    log_every_s: float = LOG_EVERY_S,
 ) -> LoopStats:
     """Execute every key once and append its record; returns the counts of this pass.
 
@@ -205,7 +226,7 @@ async def run_keys(
     queue: asyncio.Queue[RunKey] = asyncio.Queue()
     for key in keys:
         queue.put_nowait(key)
-    progress = _progress_for(console or Console(stderr=True), stats, quiet)
+    progress = _progress_for(console or Console(stderr=True), stats, quiet, log_every_s)
     # Result lines on their way to disk. A slot takes its next run without waiting for the previous line's group
     # commit; the pass ends only once every line is durable, and one that cannot be written fails the pass.
     commits: set[asyncio.Future[None]] = set()
@@ -240,13 +261,20 @@ async def run_keys(
                     f"stopped: {stats.connection_streak} runs in a row could not connect to the model ({result.error})"
                 )
 
-    progress.start()
+    async def heartbeat(log: _LogProgress) -> None:
+        while True:
+            await asyncio.sleep(log.every_s / 4)
+            log.tick(stats)
+
+    progress.start(stats, concurrency)
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(keys))))]
+    beats = [asyncio.create_task(heartbeat(progress))] if isinstance(progress, _LogProgress) else []
     try:
         await asyncio.gather(*workers)
     finally:
-        for job in workers:
+        for job in workers + beats:
             job.cancel()
+        await asyncio.gather(*beats, return_exceptions=True)
         await asyncio.gather(*workers, return_exceptions=True)
         try:
             await asyncio.gather(*commits)  # every finished run reaches the disk, whatever stopped the pass

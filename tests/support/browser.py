@@ -1,0 +1,69 @@
+"""Headless Chromium for tests, through Playwright, on the system's own browser (Debian's `chromium` package).
+
+Playwright reports the requests of the page and its workers, never the browser's own traffic (component updates,
+clock, account and connectivity probes, which differ between Chromium builds), so "the page fetched nothing" is a
+statement about the page. Every request that is not a `file:` or `data:` URL is recorded and aborted: a page that
+tries to fetch is seen, and reaches nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Start the browser so that it does as little on its own as it can; Playwright adds a fresh empty profile.
+CHROMIUM_FLAGS = (
+    "--no-sandbox",  # CI runs as root
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@dataclass
+class Browser:
+    """One page of a headless Chromium and what it tried to fetch."""
+
+    page: Any  # playwright.sync_api.Page
+    fetched: list[str] = field(default_factory=list)  # URLs other than file: and data: the page asked for
+
+    def open(self, path: Path, fragment: str = "") -> None:
+        self.page.goto(path.as_uri() + fragment)
+        self.page.wait_for_load_state("load")
+
+    def evaluate(self, script: str, argument: Any = None) -> Any:
+        return self.page.evaluate(script, argument)
+
+
+@contextmanager
+def chromium_page(width: int = 1200, height: int = 1600) -> Iterator[Browser]:
+    """A page in headless Chromium (the system's), with every non-local request recorded and refused."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM, "chromium is not installed (.ci/run installs Debian's chromium package)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
+        try:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            result = Browser(context.new_page())
+
+            def route(route: Any) -> None:
+                url = route.request.url
+                if url.startswith(("file:", "data:")):
+                    route.continue_()
+                else:
+                    result.fetched.append(url)
+                    route.abort()
+
+            context.route("**/*", route)
+            yield result
+        finally:
+            browser.close()
