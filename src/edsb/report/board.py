@@ -127,7 +127,7 @@ def build_board_page(board: Board, board_path: Path) -> str:
                 (label, [_flipped(pages, board.base, comparison.run, key) for key in keys])
                 for label, keys in (
                     (f"{board.base.name} passed, {comparison.run.name} failed", entry.base_only),
-                    (f"{board.base.name} failed, {comparison.run.name} passed", entry.other_only),
+                    (f"{board.base.name} failed, {comparison.run.name} passed", entry.run_only),
                 )
                 if keys
             ],

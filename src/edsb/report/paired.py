@@ -36,13 +36,13 @@ class Coverage:
 
     pairs: int
     only_base: int  # judged in the base run, absent or incomplete in the other
-    only_other: int
+    only_run: int
     incomplete_base: int
-    incomplete_other: int
+    incomplete_run: int
 
     @property
     def complete(self) -> bool:
-        return not (self.only_base or self.only_other)
+        return not (self.only_base or self.only_run)
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ def pair_results(base: Iterable[RunResult], other: Iterable[RunResult]) -> Pairi
     coverage = Coverage(
         pairs=len(shared),
         only_base=len(base_judged.keys() - other_judged.keys()),
-        only_other=len(other_judged.keys() - base_judged.keys()),
+        only_run=len(other_judged.keys() - base_judged.keys()),
         incomplete_base=len(base_all) - len(base_judged),
-        incomplete_other=len(other_all) - len(other_judged),
+        incomplete_run=len(other_all) - len(other_judged),
     )
     return Pairing([(base_judged[k], other_judged[k]) for k in shared], coverage)
 
@@ -80,14 +80,14 @@ class Difference:
     pairs: int
     cases: int
     base_rate: float
-    other_rate: float
+    run_rate: float
     difference: float
     standard_error: float | None
     low: float | None
     high: float | None
     p_value: float | None
     base_only: int  # discordant pairs: the base run passed (executed), the other did not
-    other_only: int  # and the reverse
+    run_only: int  # and the reverse
 
 
 def _optional(value: float) -> float | None:
@@ -105,14 +105,14 @@ def paired_difference(pairs: Sequence[tuple[RunResult, RunResult]], metric: str,
         pairs=len(pairs),
         cases=count,
         base_rate=float(base.mean()),
-        other_rate=float(other.mean()),
+        run_rate=float(other.mean()),
         difference=float(test.difference),
         standard_error=_optional(float(test.standard_error)),
         low=_optional(float(test.low)),
         high=_optional(float(test.high)),
         p_value=_optional(float(test.p_value)),
         base_only=int(((base == 1) & (other == 0)).sum()),
-        other_only=int(((base == 0) & (other == 1)).sum()),
+        run_only=int(((base == 0) & (other == 1)).sum()),
     )
 
 
@@ -167,7 +167,7 @@ class DiscordantCase:
     variant: str
     case: int
     base_only: list[RunKey]
-    other_only: list[RunKey]
+    run_only: list[RunKey]
 
 
 def discordant_cases(pairing: Pairing) -> list[DiscordantCase]:
@@ -177,7 +177,7 @@ def discordant_cases(pairing: Pairing) -> list[DiscordantCase]:
         if a.passed == b.passed:
             continue
         entry = found.setdefault((a.variant, a.case), DiscordantCase(a.variant, a.case, [], []))
-        (entry.base_only if a.passed else entry.other_only).append(a.run_key)
+        (entry.base_only if a.passed else entry.run_only).append(a.run_key)
     return list(found.values())
 
 
@@ -268,12 +268,11 @@ def coverage_note(comparison: PairedComparison, base: str) -> str | None:
     if not c.complete:
         parts.append(
             f"{name} vs {base}: {c.pairs} runs paired; left out: {c.only_base} judged runs of {base} without a judged"
-            f" partner in {name}, {c.only_other} of {name} without one in {base}"
+            f" partner in {name}, {c.only_run} of {name} without one in {base}"
         )
-    if c.incomplete_base or c.incomplete_other:
+    if c.incomplete_base or c.incomplete_run:
         parts.append(
-            f"{name} vs {base}: incomplete runs never pair: {c.incomplete_base} in {base},"
-            f" {c.incomplete_other} in {name}"
+            f"{name} vs {base}: incomplete runs never pair: {c.incomplete_base} in {base}, {c.incomplete_run} in {name}"
         )
     return "; ".join(parts) or None
 

@@ -251,10 +251,6 @@ def _difference_text(d: Difference) -> str:
     return text if d.low is None or d.high is None else f"{text} [{d.low:+.2f}, {d.high:+.2f}]"
 
 
-def _rates_text(d: Difference) -> str:
-    return f"{d.base_rate:.2f} → {d.other_rate:.2f}"
-
-
 def _standing_text(entry: Standing) -> str:
     interval = entry.success_interval
     return entry.cell if interval is None else f"{entry.cell} [{interval[0]:.2f}, {interval[1]:.2f}]"
@@ -299,8 +295,8 @@ def difference_block(board: Board, comparison: PairedComparison) -> tuple[str, l
         for d in (row.success, row.execution):
             rows.append(
                 [row.variant, row.tag, *([row.level] if board.by_level else []), d.metric, str(d.pairs),
-                 f"{d.base_rate:.2f}", f"{d.other_rate:.2f}", _difference_text(d), _p_text(d.p_value),
-                 str(d.base_only), str(d.other_only)]
+                 f"{d.base_rate:.2f}", f"{d.run_rate:.2f}", _difference_text(d), _p_text(d.p_value),
+                 str(d.base_only), str(d.run_only)]
             )  # fmt: skip
     return title, header, rows
 
@@ -317,7 +313,7 @@ def discordant_rows(board: Board) -> list[list[str]]:
                     entry.variant,
                     str(entry.case),
                     " ".join(_level_repeat(k) for k in entry.base_only) or "-",
-                    " ".join(_level_repeat(k) for k in entry.other_only) or "-",
+                    " ".join(_level_repeat(k) for k in entry.run_only) or "-",
                 ]
             )
     return rows
@@ -373,7 +369,7 @@ def board_json(board: Board) -> dict[str, Any]:
                         "variant": entry.variant,
                         "case": entry.case,
                         "base_only": [k.id for k in entry.base_only],
-                        "run_only": [k.id for k in entry.other_only],
+                        "run_only": [k.id for k in entry.run_only],
                     }
                     for entry in comparison.discordant
                 ],
@@ -414,8 +410,8 @@ def board_csv(board: Board) -> str:
             else:
                 d = row.success if metric == "success" else row.execution
                 line += [board.base.name, d.pairs, d.cases]
-                line += map(_csv_number, (d.base_rate, d.other_rate, d.difference, d.low, d.high, d.p_value))
-                line += [d.base_only, d.other_only]
+                line += map(_csv_number, (d.base_rate, d.run_rate, d.difference, d.low, d.high, d.p_value))
+                line += [d.base_only, d.run_only]
             writer.writerow(line)
     return buffer.getvalue()
 
