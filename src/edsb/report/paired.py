@@ -17,10 +17,10 @@ import numpy as np
 
 from edsb.errors import UsageError
 from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
-from edsb.report.summary import TAG_COLUMNS
+from edsb.report.summary import TAG_COLUMNS, to_scored_run
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import RunDirectory
-from edsb.scoring.metrics import TOTAL, cell_text, round2
+from edsb.scoring.metrics import TOTAL, cell_text, summarize_cell
 
 METRICS = ("success", "execution")
 
@@ -208,8 +208,8 @@ def standings(name: str, results: Iterable[RunResult], by_level: bool = False, a
         for metric in METRICS:
             mean, low, high = mean_interval([float(_outcome(r, metric)) for r in group], codes, count, alpha)
             rates[metric] = (mean, None if low is None or high is None else (low, high))
-        error_rate = round2(sum(r.errored for r in group) / len(group))
-        text = cell_text(round2(rates["success"][0]), round(1 - error_rate, 2))
+        paper = summarize_cell([to_scored_run(r) for r in group])
+        text = cell_text(paper.success_rate, paper.execution_rate)
         entries.append(Standing(name, variant, tag, level, len(group), text, *rates["success"], *rates["execution"]))
     return entries
 
