@@ -429,15 +429,16 @@ def compare_command(
         written = write_board(board, output)
         err.print(f"board written to {written}", markup=False, highlight=False)
         return
-    text = render_board(board, fmt, console=out)
-    if text is None:
+    if output is None:
+        text = render_board(board, fmt, console=out)
+        if text is not None:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    text = text if text.endswith("\n") else text + "\n"
-    if output is None or fmt == CompareFormat.TABLE:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
-        err.print(f"comparison written to {output}", markup=False, highlight=False)
+    with output.open("w", encoding="utf-8") as handle:  # the tables as plain text for `table`
+        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True))
+        if text is not None:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    err.print(f"comparison written to {output}", markup=False, highlight=False)
 
 
 def _fail(message: str, exit_code: int) -> None:

@@ -116,6 +116,8 @@ def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) ->
     written = runs[0].parent / "compare.md"
     code, _, err = edsb_in_process(["compare", *map(str, runs), "--format", "markdown", "-o", str(written)], capsys)
     assert code == 0 and written.read_text() == markdown and "comparison written to" in err
+    code, _, _ = edsb_in_process(["compare", *map(str, runs), "-o", str(written)], capsys)
+    assert code == 0 and f"+0.17 [{low:+.2f}, {high:+.2f}]" in written.read_text()  # the table, as text
 
 
 def test_by_level(runs: tuple[Path, Path], capsys) -> None:

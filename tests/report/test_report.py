@@ -120,6 +120,8 @@ def test_report_states_the_minimum_detectable_difference(repeated_run: Path, tmp
         + " |"
     )
     assert "### Power: the smallest difference in success a paired comparison" in markdown and row in markdown
+    code, table, _ = edsb_in_process(["report", str(repeated_run)], capsys)
+    assert code == 0 and "Power: the smallest difference" in table and f"{mdd(variance):.3f}" in table
     page = tmp_path / "report.html"
     assert edsb_in_process(["report", str(repeated_run), "--format", "html", "-o", str(page)], capsys)[0] == 0
     html = page.read_text()
