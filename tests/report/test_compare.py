@@ -149,6 +149,11 @@ def test_different_coverage_pairs_the_shared_keys_and_says_what_was_left_out(tmp
     }  # fmt: skip
     assert "warning: b vs a: 6 runs paired; left out: 1 judged runs of a without a judged partner in b, 2 of b" in err
     assert "incomplete runs never pair: 1 in a, 1 in b" in err
+    _, markdown, _ = edsb_in_process(["compare", str(base_dir), str(other_dir), "--format", "markdown"], capsys)
+    assert (
+        "over 6 shared runs (left out: 1 judged only in a, 2 judged only in b, 1 incomplete in a, 1 incomplete in b)"
+        in markdown
+    )
     assert rows_by_group(json.loads(out))[("ours", "Total", "Total")]["success"]["difference"] == pytest.approx(1 / 6)
 
 

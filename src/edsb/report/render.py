@@ -272,9 +272,20 @@ def difference_block(board: Board, comparison: PairedComparison) -> tuple[str, l
     """The paired differences of one later run to the first: a row per variant, tag (and level) and metric, with
     the discordant pairs (passed, or executed, in one run only)."""
     base, other, c = board.base.name, comparison.run.name, comparison.coverage
+    left_out = [
+        f"{count} {what}"
+        for count, what in (
+            (c.only_base, f"judged only in {base}"),
+            (c.only_run, f"judged only in {other}"),
+            (c.incomplete_base, f"incomplete in {base}"),
+            (c.incomplete_run, f"incomplete in {other}"),
+        )
+        if count
+    ]
     title = (
-        f"{other} − {base}: paired differences over {c.pairs} shared runs (95% interval clustered by case;"
-        " only X: the pairs where only X passed, or executed)"
+        f"{other} − {base}: paired differences over {c.pairs} shared runs"
+        + (f" (left out: {', '.join(left_out)})" if left_out else "")
+        + " (95% interval clustered by case; only X: the pairs where only X passed, or executed)"
     )
     level = ["level"] if board.by_level else []
     header = [
