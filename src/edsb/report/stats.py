@@ -125,10 +125,6 @@ class PairedTest:
     p_value: Floats
     clusters: int
 
-    @property
-    def degrees_of_freedom(self) -> int:
-        return self.clusters - 1
-
 
 def paired_test(
     base: ArrayLike, other: ArrayLike, codes: NDArray[np.intp], count: int, alpha: float = ALPHA
@@ -152,8 +148,7 @@ def paired_test(
     low = np.clip(difference - critical * se, -1.0, 1.0)
     high = np.clip(difference + critical * se, -1.0, 1.0)
     degenerate = se <= 1e-12 * np.maximum(1.0, np.abs(difference))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        statistic = np.where(degenerate, 0.0, difference / np.where(degenerate, 1.0, se))
+    statistic = np.where(degenerate, 0.0, difference / np.where(degenerate, 1.0, se))
     p_value = student_t_two_sided_p(statistic, df)
     sign_test = np.where(difference == 0.0, 1.0, min(1.0, 2.0 ** (1 - count)))
     p_value = np.where(degenerate, sign_test, p_value)
