@@ -580,21 +580,44 @@ def compare_command(
             "--format", metavar="FORMAT", help=f"Output format: {_one_of(CompareFormat)}.", show_default=False
         ),
     ] = CompareFormat.TABLE,
+    by_level: Annotated[
+        bool, typer.Option("--by-level", help="Also compare each distraction level on its own.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write to this file (needed by --format html)."),
+    ] = None,
 ) -> None:
-    """Side by side per variant and tag: success (execution), difference to the first run, interval overlap."""
-    from edsb.report.render import coverage_differences, load_run, render_compare
+    """Paired comparison with the first run: per variant and tag, the difference in success and execution rate
+    over the runs sharing a run key, its 95% interval clustered by case, a p-value and the discordant pairs;
+    `--format html -o board.html` writes a leaderboard with a forest plot and the cases that flip."""
+    from edsb.report.paired import build_board
+    from edsb.report.render import render_board
 
     if len(run_dirs) < 2:
         raise UsageError("compare needs at least two run directories")
-    names = [path.name or str(path) for path in run_dirs]
-    if len(set(names)) != len(names):
-        names = [str(path) for path in run_dirs]
-    summaries = [(name, load_run(path)[1]) for name, path in zip(names, run_dirs, strict=True)]
-    for note in coverage_differences(summaries):
+    if fmt == CompareFormat.HTML and output is None:
+        raise UsageError("--format html needs -o FILE.html")
+    board = build_board(run_dirs, by_level=by_level)
+    for note in board.notes:
         err.print(f"warning: {note}", markup=False, highlight=False)
-    text = render_compare(summaries, fmt, console=out)
-    if text is not None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if fmt == CompareFormat.HTML:
+        from edsb.report.board import write_board
+
+        assert output is not None
+        written = write_board(board, output)
+        err.print(f"board written to {written}", markup=False, highlight=False)
+        return
+    if output is None:
+        text = render_board(board, fmt, console=out)
+        if text is not None:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    with output.open("w", encoding="utf-8") as handle:  # the tables as plain text for `table`
+        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True))
+        if text is not None:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    err.print(f"comparison written to {output}", markup=False, highlight=False)
 
 
 def _fail(message: str, exit_code: int) -> None:

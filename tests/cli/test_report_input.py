@@ -27,8 +27,13 @@ def test_not_a_run_directory(edsb, finished, tmp_path: Path, command: str, where
 
 @pytest.mark.parametrize(
     "args",
-    [["report", "{run}", "--format", "nope"], ["compare", "{run}", "{run}", "--format", "json"], ["compare", "{run}"]],
-    ids=["report format", "compare format", "compare one directory"],
+    [
+        ["report", "{run}", "--format", "nope"],
+        ["compare", "{run}", "{run}", "--format", "nope"],
+        ["compare", "{run}", "{run}", "--format", "html"],
+        ["compare", "{run}"],
+    ],
+    ids=["report format", "compare format", "compare html without -o", "compare one directory"],
 )
 def test_usage_errors(edsb, finished, args: list[str]) -> None:
     edsb(*(str(finished[0]) if arg == "{run}" else arg for arg in args)).assert_one_clear_error(2)

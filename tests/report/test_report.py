@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
+import math
 from pathlib import Path
 
 import pytest
@@ -79,24 +79,67 @@ def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> Non
     assert "$5.00" in out
 
 
-def test_compare_flags_non_overlapping_intervals(run_dir: Path, tmp_path: Path, capsys) -> None:
-    better = [result_record("ours", 0, ["OA"], level, r, "passed") for level in range(3) for r in range(10)]
-    other = write_run_dir(tmp_path / "run-b", better)
-    code, out, _ = edsb_in_process(["compare", str(run_dir), str(other), "--format", "csv"], capsys)
-    rows = {(r[0], r[1]): r for r in csv.reader(io.StringIO(out))}
+@pytest.fixture
+def repeated_run(tmp_path: Path) -> Path:
+    """Eight cases at level 0, two repeats each: [pass, pass], [pass, fail], [fail, fail], [pass, fail], twice."""
+    patterns = [("passed", "passed"), ("passed", "failed"), ("failed", "failed"), ("passed", "failed")] * 2
+    records = [
+        result_record("ours", case, ["OA"], 0, repeat, status)
+        for case, pattern in enumerate(patterns)
+        for repeat, status in enumerate(pattern)
+    ]
+    return write_run_dir(tmp_path / "repeated", records)
+
+
+def test_report_states_the_minimum_detectable_difference(repeated_run: Path, tmp_path: Path, capsys) -> None:
+    # By hand: mean 1/2; residual sums per case 1, 0, −1, 0 (twice), so CR1 = 8/7 · 4 / 16²; the within-cell
+    # variance pools 4 cells with squares 1/2 over 8 degrees of freedom: 1/4. MDD = (t_.975,7 + t_.8,7) · √(2 V).
+    variance = 8 / 7 * 4 / 256
+    between = variance - 0.25 / 16
+    multiplier = 2.3646242515927 + 0.8960296443137
+
+    def mdd(v: float) -> float:
+        return round(multiplier * math.sqrt(2 * v), 4)
+
+    code, out, _ = edsb_in_process(["report", str(repeated_run), "--format", "json"], capsys)
+    power = json.loads(out)["variants"]["ours"]["power"]
     assert code == 0
-    assert rows[("ours", "OA")][2:] == ["0.5 (0.75)", "1.0 (1.0)", "+0.50", "NO"]
-    assert rows[("scene-graph", "OA")][2:] == ["0.0 (1.0)", "-", "-", "-"]
+    assert (power["cases"], power["cells"], power["repeats"], power["runs"]) == (8, 8, 2, 16)
+    assert (power["alpha"], power["power"]) == (0.05, 0.8)
+    assert power["design_effect"] == pytest.approx(variance / (0.25 / 16), abs=1e-4)
+    assert power["intra_case_correlation"] == pytest.approx(variance / (0.25 / 16) - 1, abs=1e-4)
+    assert power["minimum_detectable_difference"] == pytest.approx(mdd(variance), abs=1e-4)
+    assert power["by_repeats"] == pytest.approx(
+        {str(r): mdd(between + 0.25 / (8 * r)) for r in (1, 3, 5, 10)}, abs=1e-4
+    )
+    assert power["by_repeats"]["3"] < power["minimum_detectable_difference"] < power["by_repeats"]["1"]
+    _, markdown, _ = edsb_in_process(["report", str(repeated_run), "--format", "markdown"], capsys)
+    row = (
+        f"| ours | 8 | 8 | 2 | 1.14 | 0.14 | {mdd(variance):.3f} | "
+        + " / ".join(f"{mdd(between + 0.25 / (8 * r)):.2f}" for r in (1, 3, 5, 10))
+        + " |"
+    )
+    assert "### Power: the smallest difference in success a paired comparison" in markdown and row in markdown
+    code, table, _ = edsb_in_process(["report", str(repeated_run)], capsys)
+    assert code == 0 and "Power: the smallest difference" in table and f"{mdd(variance):.3f}" in table
+    page = tmp_path / "report.html"
+    assert edsb_in_process(["report", str(repeated_run), "--format", "html", "-o", str(page)], capsys)[0] == 0
+    html = page.read_text()
+    power_table = html[
+        html.index('<table class="power">') : html.index("</table>", html.index('<table class="power">'))
+    ]
+    assert f"<td>{mdd(variance):.3f}</td>" in power_table and "<td>1.14</td>" in power_table
 
 
-def test_compare_warns_when_runs_cover_different_cases_or_levels(run_dir: Path, tmp_path: Path, capsys) -> None:
-    other = write_run_dir(tmp_path / "run-b", [result_record("ours", 0, ["OA"], 0, r, "passed") for r in range(2)])
-    code, out, err = edsb_in_process(["compare", str(run_dir), str(other)], capsys)
-    assert code == 0 and "ours" in out
-    assert "warning: run-b and run-a cover different cases (in one only: 30)" in err
-    assert "warning: run-b and run-a cover different distraction levels (0 vs 0, 1)" in err
-    _, _, err = edsb_in_process(["compare", str(run_dir), str(shutil.copytree(run_dir, tmp_path / "run-c"))], capsys)
-    assert err == ""
+def test_power_needs_variation_and_repeats(run_dir: Path, capsys) -> None:
+    # The fixture's scene-graph variant is one failed run: nothing varies, so no figure is claimed.
+    _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "json"], capsys)
+    variants = json.loads(out)["variants"]
+    assert variants["scene-graph"]["power"]["minimum_detectable_difference"] is None
+    assert set(variants["scene-graph"]["power"]["by_repeats"].values()) == {None}
+    # ours: cases 0 and 30 vary, and case 0's cell has two repeats, so the projection exists.
+    assert variants["ours"]["power"]["minimum_detectable_difference"] is not None
+    assert variants["ours"]["power"]["by_repeats"]["10"] is not None
 
 
 def test_report_of_a_non_run_directory_is_one_line(tmp_path: Path, capsys) -> None:

@@ -16,3 +16,5 @@ class CompareFormat(StrEnum):
     TABLE = "table"
     MARKDOWN = "markdown"
     CSV = "csv"
+    JSON = "json"
+    HTML = "html"  # one self-contained page (the board)

@@ -28,7 +28,14 @@ from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
 from edsb.planning.variants import VARIANTS, get_variant
-from edsb.report.render import SAMPLER_MISS_HEADER, SAMPLER_MISS_TITLE, sampler_miss_rows
+from edsb.report.render import (
+    POWER_TITLE,
+    SAMPLER_MISS_HEADER,
+    SAMPLER_MISS_TITLE,
+    power_header,
+    power_rows,
+    sampler_miss_rows,
+)
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
@@ -43,6 +50,7 @@ from edsb.report.topdown import (
     plan_marks,
     scene_extent,
 )
+from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
 from edsb.sandbox import extract_code
 
@@ -73,12 +81,22 @@ def error_kind_colours(kinds: Iterable[str]) -> dict[str, str]:
     return {kind: ERROR_PALETTE[i % len(ERROR_PALETTE)] for i, kind in enumerate(sorted(set(kinds)))}
 
 
-def _require_jinja():
+def run_anchor(key: RunKey) -> str:
+    """The id of a run's drill-down on the page (`report.html#run-ours__tc13-d0-r0`), which `edsb compare
+    --format html` links to."""
+    return "run-" + key.file_stem
+
+
+def load_template(name: str) -> Any:
+    """A page template of `report/templates/` (jinja2, from the `plots` extra), HTML-escaping every value."""
     try:
         import jinja2
     except ImportError:
         raise UsageError("the HTML report needs jinja2: pip install 'edsb[plots]'") from None
-    return jinja2
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    )
+    return environment.get_template(name)
 
 
 class _Sections:
@@ -245,7 +263,6 @@ SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed the
 
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     """The whole HTML document of one run directory."""
-    jinja2 = _require_jinja()
     run = RunDirectory.open(run_dir)
     summary = build_summary(run.results, run.config.variants)
     paper_order = {name: index for index, name in enumerate(VARIANTS)}  # the rows of the paper's tables
@@ -266,7 +283,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         case = benchmark.cases.get(record.case)
         status = str(record.status)
         colour = error_colours.get(str(record.error_kind)) if record.errored else STATUS_COLOURS.get(status)
-        anchor = "run-" + record.run_key.file_stem
+        anchor = run_anchor(record.run_key)
         entry: dict[str, Any] = {
             "anchor": anchor,
             "key": record.key,
@@ -327,15 +344,13 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         for variant, data in summary["variants"].items()
     ]
     chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}")
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
-    )
-    return environment.get_template("report.html.j2").render(
+    return load_template("report.html.j2").render(
         title=f"edsb report — {Path(run_dir).resolve().name}",
         model=run.config.model,
         columns=TAG_COLUMNS,
         blocks=blocks,
         stats=stats,
+        power=(POWER_TITLE, power_header(), power_rows(summary)),
         chart=chart,
         sampler_title=SAMPLER_MISS_TITLE,
         sampler_header=SAMPLER_MISS_HEADER,

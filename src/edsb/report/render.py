@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,12 @@ from rich.table import Table
 
 from edsb.report.cost import estimate_cost, price_for
 from edsb.report.formats import CompareFormat, ReportFormat
+from edsb.report.paired import Board, Difference, PairedComparison, Standing
+from edsb.report.stats import ALPHA, POWER, REPEATS_PROJECTED
 from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
+from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
-from edsb.scoring.metrics import cell_text
+from edsb.scoring.metrics import TOTAL
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -122,31 +126,43 @@ def tidy_csv(summary: Mapping[str, Any]) -> str:
     return buffer.getvalue()
 
 
-def coverage_differences(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    """What differs between the runs compared: which cases and distraction levels each one judged. Runs over
-    different selections are not comparable cell by cell, so `edsb compare` warns."""
-    covered = []
-    for _, summary in named:
-        cases = {case for data in summary["variants"].values() for case in data.get("by_case", {})}
-        levels = {
-            level
-            for data in summary["variants"].values()
-            for level in data.get("cells", {}).get("Total", {})
-            if level != "Total"
-        }
-        covered.append((cases, levels))
-    (base_name, _), (base_cases, base_levels) = named[0], covered[0]
-    notes = []
-    for (name, _), (cases, levels) in zip(named[1:], covered[1:], strict=True):
-        if cases != base_cases:
-            only = sorted(base_cases ^ cases, key=int)
-            notes.append(f"{name} and {base_name} cover different cases (in one only: {', '.join(only)})")
-        if levels != base_levels:
-            notes.append(
-                f"{name} and {base_name} cover different distraction levels ({', '.join(sorted(levels)) or 'none'} "
-                f"vs {', '.join(sorted(base_levels)) or 'none'})"
-            )
-    return notes
+POWER_TITLE = (
+    "Power: the smallest difference in success a paired comparison with another run of this design detects"
+    f" ({POWER:.0%} power, α = {ALPHA:g}; docs/statistics.md)"
+)
+
+
+def power_header() -> list[str]:
+    repeats = " / ".join(str(r) for r in REPEATS_PROJECTED)
+    return ["variant", "cases", "case × level cells", "repeats", "design effect", "intra-case correlation", "MDD",
+            f"MDD with {repeats} repeats"]  # fmt: skip
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def power_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Per variant: the design, the clustering observed and the minimum detectable difference (MDD), as run and
+    with other repeat counts (`-`: no variation to estimate it from, or no cell with two repeats)."""
+    rows = []
+    for variant, data in summary["variants"].items():
+        power = data.get("power")
+        if not power:
+            continue
+        rows.append(
+            [
+                variant,
+                str(power["cases"]),
+                str(power["cells"]),
+                str(power["repeats"]),
+                _number(power["design_effect"], 2),
+                _number(power["intra_case_correlation"], 2),
+                _number(power["minimum_detectable_difference"]),
+                " / ".join(_number(power["by_repeats"].get(str(r)), 2) for r in REPEATS_PROJECTED),
+            ]
+        )
+    return rows
 
 
 def render_report(
@@ -201,6 +217,7 @@ def render_report(
     )
     if brief:
         return _emit(blocks, fmt, console)
+    blocks.append((POWER_TITLE, power_header(), power_rows(summary)))
     tokens, price = token_rows(summary, config, prices)
     cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in/--price-out)"
     blocks.append(
@@ -238,57 +255,210 @@ def _emit(
     return None
 
 
-def compare_rows(named: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[str]]:
-    """Per variant and tag (all levels): each run's success, the difference to the first, and whether the Wilson
-    intervals overlap (a quick, conservative check: overlap does not prove equality)."""
+def _p_text(p: float | None) -> str:
+    return "-" if p is None else "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _difference_text(d: Difference) -> str:
+    text = f"{d.difference:+.2f}"
+    return text if d.low is None or d.high is None else f"{text} [{d.low:+.2f}, {d.high:+.2f}]"
+
+
+def _standing_text(entry: Standing) -> str:
+    interval = entry.success_interval
+    return entry.cell if interval is None else f"{entry.cell} [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def leaderboard(board: Board) -> tuple[list[str], list[list[str]]]:
+    """Runs × variants: each run's success (execution) over all its judged runs, with the case-clustered 95%
+    interval of its success rate."""
+    variants = list(dict.fromkeys(e.variant for e in board.standings))
+    cells = {(e.run, e.variant): e for e in board.standings if e.tag == TOTAL and e.level == TOTAL}
+    rows = [
+        [run.name, *(_standing_text(cells[(run.name, v)]) if (run.name, v) in cells else "-" for v in variants)]
+        for run in board.runs
+    ]
+    return ["run", *variants], rows
+
+
+def difference_block(board: Board, comparison: PairedComparison) -> tuple[str, list[str], list[list[str]]]:
+    """The paired differences of one later run to the first: a row per variant, tag (and level) and metric, with
+    the discordant pairs (passed, or executed, in one run only)."""
+    base, other, c = board.base.name, comparison.run.name, comparison.coverage
+    left_out = [
+        f"{count} {what}"
+        for count, what in (
+            (c.only_base, f"judged only in {base}"),
+            (c.only_run, f"judged only in {other}"),
+            (c.incomplete_base, f"incomplete in {base}"),
+            (c.incomplete_run, f"incomplete in {other}"),
+        )
+        if count
+    ]
+    title = (
+        f"{other} − {base}: paired differences over {c.pairs} shared runs"
+        + (f" (left out: {', '.join(left_out)})" if left_out else "")
+        + " (95% interval clustered by case; only X: the pairs where only X passed, or executed)"
+    )
+    level = ["level"] if board.by_level else []
+    header = [
+        "variant",
+        "tag",
+        *level,
+        "metric",
+        "pairs",
+        base,
+        other,
+        "Δ [95% CI]",
+        "p",
+        f"only {base}",
+        f"only {other}",
+    ]
     rows = []
-    variants = list(dict.fromkeys(v for _, summary in named for v in summary["variants"]))
-    for variant in variants:
-        for tag in TAG_COLUMNS:
-            cells = [
-                summary["variants"].get(variant, {}).get("cells", {}).get(tag, {}).get("Total") for _, summary in named
-            ]
-            if all(cell is None for cell in cells):
-                continue
-            row = [variant, tag]
-            reference = cells[0]
-            for cell in cells:
-                row.append("-" if cell is None else cell_text(cell["success_rate"], cell["execution_rate"]))
-            for cell in cells[1:]:
-                if cell is None or reference is None:
-                    row += ["-", "-"]
-                    continue
-                diff = cell["success_rate"] - reference["success_rate"]
-                low_a, high_a = reference["success_interval"]
-                low_b, high_b = cell["success_interval"]
-                overlap = low_a <= high_b and low_b <= high_a
-                row += [f"{diff:+.2f}", "yes" if overlap else "NO"]
-            rows.append(row)
+    for row in comparison.rows:
+        for d in (row.success, row.execution):
+            rows.append(
+                [row.variant, row.tag, *([row.level] if board.by_level else []), d.metric, str(d.pairs),
+                 f"{d.base_rate:.2f}", f"{d.run_rate:.2f}", _difference_text(d), _p_text(d.p_value),
+                 str(d.base_only), str(d.run_only)]
+            )  # fmt: skip
+    return title, header, rows
+
+
+def discordant_rows(board: Board) -> list[list[str]]:
+    """Every case whose verdicts flip: the run compared, the case, and its runs (level, repeat) that passed only in
+    the first run, and only in the other."""
+    rows = []
+    for comparison in board.comparisons:
+        for entry in comparison.discordant:
+            rows.append(
+                [
+                    comparison.run.name,
+                    entry.variant,
+                    str(entry.case),
+                    " ".join(_level_repeat(k) for k in entry.base_only) or "-",
+                    " ".join(_level_repeat(k) for k in entry.run_only) or "-",
+                ]
+            )
     return rows
 
 
-def compare_header(names: Sequence[str]) -> list[str]:
-    header = ["variant", "tag", *names]
-    for name in names[1:]:
-        header += [f"Δ {name}", "CIs overlap"]
-    return header
+def _level_repeat(key: RunKey) -> str:
+    return f"d{key.distraction}-r{key.repeat}"
 
 
-def render_compare(
-    named: Sequence[tuple[str, Mapping[str, Any]]], fmt: CompareFormat, console: Console | None = None
-) -> str | None:
-    """`edsb compare`: Markdown or CSV as text; `table` prints to the console and returns None."""
-    header, rows = compare_header([name for name, _ in named]), compare_rows(named)
-    if fmt == CompareFormat.MARKDOWN:
-        return _markdown(header, rows)
+def _difference_json(d: Difference) -> dict[str, Any]:
+    data = asdict(d)
+    del data["metric"], data["pairs"], data["cases"]
+    data["interval"] = None if d.low is None or d.high is None else [d.low, d.high]
+    del data["low"], data["high"]
+    return data
+
+
+def board_json(board: Board) -> dict[str, Any]:
+    """The whole comparison as plain data (`edsb compare --format json`)."""
+    return {
+        "base": board.base.name,
+        "alpha": board.alpha,
+        "method": "paired on the run key; CR1 standard error clustered by case; t with cases − 1 degrees of freedom",
+        "runs": [
+            {
+                "name": run.name,
+                "path": str(run.path),
+                "model": run.model,
+                "judged": sum(r.is_judged for r in run.results),
+                "incomplete": sum(not r.is_judged for r in run.results),
+            }
+            for run in board.runs
+        ],
+        "leaderboard": [asdict(e) for e in board.standings],
+        "comparisons": [
+            {
+                "run": comparison.run.name,
+                "coverage": asdict(comparison.coverage),
+                "rows": [
+                    {
+                        "variant": row.variant,
+                        "tag": row.tag,
+                        "distraction": row.level,
+                        "pairs": row.success.pairs,
+                        "cases": row.success.cases,
+                        "success": _difference_json(row.success),
+                        "execution": _difference_json(row.execution),
+                    }
+                    for row in comparison.rows
+                ],
+                "discordant_cases": [
+                    {
+                        "variant": entry.variant,
+                        "case": entry.case,
+                        "base_only": [k.id for k in entry.base_only],
+                        "run_only": [k.id for k in entry.run_only],
+                    }
+                    for entry in comparison.discordant
+                ],
+            }
+            for comparison in board.comparisons
+        ],
+        "notes": board.notes,
+    }
+
+
+BOARD_CSV_HEADER = (
+    "run", "variant", "tag", "distraction", "metric", "runs", "rate", "low", "high", "base", "pairs", "cases",
+    "base_rate", "run_rate", "difference", "difference_low", "difference_high", "p_value", "base_only", "run_only",
+)  # fmt: skip
+
+
+def _csv_number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def board_csv(board: Board) -> str:
+    """One tidy table: a row per run, variant, tag, level and metric with the run's own rate and interval and,
+    for every run but the first, its paired difference to the first (blank for the first run)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(BOARD_CSV_HEADER)
+    paired = {(c.run.name, row.variant, row.tag, row.level): row for c in board.comparisons for row in c.rows}
+    for e in board.standings:
+        row = paired.get((e.run, e.variant, e.tag, e.level))
+        for metric, rate, interval in (
+            ("success", e.success_rate, e.success_interval),
+            ("execution", e.execution_rate, e.execution_interval),
+        ):
+            low, high = interval if interval is not None else (None, None)
+            line = [e.run, e.variant, e.tag, e.level, metric, e.runs, *map(_csv_number, (rate, low, high))]
+            if row is None:
+                line += [""] * (len(BOARD_CSV_HEADER) - len(line))
+            else:
+                d = row.success if metric == "success" else row.execution
+                line += [board.base.name, d.pairs, d.cases]
+                line += map(_csv_number, (d.base_rate, d.run_rate, d.difference, d.low, d.high, d.p_value))
+                line += [d.base_only, d.run_only]
+            writer.writerow(line)
+    return buffer.getvalue()
+
+
+def render_board(board: Board, fmt: CompareFormat, console: Console | None = None) -> str | None:
+    """`edsb compare` as Markdown, CSV or JSON text; `table` prints to the console and returns None (the HTML
+    page is written by report.board.write_board)."""
+    if fmt == CompareFormat.JSON:
+        return json.dumps(board_json(board), indent=2)
     if fmt == CompareFormat.CSV:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-        return buffer.getvalue()
-    table = Table(*header, title="success (execution), all distraction levels")
-    for row in rows:
-        table.add_row(*row)
-    (console or Console()).print(table)
-    return None
+        return board_csv(board)
+    if fmt == CompareFormat.HTML:
+        raise ValueError("the HTML board is written by report.board.write_board")
+    header, rows = leaderboard(board)
+    blocks: list[tuple[str, Sequence[str], list[list[str]]]] = [
+        ("Leaderboard: success (execution) [95% interval of success, clustered by case]", header, rows)
+    ]
+    blocks += [difference_block(board, comparison) for comparison in board.comparisons]
+    blocks.append(
+        (
+            "Discordant cases: the runs (level, repeat) of each case that passed in one run and failed in the other",
+            ["run", "variant", "case", f"passed only in {board.base.name}", "passed only in the run"],
+            discordant_rows(board),
+        )
+    )
+    return _emit(blocks, ReportFormat.MARKDOWN if fmt == CompareFormat.MARKDOWN else ReportFormat.TABLE, console)

@@ -8,7 +8,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from edsb.report.stats import clustered_standard_error, pass_hat_k
+import numpy as np
+
+from edsb.report.stats import (
+    ALPHA,
+    POWER,
+    REPEATS_PROJECTED,
+    cluster_codes,
+    clustered_standard_error,
+    design_variance,
+    minimum_detectable_difference,
+    pass_hat_k,
+)
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import SUMMARY_FILE, write_json
 from edsb.scoring.metrics import TOTAL, Cell, ScoredRun, cell_text, overall_cell, tag_level_cells
@@ -53,6 +64,44 @@ def pi_sampler_cells(counted: list[RunResult]) -> dict[str, dict[str, Any]]:
             "sampler_misses": sum(bool(r.sampler_miss) for r in runs),
         }
     return cells if sampled else {}
+
+
+def _rounded(value: float) -> float | None:
+    return None if not np.isfinite(value) else round(float(value), 4)
+
+
+def power_summary(records: list[ScoredRun]) -> dict[str, Any]:
+    """The power of a paired comparison of success against another run of this design (docs/statistics.md): the
+    minimum detectable difference at 80% power and α = 0.05, with the clustering this run observed, as designed and
+    with 1, 3, 5 or 10 repeats per case and level (projected only when some cell has two repeats). None where the
+    run shows no variation to estimate it from."""
+    values = np.array([float(r.passed) for r in records])
+    case_codes, cases = cluster_codes([r.case_id for r in records])
+    cell_codes, cells = cluster_codes([(r.case_id, r.level) for r in records])
+    design = design_variance(values, case_codes, cases, cell_codes, cells)
+    n, rate = len(values), float(values.mean())
+    variance = float(design.variance)
+    observed = np.isfinite(variance) and variance > 0
+    binomial = rate * (1 - rate) / n
+    design_effect = variance / binomial if observed and binomial > 0 else float("nan")
+    size = n / cases
+    icc = (design_effect - 1) / (size - 1) if size > 1 else float("nan")
+
+    def mdd(v: float) -> float | None:
+        return _rounded(float(minimum_detectable_difference(v, cases))) if observed else None
+
+    return {
+        "alpha": ALPHA,
+        "power": POWER,
+        "cases": cases,
+        "cells": cells,
+        "repeats": int(np.bincount(cell_codes).max()),
+        "runs": n,
+        "design_effect": _rounded(design_effect),
+        "intra_case_correlation": _rounded(icc),
+        "minimum_detectable_difference": mdd(variance),
+        "by_repeats": {str(r): mdd(float(design.at_repeats(r))) for r in REPEATS_PROJECTED},
+    }
 
 
 def variant_summary(records: list[RunResult]) -> dict[str, Any]:
@@ -104,6 +153,7 @@ def variant_summary(records: list[RunResult]) -> dict[str, Any]:
             "pass_hat_k": {
                 str(k): pass_hat_k([(sum(v), len(v)) for v in by_task.values()], k) for k in range(1, max_repeats + 1)
             },
+            "power": power_summary(metric_records),
             "error_kinds": dict(Counter(str(r.error_kind or "error") for r in counted if r.errored)),
             # The judge's explanation of each failed plan (character and condition), most frequent first.
             "failure_reasons": dict(

@@ -1,0 +1,304 @@
+"""`edsb compare`: runs paired on their run key, and the differences a user can trust.
+
+Two runs of the benchmark answer the same cases at the same levels and repeats, so they are compared pair by pair:
+the runs that share a run key (variant, case, distraction level, repeat) — never a name inside a run, so a run whose
+characters were renamed pairs with the original — give one paired difference each, and the standard error of their
+mean is clustered by case (docs/statistics.md). Incomplete runs and keys only one side judged are left out and
+counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edsb.errors import UsageError
+from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
+from edsb.report.summary import TAG_COLUMNS, to_scored_run
+from edsb.results import RunKey, RunResult
+from edsb.results.rundir import RunDirectory
+from edsb.scoring.metrics import TOTAL, cell_text, summarize_cell
+
+METRICS = ("success", "execution")
+
+
+def _outcome(result: RunResult, metric: str) -> bool:
+    """Success: the plan passed. Execution: the run produced a plan without an execution error."""
+    return result.passed if metric == "success" else not result.errored
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How the two runs' keys met: pairs made, judged runs left without a judged partner, incomplete runs."""
+
+    pairs: int
+    only_base: int  # judged in the base run, absent or incomplete in the other
+    only_run: int
+    incomplete_base: int
+    incomplete_run: int
+
+    @property
+    def complete(self) -> bool:
+        return not (self.only_base or self.only_run)
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """The judged runs two directories share, matched on their run key, in key order (base first in each pair)."""
+
+    pairs: list[tuple[RunResult, RunResult]]
+    coverage: Coverage
+
+
+def pair_results(base: Iterable[RunResult], other: Iterable[RunResult]) -> Pairing:
+    """Match two runs strictly on the run key (variant, case, level, repeat). Incomplete runs never pair: they are
+    counted in `coverage`, as are judged runs whose key the other side did not judge."""
+    base_all = {r.run_key: r for r in base}
+    other_all = {r.run_key: r for r in other}
+    base_judged = {k: r for k, r in base_all.items() if r.is_judged}
+    other_judged = {k: r for k, r in other_all.items() if r.is_judged}
+    shared = sorted(base_judged.keys() & other_judged.keys())
+    coverage = Coverage(
+        pairs=len(shared),
+        only_base=len(base_judged.keys() - other_judged.keys()),
+        only_run=len(other_judged.keys() - base_judged.keys()),
+        incomplete_base=len(base_all) - len(base_judged),
+        incomplete_run=len(other_all) - len(other_judged),
+    )
+    return Pairing([(base_judged[k], other_judged[k]) for k in shared], coverage)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One metric's paired difference `other − base` over a group of pairs. Rates are unrounded; the interval
+    and p-value are None with fewer than two cases."""
+
+    metric: str
+    pairs: int
+    cases: int
+    base_rate: float
+    run_rate: float
+    difference: float
+    standard_error: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    base_only: int  # discordant pairs: the base run passed (executed), the other did not
+    run_only: int  # and the reverse
+
+
+def _optional(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def paired_difference(pairs: Sequence[tuple[RunResult, RunResult]], metric: str, alpha: float = ALPHA) -> Difference:
+    """The paired difference of one metric over `pairs`, its standard error clustered by case."""
+    base = np.array([_outcome(a, metric) for a, _ in pairs], dtype=np.float64)
+    other = np.array([_outcome(b, metric) for _, b in pairs], dtype=np.float64)
+    codes, count = cluster_codes([a.case for a, _ in pairs])
+    test = paired_test(base, other, codes, count, alpha)
+    return Difference(
+        metric=metric,
+        pairs=len(pairs),
+        cases=count,
+        base_rate=float(base.mean()),
+        run_rate=float(other.mean()),
+        difference=float(test.difference),
+        standard_error=_optional(float(test.standard_error)),
+        low=_optional(float(test.low)),
+        high=_optional(float(test.high)),
+        p_value=_optional(float(test.p_value)),
+        base_only=int(((base == 1) & (other == 0)).sum()),
+        run_only=int(((base == 0) & (other == 1)).sum()),
+    )
+
+
+@dataclass(frozen=True)
+class DifferenceRow:
+    """The paired differences of one group: a variant, a tag (`Total` or a tag of the case) and a level."""
+
+    variant: str
+    tag: str
+    level: str
+    success: Difference
+    execution: Difference
+
+
+def _groups(results: Iterable[RunResult], by_level: bool) -> dict[tuple[str, str, str], list[int]]:
+    """Indices of `results` by (variant, tag, level), in report order: variants as they come, tags as the
+    paper's columns, `Total` before the levels."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    indexed = list(enumerate(results))
+    variants = list(dict.fromkeys(r.variant for _, r in indexed))
+    levels = [TOTAL, *(str(v) for v in sorted({r.distraction for _, r in indexed}))] if by_level else [TOTAL]
+    for variant in variants:
+        for tag in TAG_COLUMNS:
+            for level in levels:
+                members = [
+                    i
+                    for i, r in indexed
+                    if r.variant == variant
+                    and (tag == TOTAL or tag in r.tags)
+                    and (level == TOTAL or str(r.distraction) == level)
+                ]
+                if members:
+                    groups[(variant, tag, level)] = members
+    return groups
+
+
+def difference_rows(pairing: Pairing, by_level: bool = False, alpha: float = ALPHA) -> list[DifferenceRow]:
+    """Per variant, tag and (with `by_level`) distraction level: the paired success and execution differences.
+    A pair's tags are the base run's."""
+    rows = []
+    for (variant, tag, level), members in _groups([a for a, _ in pairing.pairs], by_level).items():
+        pairs = [pairing.pairs[i] for i in members]
+        success, execution = (paired_difference(pairs, metric, alpha) for metric in METRICS)
+        rows.append(DifferenceRow(variant, tag, level, success, execution))
+    return rows
+
+
+@dataclass(frozen=True)
+class DiscordantCase:
+    """A case whose verdicts flip between the two runs: the keys where only the base run passed, and the reverse."""
+
+    variant: str
+    case: int
+    base_only: list[RunKey]
+    run_only: list[RunKey]
+
+
+def discordant_cases(pairing: Pairing) -> list[DiscordantCase]:
+    """Every (variant, case) with at least one pair whose success differs, in key order."""
+    found: dict[tuple[str, int], DiscordantCase] = {}
+    for a, b in pairing.pairs:
+        if a.passed == b.passed:
+            continue
+        entry = found.setdefault((a.variant, a.case), DiscordantCase(a.variant, a.case, [], []))
+        (entry.base_only if a.passed else entry.run_only).append(a.run_key)
+    return list(found.values())
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One run's own rates over one group (all its judged runs, paired or not) with case-clustered intervals."""
+
+    run: str
+    variant: str
+    tag: str
+    level: str
+    runs: int
+    cell: str  # the paper's cell text, `success (execution)`
+    success_rate: float  # unrounded
+    success_interval: tuple[float, float] | None
+    execution_rate: float
+    execution_interval: tuple[float, float] | None
+
+
+def standings(name: str, results: Iterable[RunResult], by_level: bool = False, alpha: float = ALPHA) -> list[Standing]:
+    """A run's leaderboard entries: per variant, tag and level, its rates over its judged runs."""
+    judged = [r for r in results if r.is_judged]
+    entries = []
+    for (variant, tag, level), members in _groups(judged, by_level).items():
+        group = [judged[i] for i in members]
+        codes, count = cluster_codes([r.case for r in group])
+        rates: dict[str, tuple[float, tuple[float, float] | None]] = {}
+        for metric in METRICS:
+            mean, low, high = mean_interval([float(_outcome(r, metric)) for r in group], codes, count, alpha)
+            rates[metric] = (mean, None if low is None or high is None else (low, high))
+        paper = summarize_cell([to_scored_run(r) for r in group])
+        text = cell_text(paper.success_rate, paper.execution_rate)
+        entries.append(Standing(name, variant, tag, level, len(group), text, *rates["success"], *rates["execution"]))
+    return entries
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """A run directory in a comparison: its display name, where it lives and what it holds."""
+
+    name: str
+    path: Path
+    model: str
+    results: list[RunResult]
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """One later run against the first: coverage, the difference rows and the cases that flip."""
+
+    run: ComparedRun
+    coverage: Coverage
+    rows: list[DifferenceRow]
+    discordant: list[DiscordantCase]
+
+
+@dataclass(frozen=True)
+class Board:
+    """Everything `edsb compare` shows: the runs, their standings and each later run paired with the first."""
+
+    runs: list[ComparedRun]
+    standings: list[Standing]
+    comparisons: list[PairedComparison]
+    by_level: bool
+    alpha: float = ALPHA
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> ComparedRun:
+        return self.runs[0]
+
+
+def run_names(paths: Sequence[Path]) -> list[str]:
+    """Short, distinct names for the compared directories: the directory name, else the path as given, else the
+    path with its position (`a a` compares a run with itself)."""
+    names = [path.name or str(path) for path in paths]
+    if len(set(names)) != len(names):
+        names = [str(path) for path in paths]
+    if len(set(names)) != len(names):
+        names = [f"{name} #{i + 1}" for i, name in enumerate(names)]
+    return names
+
+
+def coverage_note(comparison: PairedComparison, base: str) -> str | None:
+    """The warning for runs that do not cover the same keys (None when every judged key found its partner)."""
+    c, name = comparison.coverage, comparison.run.name
+    parts = []
+    if not c.complete:
+        parts.append(
+            f"{name} vs {base}: {c.pairs} runs paired; left out: {c.only_base} judged runs of {base} without a judged"
+            f" partner in {name}, {c.only_run} of {name} without one in {base}"
+        )
+    if c.incomplete_base or c.incomplete_run:
+        parts.append(
+            f"{name} vs {base}: incomplete runs never pair: {c.incomplete_base} in {base}, {c.incomplete_run} in {name}"
+        )
+    return "; ".join(parts) or None
+
+
+def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = ALPHA) -> Board:
+    """Open the directories and pair every later one with the first. Comparing runs that share no judged key
+    at all is a usage error."""
+    if len(paths) < 2:
+        raise UsageError("compare needs at least two run directories")
+    runs = []
+    notes: list[str] = []
+    for name, path in zip(run_names(paths), paths, strict=True):
+        directory = RunDirectory.open(path)
+        notes += directory.notes
+        runs.append(ComparedRun(name, Path(path), directory.config.model, directory.results))
+    base = runs[0]
+    comparisons = []
+    for run in runs[1:]:
+        pairing = pair_results(base.results, run.results)
+        if not pairing.pairs:
+            raise UsageError(
+                f"{run.name} and {base.name} share no judged run key (variant, case, level, repeat): nothing to pair"
+            )
+        rows = difference_rows(pairing, by_level, alpha)
+        comparisons.append(PairedComparison(run, pairing.coverage, rows, discordant_cases(pairing)))
+        if (note := coverage_note(comparisons[-1], base.name)) is not None:
+            notes.append(note)
+    entries = [entry for run in runs for entry in standings(run.name, run.results, by_level, alpha)]
+    return Board(runs, entries, comparisons, by_level, alpha, notes)

@@ -1,0 +1,190 @@
+"""`edsb compare` on run directories written by hand: runs paired on their run key, differences with case-clustered
+intervals and p-values, discordant pairs, coverage differences counted, and the same table in every format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edsb.report.paired import pair_results
+from edsb.results import RunResult
+from tests.support.edsb_cli import edsb_in_process
+from tests.support.run_dir import result_record, write_run_dir
+
+# Three cases, two runs each (level 0 and 1, repeat 0). Paired differences other − base: case 0: +1 and 0,
+# case 3: 0 and 0, case 5: −1 and +1. Case 0 is OA, cases 3 and 5 are RC and SS.
+TAGS = {0: ["OA"], 3: ["RC", "SS"], 5: ["RC", "SS"]}
+BASE = {(0, 0): "failed", (0, 1): "passed", (3, 0): "passed", (3, 1): "error", (5, 0): "passed", (5, 1): "failed"}
+OTHER = {(0, 0): "passed", (0, 1): "passed", (3, 0): "passed", (3, 1): "error", (5, 0): "failed", (5, 1): "passed"}
+T_975_2DF = 4.302652729749464
+
+
+def records(outcomes: dict[tuple[int, int], str], variant: str = "ours", **extra: Any) -> list[dict[str, Any]]:
+    return [
+        result_record(variant, case, TAGS[case], level, 0, status, **extra)
+        for (case, level), status in outcomes.items()
+    ]
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    return write_run_dir(tmp_path / "base", records(BASE)), write_run_dir(tmp_path / "other", records(OTHER))
+
+
+def compare_json(capsys, *args: str | Path) -> dict[str, Any]:
+    code, out, err = edsb_in_process(["compare", *map(str, args), "--format", "json"], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def rows_by_group(data: dict[str, Any], index: int = 0) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(r["variant"], r["tag"], r["distraction"]): r for r in data["comparisons"][index]["rows"]}
+
+
+def test_paired_difference_by_hand(runs: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *runs)
+    total = rows_by_group(data)[("ours", "Total", "Total")]
+    mean = 1 / 6
+    sums = [1 - 2 * mean, -2 * mean, -2 * mean]  # residual sum of each case
+    se = math.sqrt(3 / 2 * sum(s * s for s in sums) / 36)  # CR1, G = 3
+    success = total["success"]
+    assert (total["pairs"], total["cases"]) == (6, 3)
+    assert success["base_rate"] == pytest.approx(3 / 6) and success["run_rate"] == pytest.approx(4 / 6)
+    assert success["difference"] == pytest.approx(mean)
+    assert success["standard_error"] == pytest.approx(se)
+    assert success["interval"] == pytest.approx([mean - T_975_2DF * se, mean + T_975_2DF * se])
+    t = mean / se
+    assert success["p_value"] == pytest.approx(1 - t / math.sqrt(2 + t * t))  # t with 2 df, in closed form
+    assert (success["base_only"], success["run_only"]) == (1, 2)  # case 5 level 0; case 0 level 0, case 5 level 1
+    # Execution: case 3 level 1 errs in both runs, so the difference is 0 and no pair is discordant.
+    execution = total["execution"]
+    assert execution["difference"] == 0.0 and (execution["base_only"], execution["run_only"]) == (0, 0)
+    # Per tag: OA is case 0 alone (one cluster: no interval), RC and SS are cases 3 and 5.
+    oa = rows_by_group(data)[("ours", "OA", "Total")]["success"]
+    assert oa["difference"] == pytest.approx(0.5) and oa["interval"] is None and oa["p_value"] is None
+    assert rows_by_group(data)[("ours", "RC", "Total")]["success"]["difference"] == pytest.approx(0.0)
+    assert {
+        (d["case"], tuple(d["base_only"]), tuple(d["run_only"])) for d in data["comparisons"][0]["discordant_cases"]
+    } == {
+        (0, (), ("ours/tc00-d0-r0",)),
+        (5, ("ours/tc05-d0-r0",), ("ours/tc05-d1-r0",)),
+    }
+
+
+def test_a_run_compared_with_itself(runs: tuple[Path, Path], capsys) -> None:
+    base, _ = runs
+    data = compare_json(capsys, base, base)
+    assert data["comparisons"][0]["coverage"]["pairs"] == 6
+    for row in data["comparisons"][0]["rows"]:
+        for metric in ("success", "execution"):
+            d = row[metric]
+            assert d["difference"] == 0.0 and (d["base_only"], d["run_only"]) == (0, 0)
+            assert d["interval"] in ([0.0, 0.0], None)  # None: OA has one case
+            assert d["p_value"] in (1.0, None)
+    assert data["comparisons"][0]["discordant_cases"] == []
+    _, out, err = edsb_in_process(["compare", str(base), str(base), "--format", "markdown"], capsys)
+    assert err == "" and "| ours | Total | success | 6 | 0.50 | 0.50 | +0.00 [+0.00, +0.00] | 1.000 | 0 | 0 |" in out
+
+
+def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *runs)
+    total = rows_by_group(data)[("ours", "Total", "Total")]["success"]
+    _, out, _ = edsb_in_process(["compare", *map(str, runs), "--format", "csv"], capsys)
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert all(None not in row.values() for row in table)
+    by_key = {(r["run"], r["variant"], r["tag"], r["distraction"], r["metric"]): r for r in table}
+    assert len(by_key) == len(table)
+    line = by_key[("other", "ours", "Total", "Total", "success")]
+    assert float(line["difference"]) == pytest.approx(total["difference"], abs=1e-4)
+    assert float(line["difference_low"]) == pytest.approx(total["interval"][0], abs=1e-4)
+    assert float(line["p_value"]) == pytest.approx(total["p_value"], abs=1e-4)
+    assert (line["base"], line["pairs"], line["base_only"], line["run_only"]) == ("base", "6", "1", "2")
+    assert float(line["rate"]) == pytest.approx(4 / 6, abs=1e-4)
+    assert by_key[("base", "ours", "Total", "Total", "success")]["difference"] == ""  # the first run: no pair
+    leader = {(e["run"], e["tag"]): e for e in data["leaderboard"] if e["level"] == "Total"}
+    assert leader[("base", "Total")]["cell"] == "0.5 (0.83)" and leader[("other", "Total")]["cell"] == "0.67 (0.83)"
+    _, markdown, _ = edsb_in_process(["compare", *map(str, runs), "--format", "markdown"], capsys)
+    low, high = total["interval"]
+    assert f"| ours | Total | success | 6 | 0.50 | 0.67 | +0.17 [{low:+.2f}, {high:+.2f}] |" in markdown
+    assert "| base | 0.5 (0.83) [" in markdown and "| other | ours | 5 | d0-r0 | d1-r0 |" in markdown
+    written = runs[0].parent / "compare.md"
+    code, _, err = edsb_in_process(["compare", *map(str, runs), "--format", "markdown", "-o", str(written)], capsys)
+    assert code == 0 and written.read_text() == markdown and "comparison written to" in err
+    code, _, _ = edsb_in_process(["compare", *map(str, runs), "-o", str(written)], capsys)
+    assert code == 0 and f"+0.17 [{low:+.2f}, {high:+.2f}]" in written.read_text()  # the table, as text
+
+
+def test_by_level(runs: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *runs, "--by-level")
+    rows = rows_by_group(data)
+    assert rows[("ours", "Total", "0")]["pairs"] == 3 and rows[("ours", "Total", "1")]["pairs"] == 3
+    assert rows[("ours", "Total", "0")]["success"]["difference"] == pytest.approx(0.0)  # +1, 0, −1
+    assert rows[("ours", "Total", "1")]["success"]["difference"] == pytest.approx(1 / 3)
+    assert ("ours", "Total", "0") not in rows_by_group(compare_json(capsys, *runs))
+
+
+def test_different_coverage_pairs_the_shared_keys_and_says_what_was_left_out(tmp_path: Path, capsys) -> None:
+    base = [
+        *records(BASE),
+        result_record("ours", 0, ["OA"], 2, 0, "passed"),  # a level the other run lacks
+        result_record("ours", 3, ["RC", "SS"], 0, 1, "incomplete", error_kind="transport_timeout"),
+    ]
+    other = [
+        *records(OTHER),
+        result_record("ours", 7, ["OA"], 0, 0, "passed"),  # cases the base run lacks
+        result_record("ours", 8, ["OA"], 0, 0, "failed"),
+        result_record("ours", 0, ["OA"], 2, 0, "incomplete", error_kind="internal_error"),
+    ]
+    base_dir, other_dir = write_run_dir(tmp_path / "a", base), write_run_dir(tmp_path / "b", other)
+    code, out, err = edsb_in_process(["compare", str(base_dir), str(other_dir), "--format", "json"], capsys)
+    assert code == 0
+    assert json.loads(out)["comparisons"][0]["coverage"] == {
+        "pairs": 6, "only_base": 1, "only_run": 2, "incomplete_base": 1, "incomplete_run": 1,
+    }  # fmt: skip
+    assert "warning: b vs a: 6 runs paired; left out: 1 judged runs of a without a judged partner in b, 2 of b" in err
+    assert "incomplete runs never pair: 1 in a, 1 in b" in err
+    _, markdown, _ = edsb_in_process(["compare", str(base_dir), str(other_dir), "--format", "markdown"], capsys)
+    assert (
+        "over 6 shared runs (left out: 1 judged only in a, 2 judged only in b, 1 incomplete in a, 1 incomplete in b)"
+        in markdown
+    )
+    assert rows_by_group(json.loads(out))[("ours", "Total", "Total")]["success"]["difference"] == pytest.approx(1 / 6)
+
+
+def test_no_shared_keys_is_one_clear_error(runs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    elsewhere = write_run_dir(tmp_path / "scene-graph-only", records(OTHER, variant="scene-graph"))
+    outcome = edsb_in_process(["compare", str(runs[0]), str(elsewhere)], capsys)
+    outcome.assert_one_clear_error(2, contains="share no judged run key")
+    never_answered = records(dict.fromkeys(BASE, "incomplete"), error_kind="transport_timeout")
+    only_incomplete = write_run_dir(tmp_path / "incomplete", never_answered)
+    edsb_in_process(["compare", str(runs[0]), str(only_incomplete)], capsys).assert_one_clear_error(2)
+
+
+def test_pairing_is_by_run_key_never_by_names() -> None:
+    """A perturbed run renames the characters of a case; its runs pair with the original's on the key alone,
+    whatever order the lines come in."""
+    original = [RunResult.model_validate(r) for r in records(BASE)]
+    renamed = [
+        RunResult.model_validate({**r, "plan": {"Zoe": {"target_action": ["sit"], "relationships": []}}})
+        for r in reversed(records(OTHER))
+    ]
+    pairing = pair_results(original, renamed)
+    assert pairing.coverage.pairs == 6 and pairing.coverage.complete
+    assert all(a.run_key == b.run_key for a, b in pairing.pairs)
+    assert [(a.status, b.status) for a, b in pairing.pairs] == [
+        (BASE[(a.case, a.distraction)], OTHER[(a.case, a.distraction)]) for a, _ in pairing.pairs
+    ]
+
+
+def test_three_runs_compare_each_later_one_with_the_first(runs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    third = write_run_dir(tmp_path / "third", records(BASE))
+    data = compare_json(capsys, runs[0], runs[1], third)
+    assert [c["run"] for c in data["comparisons"]] == ["other", "third"]
+    assert rows_by_group(data, 1)[("ours", "Total", "Total")]["success"]["difference"] == 0.0
+    assert [r["name"] for r in data["runs"]] == ["base", "other", "third"]
