@@ -247,6 +247,15 @@ def run_command(
     repeats: Annotated[int | None, typer.Option(min=1, help="Repeats per case and level (default 1).")] = None,
     temperature: Annotated[float | None, typer.Option(min=0.0, help="Sampling temperature (default 0.1).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the position sampler (default 0).")] = None,
+    perturb: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            metavar="SEED",
+            help="Robustness suite: rename every character and renumber object instances from this seed, so no "
+            "remembered answer fits (default 0: the benchmark as published).",
+        ),
+    ] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Runs in flight at once (default 4).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per model request (default 120).")] = None,
     max_retries: Annotated[
@@ -277,6 +286,7 @@ def run_command(
         "repeats": repeats,
         "temperature": temperature,
         "seed": seed,
+        "perturb": perturb,
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,
@@ -291,7 +301,12 @@ def run_command(
     quiet = quiet or bool(session.get("quiet"))
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
     summary = write_summary(
-        out, outcome.results, resolved.variants, model=resolved.model, runs_planned=outcome.runs_planned
+        out,
+        outcome.results,
+        resolved.variants,
+        model=resolved.model,
+        runs_planned=outcome.runs_planned,
+        perturb=resolved.perturb,
     )
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -362,19 +377,20 @@ def show_command(
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import case_figure, result_figure, save_figure
+    from edsb.results.rundir import RunDirectory
 
-    benchmark = Benchmark.open(data)
+    run_dir = RunDirectory.open(run) if run is not None else None
+    # A perturbed run's plan names the renamed objects: draw it on its own version of the benchmark.
+    benchmark = Benchmark.open(data, perturb=run_dir.config.perturb if run_dir else 0)
     if case_id not in benchmark.cases:
         raise UsageError(f"unknown case id {case_id}")
     case = benchmark.cases[case_id]
     level = min(distraction, case.max_distraction)
     scene = load_scene(benchmark, case.scene_name)
-    if run is None:
+    if run_dir is None:
         figure = case_figure(case, level, scene)
     else:
-        from edsb.results.rundir import RunDirectory
-
-        result = RunDirectory.open(run).find(case_id, distraction, repeat, variant)
+        result = run_dir.find(case_id, distraction, repeat, variant)
         figure = result_figure(case, level, scene, result)
     written = save_figure(figure, output)
     err.print(f"picture written to {written}", markup=False, highlight=False)
@@ -411,7 +427,11 @@ def compare_command(
     names = [path.name or str(path) for path in run_dirs]
     if len(set(names)) != len(names):
         names = [str(path) for path in run_dirs]
-    summaries = [(name, load_run(path)[1]) for name, path in zip(names, run_dirs, strict=True)]
+    # Runs pair by key (variant, case, level, repeat), which no renaming touches: a perturbed run compares with the
+    # original one cell by cell, and its column says it is perturbed.
+    loaded = [load_run(path)[1] for path in run_dirs]
+    names = [f"{n} ({s['perturbation']})" if "perturbation" in s else n for n, s in zip(names, loaded, strict=True)]
+    summaries = list(zip(names, loaded, strict=True))
     for note in coverage_differences(summaries):
         err.print(f"warning: {note}", markup=False, highlight=False)
     text = render_compare(summaries, fmt, console=out)

@@ -128,7 +128,7 @@ def test_scenes_given_at_start_are_loaded_once_for_every_worker(benchmark: Bench
     assert isinstance(house.scene, SceneSource) and isinstance(castle.scene, SceneSource)
     with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
         pool.warm_up([house.scene, castle.scene])
-        key = ("source", house.scene.data_dir, "House")
+        key = ("source", house.scene.data_dir, "House", "0")
         assert len(pool._idle) == 2 and all(worker.scenes == {key} for worker in pool._idle)
         assert action(pool, SET_A.format("get_closest_object('table_1', 'chair')"), house) == "chair_1"
         with pytest.raises(SandboxError, match="cannot load the scene"):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.benchmark import Benchmark
+from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
@@ -158,10 +159,13 @@ def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: s
 
 
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
-    """The whole HTML document of one run directory."""
+    """The whole HTML document of one run directory (a perturbed run is drawn and titled with its renaming)."""
     jinja2 = _require_jinja()
     run = RunDirectory.open(run_dir)
+    if run.config.perturb != benchmark.perturb:
+        benchmark = Benchmark(benchmark.root, run.config.perturb)
     summary = build_summary(run.results, run.config.variants)
+    label = perturbation_label(run.config.perturb)
     records = sorted(run.results, key=lambda r: (r.variant, r.case, r.distraction, r.repeat))
     sections = _Sections()
     transcripts = transcripts_by_run(run_dir)
@@ -234,7 +238,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
     )
     return environment.get_template("report.html.j2").render(
-        title=f"edsb report — {Path(run_dir).resolve().name}",
+        title=f"edsb report — {Path(run_dir).resolve().name}" + (f" — {label}" if label else ""),
         model=run.config.model,
         columns=TAG_COLUMNS,
         blocks=blocks,

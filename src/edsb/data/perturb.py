@@ -1,0 +1,171 @@
+"""The robustness suite's renaming: the same cases under character names and object ids no model has seen.
+
+A perturbation seed > 0 maps every character name of the benchmark to a first name from `REPLACEMENT_NAMES` (one to
+one, across all cases) and, per scene, the instance numbers of each label to a permutation of themselves that moves
+every instance of a label that has more than one (`chair_3` → `chair_5`, `chair_5` → `chair_1`, ...). Geometry, the
+record ids that fix the scene's order, and every other byte stay as they are, so each puzzle is the same puzzle and
+only a remembered answer stops working. Everything is derived from the seed alone (string-seeded `random.Random`,
+identical in every process), so a seed gives the same benchmark on every machine.
+
+Text is rewritten in one pass of whole-word matches (`re` word boundaries: `Jason` never touches `Jasonville`,
+`chair_1` never touches `chair_10` or `armchair_1`), so a permutation never chains (`chair_1` → `chair_3` and
+`chair_3` → `chair_1` swap). The Benchmark applies it where it loads cases, objects and narratives; the object list
+and the scene graph text list the objects in a shuffled order (`listing_order`), while the scene's own order, which
+decides the spatial API's tie-breaks and the collision scan, stays the reference's.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from edsb.data.models import SceneObjectRecord, TestCase
+from edsb.errors import DataError, UsageError
+
+# Distinct ASCII first names: none is a name of the benchmark or of its prompt pack, none is a word of its prompts or
+# descriptions, and none contains another or a benchmark name (checked against the data by the tests).
+_NAMES = """
+    Abelard Adaeze Agnieszka Ahanu Aino Akira Alasdair Aleksandra Aleksei Amara Ambrose Anastasia Anneliese Anouk
+    Anselm Arjun Astrid Aurelio Ayesha Babajide Bartholomew Beatrix Benedetta Bertrand Bjorn Branimir Bronwen Caio
+    Calliope Casimir Cedric Chiara Clementine Cosima Cressida Cyprian Dagny Dario Dashiell Deniz Desmond Dmitri
+    Dorota Dragomir Eamon Ebenezer Efua Eilidh Eleanora Elif Emeka Enzo Esperanza Evander Ezequiel Fabiola Fenna
+    Filippa Fiorella Fitzgerald Florian Gaspard Gideon Giulia Godfrey Gunnar Gwendolyn Halvard Hamza Hiroshi
+    Horatio Hortensia Idris Ignacio Ignatius Ilse Imelda Imogen Ingrid Isidora Isolde Itzel Jacinta Jadwiga
+    Jaroslav Jarrah Joaquin Jovana Kaito Kalani Kazimiera Kenji Kirra Kofi Konstantin Ksenia Lachlan Laszlo Lavinia
+    Leocadia Leopold Linnea Lorcan Lucinda Ludovica Maelle Magnus Margarethe Marguerite Marisol Matteo Maximilian
+    Mireille Mirela Mstislav Naoki Niamh Nikolai Njeri Octavia Oisin Olamide Ophelia Oskar Ottoline Paloma Pavel
+    Peregrine Perpetua Philippa Quentin Radomir Rafferty Ragnhild Reginald Renata Rhiannon Rohan Rosamund Ruairi
+    Sabine Sandrine Saoirse Sebastiano Seraphina Seren Signe Sigrid Silvio Soren Svetlana Sylvester Tadeo Tamsin
+    Tancredi Teodora Thaddeus Thiago Tobias Tomasz Torsten Ulla Ulrich Ulrike Umberto Ursula Valentina Vasco
+    Veronika Vidar Violetta Wenceslas Wendeline Wilhelmina Wojciech Wolfgang Xaviera Xiomara Yannick Yolanda Yusuf
+    Zainab Zbigniew Zephyrine Zofia Zoltan Zuzana
+"""
+REPLACEMENT_NAMES: tuple[str, ...] = tuple(_NAMES.split())
+
+
+def check_seed(seed: object) -> int:
+    """The seed as an int; a clear error for anything but a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"perturb must be a non-negative integer (0 = the original benchmark), got {seed!r}")
+    return seed
+
+
+def perturbation_label(seed: int) -> str | None:
+    """How reports name a perturbed run (`perturbed (seed 3)`); None for the original benchmark."""
+    return f"perturbed (seed {seed})" if seed else None
+
+
+def _rng(seed: int, *parts: str) -> random.Random:
+    return random.Random("/".join(("edsb-perturb", str(seed), *parts)))
+
+
+def case_character_names(case: TestCase) -> list[str]:
+    """Every character a case names (its cast, history and expected plans), first-seen order."""
+    names = [state.name for state in case.current_states]
+    for entry in case.planning_history:
+        names += entry.characters
+        names += [detail.character for detail in entry.details]
+    names += [plan.character for plan in case.expected_plans]
+    return list(dict.fromkeys(names))
+
+
+def character_mapping(seed: int, names: Iterable[str]) -> dict[str, str]:
+    """Each name to a replacement, one to one; the same names and seed give the same mapping everywhere."""
+    originals = sorted(set(names))
+    if not seed:
+        return {}
+    clashes = sorted(set(originals) & set(REPLACEMENT_NAMES))
+    if clashes:
+        raise DataError(f"the benchmark uses replacement name(s) {', '.join(clashes)}: cannot perturb it")
+    if len(originals) > len(REPLACEMENT_NAMES):
+        raise DataError(f"{len(originals)} character names, only {len(REPLACEMENT_NAMES)} replacements")
+    return dict(zip(originals, _rng(seed, "characters").sample(REPLACEMENT_NAMES, len(originals)), strict=True))
+
+
+def _derangement(rng: random.Random, items: Sequence[int]) -> list[int]:
+    """A uniformly drawn permutation of `items` that moves every item (rejection sampling: ~e draws)."""
+    while True:
+        shuffled = list(items)
+        rng.shuffle(shuffled)
+        if all(a != b for a, b in zip(items, shuffled, strict=True)):
+            return shuffled
+
+
+def object_mapping(seed: int, scene: str, records: Iterable[SceneObjectRecord]) -> dict[str, str]:
+    """`label_N` → `label_M` for one scene: within each label a permutation of its instance numbers that moves every
+    instance (a label with one instance keeps it). Empty for seed 0."""
+    if not seed:
+        return {}
+    by_label: dict[str, list[int]] = defaultdict(list)
+    for record in records:
+        by_label[record.label].append(record.idx)
+    rng = _rng(seed, scene, "objects")
+    mapping: dict[str, str] = {}
+    for label in sorted(by_label):
+        numbers = sorted(by_label[label])
+        moved = _derangement(rng, numbers) if len(numbers) > 1 else numbers
+        mapping.update({f"{label}_{a}": f"{label}_{b}" for a, b in zip(numbers, moved, strict=True)})
+    return mapping
+
+
+def listing_order(seed: int, scene: str, ids: Sequence[int]) -> tuple[int, ...]:
+    """The record ids in the order the object list and the scene graph text show them: shuffled, never the given
+    order itself (a scene of one object excepted)."""
+    order = list(ids)
+    rng = _rng(seed, scene, "listing")
+    while True:
+        rng.shuffle(order)
+        if len(order) < 2 or order != list(ids):
+            return tuple(order)
+
+
+class Renaming:
+    """One scene's mapping (characters and object ids), applied to texts, cases and object records."""
+
+    def __init__(self, mapping: Mapping[str, str]) -> None:
+        self.mapping: dict[str, str] = dict(mapping)
+        if len(set(self.mapping.values())) != len(self.mapping):
+            raise ValueError("a renaming must be one to one")
+        keys = sorted(self.mapping, key=len, reverse=True)
+        self._pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, keys)) + r")\b") if keys else None
+
+    def __bool__(self) -> bool:
+        return bool(self.mapping)
+
+    def inverse(self) -> Renaming:
+        return Renaming({new: old for old, new in self.mapping.items()})
+
+    def text(self, text: str) -> str:
+        """Every whole-word occurrence of a mapped name replaced, in one pass."""
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda match: self.mapping[match.group(0)], text)
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self._value(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self._value(item) for key, item in value.items()}
+        return value
+
+    def case(self, case: TestCase) -> TestCase:
+        """The case with every string rewritten (instruction, cast, history, expected plans and conditions); the
+        labels, tags and states it holds contain no name, so they come out unchanged."""
+        if self._pattern is None:
+            return case
+        return TestCase.model_validate(self._value(case.model_dump()))
+
+    def records(self, records: Iterable[SceneObjectRecord]) -> list[SceneObjectRecord]:
+        """The scene's objects with their instance numbers renamed; ids, geometry and order untouched."""
+        renamed = []
+        for record in records:
+            new = self.mapping.get(record.name, record.name)
+            if new != record.name:
+                record = record.model_copy(update={"idx": int(new.rsplit("_", 1)[1])})
+            renamed.append(record)
+        return renamed
