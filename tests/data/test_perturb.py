@@ -102,7 +102,7 @@ def test_object_mapping_permutes_instances_within_labels_and_moves_every_shared_
     mappings = [object_mapping(seed, scene, records) for seed in SEEDS]
     for mapping in mappings:
         assert set(mapping) == set(mapping.values()) == {r.name for r in records}  # a permutation
-        for label, names in by_label.items():
+        for names in by_label.values():
             assert {mapping[name] for name in names} == names  # within its label
             assert all((mapping[name] == name) == (len(names) == 1) for name in names)  # all moved if shared
         assert any(new != old for old, new in mapping.items())  # never the identity on a scene
