@@ -82,7 +82,7 @@ def test_the_oracle_solves_every_perturbed_case_and_the_control_none(runs: Runs,
         for v in cells.values()
         for t in v["cells"].values()
         for c in t.values()
-    ]  # noqa: E501
+    ]
     assert rates and set(rates) == {(1.0, 1.0)}
 
 
