@@ -17,6 +17,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
+from tests.support.data import DATA
 from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results
@@ -239,3 +240,44 @@ def test_a_model_that_never_answers_is_a_sample_error_not_a_verdict(
     (sample,) = log.samples or []
     assert sample.error is not None and "InternalServerError" in sample.error.message  # the 503, as Inspect saw it
     assert not sample.scores  # neither a pass nor an execution error: Inspect retries or reports it
+
+
+def test_a_perturbed_task_runs_the_renamed_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-T perturb=2`: the samples are the renamed cases, and a server answering as the oracle told that mapping
+    passes every one of them through Inspect, as `edsb run --perturb 2` does."""
+    from edsb.data.perturb import case_character_names
+    from edsb.llm import ChatRequest
+    from edsb.llm.oracle import OracleChatModel
+
+    oracle = OracleChatModel(DATA, perturb=2)
+
+    def answer(request: Any) -> Reply:
+        body = request.json()
+        json_mode = (body.get("response_format") or {}).get("type") == "json_object"
+        # Inspect sends the system prompt as OpenAI's newer `developer` role.
+        messages = [{**m, "role": "system" if m["role"] == "developer" else m["role"]} for m in body["messages"]]
+        chat = ChatRequest(messages=messages, temperature=body.get("temperature", 0.1), json_mode=json_mode)
+        return Reply.completion(oracle.reply(chat))
+
+    task = edsb_table1(cases="0,13,21,44", levels="0-1", epochs=1, perturb=2)
+    plain = edsb_table1(cases="0,13,21,44", levels="0-1", epochs=1)
+    assert task.metadata is not None and task.metadata["perturbation"] == "perturbed (seed 2)"
+    original = Benchmark.open(DATA)
+    for sample, unperturbed in zip(task.dataset, plain.dataset, strict=True):
+        assert sample.id == unperturbed.id and sample.input != unperturbed.input
+        names = case_character_names(original.case(sample.metadata["case"]))  # type: ignore[index]
+        assert not any(name in str(sample.input) or name in str(sample.target) for name in names)
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIServer(answer) as server:
+        (log,) = inspect_eval(
+            task,
+            model="openai/scripted",
+            model_base_url=server.base_url,
+            model_args={"responses_api": False},
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            max_retries=0,
+        )
+    runs = inspect_runs(read_eval_log(log.location))
+    assert len(runs) == 8 and {run["status"] for run in runs.values()} == {"passed"}
