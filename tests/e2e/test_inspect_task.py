@@ -194,6 +194,21 @@ def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> No
     }
 
 
+def eval_on(server: OpenAIServer, task: Any, tmp_path: Path, **options: Any) -> EvalLog:
+    """One Inspect eval of `task` against the loopback server, read back from its log on disk."""
+    (log,) = inspect_eval(
+        task,
+        model="openai/scripted",
+        model_base_url=server.base_url,
+        model_args={"responses_api": False},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_retries=0,
+        **options,
+    )
+    return read_eval_log(log.location)
+
+
 def run_one(
     server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, exit_code: int = 0
 ) -> tuple[dict[str, Any], EvalLog]:
@@ -204,17 +219,7 @@ def run_one(
     assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == exit_code
     (record,) = read_results(out)
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
-    (log,) = inspect_eval(
-        edsb_table1(cases=13, levels=0, epochs=1),
-        model="openai/scripted",
-        model_base_url=server.base_url,
-        model_args={"responses_api": False},
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        max_retries=0,
-        fail_on_error=False,
-    )
-    return record, read_eval_log(log.location)
+    return record, eval_on(server, edsb_table1(cases=13, levels=0, epochs=1), tmp_path, fail_on_error=False)
 
 
 def test_a_prompt_the_endpoint_refuses_is_the_same_execution_error(
@@ -270,14 +275,5 @@ def test_a_perturbed_task_runs_the_renamed_cases(tmp_path: Path, monkeypatch: py
     isolate_environment(monkeypatch, tmp_path / "cache")
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
     with OpenAIServer(answer) as server:
-        (log,) = inspect_eval(
-            task,
-            model="openai/scripted",
-            model_base_url=server.base_url,
-            model_args={"responses_api": False},
-            log_dir=str(tmp_path / "logs"),
-            display="none",
-            max_retries=0,
-        )
-    runs = inspect_runs(read_eval_log(log.location))
+        runs = inspect_runs(eval_on(server, task, tmp_path))
     assert len(runs) == 8 and {run["status"] for run in runs.values()} == {"passed"}

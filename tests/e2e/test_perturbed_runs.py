@@ -166,6 +166,19 @@ def test_the_report_says_perturbed_in_every_format(runs: Runs, capsys: pytest.Ca
     assert "perturbed" not in plain
 
 
+def test_the_html_report_shows_a_perturbed_run_with_its_renamed_cases(
+    runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "report.html"
+    assert edsb_in_process(["report", runs.out("oracle", "table2", 3), "--format", "html", "-o", page], capsys)[0] == 0
+    html = page.read_text("utf-8")
+    assert re.search(r"<title>[^<]*— perturbed \(seed 3\)</title>", html)
+    perturbed = Benchmark(DATA, 3)
+    for case in (60, 61):  # the drill-down quotes the renamed instruction, never the original one
+        assert perturbed.case(case).user_instruction.strip() in html
+        assert benchmark.case(case).user_instruction.strip() not in html
+
+
 def test_compare_pairs_perturbed_and_original_runs_by_key(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
     original, perturbed = runs.out("oracle", "table1", 0), runs.out("oracle-wrong", "table1", 2)
     assert sorted(_statuses(original)) == sorted(_statuses(perturbed))  # the run keys carry no name

@@ -132,9 +132,6 @@ class Renaming:
         keys = sorted(self.mapping, key=len, reverse=True)
         self._pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, keys)) + r")\b") if keys else None
 
-    def __bool__(self) -> bool:
-        return bool(self.mapping)
-
     def inverse(self) -> Renaming:
         return Renaming({new: old for old, new in self.mapping.items()})
 
