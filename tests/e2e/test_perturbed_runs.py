@@ -37,8 +37,9 @@ class Runs:
         return self.root / f"{model}-{preset}-{seed}{'-again' if again else ''}"
 
 
-def _run(out: Path, model: str, preset: str, seed: int) -> None:
-    args = ["run", "--model", model, "--preset", preset, "--repeats", "1", "--perturb", str(seed)]
+def _run(out: Path, model: str, preset: str, seed: int | None) -> None:
+    args = ["run", "--model", model, "--preset", preset, "--repeats", "1"]
+    args += [] if seed is None else ["--perturb", str(seed)]
     assert run_edsb(*args, "--out", str(out), "--quiet") == 0
 
 
@@ -54,6 +55,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             for seed in SEEDS:
                 _run(found.out("oracle-wrong", preset, seed), "oracle-wrong", preset, seed)
         _run(found.out("oracle", "table1", 1, again=True), "oracle", "table1", 1)
+        _run(found.root / "default-table2", "oracle", "table2", None)
     yield found
 
 
@@ -148,6 +150,23 @@ def test_the_same_seed_sends_the_same_bytes_and_another_seed_other_bytes(runs: R
     other = prompts(runs.out("oracle", "table1", 2))
     assert [key[:2] for key in other] == [key[:2] for key in first]
     assert all(a[2][-1] != b[2][-1] for a, b in zip(first, other, strict=True))
+
+
+def test_seed_zero_sends_the_prompts_of_a_run_without_the_option(runs: Runs) -> None:
+    def sent(out: Path) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(r["run"], r["module"], r["request"]) for r in _requests(out)]
+
+    default = sent(runs.root / "default-table2")
+    assert default and sent(runs.out("oracle", "table2", 0)) == default
+    assert json.loads((runs.out("oracle", "table2", 0) / "config.json").read_text())["perturb"] == 0
+    assert "perturbation" not in json.loads((runs.root / "default-table2" / "summary.json").read_text())
+
+
+def test_a_bad_seed_is_one_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for bad in ("-1", "two"):
+        outcome = edsb_in_process(["run", "--model", "oracle", "--perturb", bad, "--out", tmp_path / "x"], capsys)
+        outcome.assert_one_clear_error(2, contains="--perturb")
+    assert not (tmp_path / "x").exists()
 
 
 def test_the_report_says_perturbed_in_every_format(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
