@@ -53,6 +53,12 @@ DataOption = Annotated[
         "--data", help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).", show_default=False
     ),
 ]
+PerturbOption = Annotated[
+    int,
+    typer.Option(
+        min=0, metavar="SEED", help="The robustness suite's renamed benchmark of this seed (0: the benchmark itself)."
+    ),
+]
 
 
 @data_app.command("fetch")
@@ -137,12 +143,13 @@ def cases_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    perturb: PerturbOption = 0,
 ) -> None:
     """List the test cases: id, scene, tags, max distraction level, instruction."""
     from edsb.data.benchmark import Benchmark
     from edsb.data.selection import select_cases
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, perturb=perturb)
     ids = select_cases(cases, benchmark.cases)
     wanted = {str(t) for t in tag or []}
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
@@ -179,6 +186,7 @@ def cases_command(
 def score_command(
     plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
     data: DataOption = None,
+    perturb: PerturbOption = 0,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
@@ -188,7 +196,7 @@ def score_command(
     from edsb.data.benchmark import Benchmark
     from edsb.scoring.score_file import score_lines, summarize_scores
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, perturb=perturb)
     if plans == "-":
         source = sys.stdin
     else:

@@ -14,6 +14,8 @@ import yaml
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import SCENES
 from edsb.data.perturb import (
+    FEMININE_NAMES,
+    MASCULINE_NAMES,
     REPLACEMENT_NAMES,
     Renaming,
     case_character_names,
@@ -87,6 +89,10 @@ def test_character_mapping_is_one_to_one_seeded_and_different_per_seed(benchmark
         assert set(mapping) == names and len(set(mapping.values())) == len(names)
         assert set(mapping.values()) <= set(REPLACEMENT_NAMES)
     assert mappings[0] == character_mapping(1, sorted(names, reverse=True))  # order of discovery does not matter
+    assert not set(FEMININE_NAMES) & set(MASCULINE_NAMES)
+    # A name keeps its usual gender, so the pronouns a few cases use still fit: Ryan "sends a text with his phone".
+    for name, pool in (("Ryan", MASCULINE_NAMES), ("Melissa", FEMININE_NAMES), ("Michael", MASCULINE_NAMES)):
+        assert all(mapping[name] in pool for mapping in mappings)
     assert mappings[0] != mappings[1] != mappings[2] != mappings[0]
     assert character_mapping(0, names) == {}
 

@@ -229,3 +229,24 @@ def test_a_directory_refuses_another_seed_and_reads_older_ones_as_seed_zero(
     (old / "config.json").write_text(json.dumps(config))
     assert "0 executed" in edsb_in_process(old_args, capsys).stderr
     edsb_in_process([*old_args, "--perturb", "3"], capsys).assert_one_clear_error(2, contains="perturb was 0, now 3")
+
+
+def test_score_and_cases_read_the_renamed_benchmark(
+    runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plans = tmp_path / "plans.jsonl"
+    records = [r for r in read_results(runs.out("oracle", "table1", 1)) if r["variant"] == "ours"]
+    lines = [{"case": r["case"], "distraction": r["distraction"], "plan": r["plan"]} for r in records]
+    plans.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    renamed = edsb_in_process(["score", plans, "--perturb", "1"], capsys)
+    assert renamed.returncode == 0 and len(records) == 90  # 30 cases x 3 levels
+    assert [json.loads(line)["passed"] for line in renamed.stdout.splitlines()] == [True] * len(records)
+    # Against the benchmark as published, the renamed plans name characters no case has: only case 21's empty plan
+    # (nobody acts yet) still passes.
+    original = edsb_in_process(["score", plans], capsys)
+    verdicts = [json.loads(line) for line in original.stdout.splitlines()]
+    assert [v["passed"] for v in verdicts] == [v["case"] == 21 for v in verdicts]
+    listed = edsb_in_process(["cases", "--perturb", "1", "--cases", "0", "--json"], capsys)
+    (case,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert case["instruction"] == Benchmark(DATA, 1).case(0).user_instruction
+    assert case["instruction"] != benchmark.case(0).user_instruction

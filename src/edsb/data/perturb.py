@@ -1,10 +1,11 @@
 """The robustness suite's renaming: the same cases under character names and object ids no model has seen.
 
 A perturbation seed > 0 maps every character name of the benchmark to a first name from `REPLACEMENT_NAMES` (one to
-one, across all cases) and, per scene, the instance numbers of each label to a permutation of themselves that moves
-every instance of a label that has more than one (`chair_3` → `chair_5`, `chair_5` → `chair_1`, ...). Geometry, the
-record ids that fix the scene's order, and every other byte stay as they are, so each puzzle is the same puzzle and
-only a remembered answer stops working. Everything is derived from the seed alone (string-seeded `random.Random`,
+one, across all cases, feminine names to feminine ones and masculine to masculine, so "his laptop" still fits)
+and, per scene, the instance numbers of each label to a permutation of themselves that moves every instance of a
+label that has more than one (`chair_3` → `chair_5`, `chair_5` → `chair_1`, ...). Geometry, the record ids that fix
+the scene's order, and every other byte stay as they are, so each puzzle is the same puzzle and only a remembered
+answer stops working. Everything is derived from the seed alone (string-seeded `random.Random`,
 identical in every process), so a seed gives the same benchmark on every machine.
 
 Text is rewritten in one pass of whole-word matches (`re` word boundaries: `Jason` never touches `Jasonville`,
@@ -25,25 +26,38 @@ from typing import Any
 from edsb.data.models import SceneObjectRecord, TestCase
 from edsb.errors import DataError, UsageError
 
-# Distinct ASCII first names: none is a name of the benchmark or of its prompt pack, none is a word of its prompts or
-# descriptions, and none contains another or a benchmark name (checked against the data by the tests).
-_NAMES = """
-    Abelard Adaeze Agnieszka Ahanu Aino Akira Alasdair Aleksandra Aleksei Amara Ambrose Anastasia Anneliese Anouk
-    Anselm Arjun Astrid Aurelio Ayesha Babajide Bartholomew Beatrix Benedetta Bertrand Bjorn Branimir Bronwen Caio
-    Calliope Casimir Cedric Chiara Clementine Cosima Cressida Cyprian Dagny Dario Dashiell Deniz Desmond Dmitri
-    Dorota Dragomir Eamon Ebenezer Efua Eilidh Eleanora Elif Emeka Enzo Esperanza Evander Ezequiel Fabiola Fenna
-    Filippa Fiorella Fitzgerald Florian Gaspard Gideon Giulia Godfrey Gunnar Gwendolyn Halvard Hamza Hiroshi
-    Horatio Hortensia Idris Ignacio Ignatius Ilse Imelda Imogen Ingrid Isidora Isolde Itzel Jacinta Jadwiga
-    Jaroslav Jarrah Joaquin Jovana Kaito Kalani Kazimiera Kenji Kirra Kofi Konstantin Ksenia Lachlan Laszlo Lavinia
-    Leocadia Leopold Linnea Lorcan Lucinda Ludovica Maelle Magnus Margarethe Marguerite Marisol Matteo Maximilian
-    Mireille Mirela Mstislav Naoki Niamh Nikolai Njeri Octavia Oisin Olamide Ophelia Oskar Ottoline Paloma Pavel
-    Peregrine Perpetua Philippa Quentin Radomir Rafferty Ragnhild Reginald Renata Rhiannon Rohan Rosamund Ruairi
-    Sabine Sandrine Saoirse Sebastiano Seraphina Seren Signe Sigrid Silvio Soren Svetlana Sylvester Tadeo Tamsin
-    Tancredi Teodora Thaddeus Thiago Tobias Tomasz Torsten Ulla Ulrich Ulrike Umberto Ursula Valentina Vasco
-    Veronika Vidar Violetta Wenceslas Wendeline Wilhelmina Wojciech Wolfgang Xaviera Xiomara Yannick Yolanda Yusuf
-    Zainab Zbigniew Zephyrine Zofia Zoltan Zuzana
+# Distinct ASCII first names, in two pools so that a replacement keeps the usual gender of the name it replaces (a
+# few instructions say "his laptop" or "her colleagues"). None is a name of the benchmark or of its prompt pack, none
+# is a word of its prompts or descriptions, and none contains another or a benchmark name (checked against the data).
+_FEMININE = """
+    Adaeze Agnieszka Aino Aleksandra Amara Anastasia Anneliese Anouk Astrid Ayesha Beatrix Benedetta Bronwen Calliope
+    Chiara Clementine Cosima Cressida Dagny Dorota Efua Eilidh Eleanora Elif Esperanza Fabiola Fenna Filippa Fiorella
+    Giulia Gwendolyn Hortensia Ilse Imelda Imogen Ingrid Isidora Isolde Itzel Jacinta Jadwiga Jovana Kalani Kazimiera
+    Kirra Ksenia Lavinia Leocadia Linnea Lucinda Ludovica Maelle Margarethe Marguerite Marisol Mireille Mirela Niamh
+    Njeri Octavia Olamide Ophelia Ottoline Paloma Perpetua Philippa Ragnhild Renata Rhiannon Rosamund Sabine Sandrine
+    Saoirse Seraphina Seren Signe Sigrid Svetlana Tamsin Teodora Ulla Ulrike Ursula Valentina Veronika Violetta
+    Wendeline Wilhelmina Xaviera Xiomara Yolanda Zainab Zephyrine Zofia Zuzana
 """
-REPLACEMENT_NAMES: tuple[str, ...] = tuple(_NAMES.split())
+_MASCULINE = """
+    Abelard Ahanu Akira Alasdair Aleksei Ambrose Anselm Arjun Aurelio Babajide Bartholomew Bertrand Bjorn Branimir
+    Caio Casimir Cedric Cyprian Dario Dashiell Deniz Desmond Dmitri Dragomir Eamon Ebenezer Emeka Enzo Evander
+    Ezequiel Fitzgerald Florian Gaspard Gideon Godfrey Gunnar Halvard Hamza Hiroshi Horatio Idris Ignacio Ignatius
+    Jaroslav Jarrah Joaquin Kaito Kenji Kofi Konstantin Lachlan Laszlo Leopold Lorcan Magnus Matteo Maximilian
+    Mstislav Naoki Nikolai Oisin Oskar Pavel Peregrine Quentin Radomir Rafferty Reginald Rohan Ruairi Sebastiano
+    Silvio Soren Sylvester Tadeo Tancredi Thaddeus Thiago Tobias Tomasz Torsten Ulrich Umberto Vasco Vidar Wenceslas
+    Wojciech Wolfgang Yannick Yusuf Zbigniew Zoltan
+"""
+FEMININE_NAMES: tuple[str, ...] = tuple(_FEMININE.split())
+MASCULINE_NAMES: tuple[str, ...] = tuple(_MASCULINE.split())
+REPLACEMENT_NAMES: tuple[str, ...] = tuple(sorted(FEMININE_NAMES + MASCULINE_NAMES))
+# The benchmark's characters usually read as women (every other name draws from the masculine pool).
+_FEMININE_ORIGINAL_TEXT = """
+    Allison Alyssa Amy Angela Ashley Brenda Brittney Caitlin Cassandra Cindy Courtney Crystal Dana Dawn Deanna Deborah
+    Destiny Diane Donna Jennifer Jessica Julia Julie Karen Kathryn Kelly Kimberly Kristin Laurie Lindsey Lynn Madison
+    Martha Mary Megan Melinda Melissa Michele Michelle Monica Norma Rebecca Robin Samantha Sara Sarah Sherry Stefanie
+    Stephanie Summer Suzanne Tammy Taylor Teresa Theresa Tiffany Tracy Yvette Yvonne
+"""
+_FEMININE_ORIGINALS = frozenset(_FEMININE_ORIGINAL_TEXT.split())
 
 
 def check_seed(seed: object) -> int:
@@ -73,16 +87,21 @@ def case_character_names(case: TestCase) -> list[str]:
 
 
 def character_mapping(seed: int, names: Iterable[str]) -> dict[str, str]:
-    """Each name to a replacement, one to one; the same names and seed give the same mapping everywhere."""
+    """Each name to a replacement from the pool of its usual gender, one to one; the same names and seed give the
+    same mapping everywhere."""
     originals = sorted(set(names))
     if not seed:
         return {}
     clashes = sorted(set(originals) & set(REPLACEMENT_NAMES))
     if clashes:
         raise DataError(f"the benchmark uses replacement name(s) {', '.join(clashes)}: cannot perturb it")
-    if len(originals) > len(REPLACEMENT_NAMES):
-        raise DataError(f"{len(originals)} character names, only {len(REPLACEMENT_NAMES)} replacements")
-    return dict(zip(originals, _rng(seed, "characters").sample(REPLACEMENT_NAMES, len(originals)), strict=True))
+    mapping: dict[str, str] = {}
+    for kind, pool in (("feminine", FEMININE_NAMES), ("masculine", MASCULINE_NAMES)):
+        group = [name for name in originals if (name in _FEMININE_ORIGINALS) == (kind == "feminine")]
+        if len(group) > len(pool):
+            raise DataError(f"{len(group)} {kind} character names, only {len(pool)} replacements")
+        mapping.update(zip(group, _rng(seed, "characters", kind).sample(pool, len(group)), strict=True))
+    return mapping
 
 
 def _derangement(rng: random.Random, items: Sequence[int]) -> list[int]:
