@@ -365,7 +365,8 @@ def report_command(
     if plot is not None:
         from edsb.report.plots import plot_summary
 
-        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}")
+        label = f" — {summary['perturbation']}" if "perturbation" in summary else ""
+        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
 
 

@@ -233,7 +233,7 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         }
         for variant, data in summary["variants"].items()
     ]
-    chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}")
+    chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}" + (f" — {label}" if label else ""))
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("edsb.report", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True
     )
