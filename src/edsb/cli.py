@@ -95,6 +95,12 @@ DataOption = Annotated[
         show_default=False,
     ),
 ]
+PerturbOption = Annotated[
+    int,
+    typer.Option(
+        min=0, metavar="SEED", help="The robustness suite's renamed benchmark of this seed (0: the benchmark itself)."
+    ),
+]
 
 
 @data_app.command(
@@ -201,12 +207,13 @@ def cases_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    perturb: PerturbOption = 0,
 ) -> None:
     """List the test cases: id, scene, tags, max distraction level, instruction."""
     from edsb.data.benchmark import Benchmark
     from edsb.data.selection import select_cases
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, perturb=perturb)
     ids = select_cases(cases, benchmark.cases)
     wanted = {str(t) for t in tag or []}
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
@@ -253,6 +260,7 @@ def score_command(
         int, typer.Option(metavar="N", help="Seed of the position sampler; line n is drawn from (seed, n).")
     ] = 0,
     data: DataOption = None,
+    perturb: PerturbOption = 0,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
@@ -264,7 +272,7 @@ def score_command(
     from edsb.planning.sampler import line_sampler
     from edsb.scoring.score_file import score_lines, summarize_scores
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, perturb=perturb)
     if plans == "-":
         source = sys.stdin
     else:
@@ -351,6 +359,15 @@ def run_command(
     sampler: Annotated[
         SamplerName | None, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + " (default reference).")
     ] = None,
+    perturb: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            metavar="SEED",
+            help="Robustness suite: rename every character and renumber object instances from this seed, so no "
+            "remembered answer fits (default 0: the benchmark as published).",
+        ),
+    ] = None,
     concurrency: Annotated[
         int | None, typer.Option(min=1, metavar="N", help="Runs in flight at once (default 4).")
     ] = None,
@@ -395,6 +412,7 @@ def run_command(
         "temperature": temperature,
         "seed": seed,
         "sampler": sampler,
+        "perturb": perturb,
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,
@@ -409,7 +427,12 @@ def run_command(
     quiet = quiet or bool(session.get("quiet"))
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
     summary = write_summary(
-        out, outcome.results, resolved.variants, model=resolved.model, runs_planned=outcome.runs_planned
+        out,
+        outcome.results,
+        resolved.variants,
+        model=resolved.model,
+        runs_planned=outcome.runs_planned,
+        perturb=resolved.perturb,
     )
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -502,7 +525,8 @@ def report_command(
     if plot is not None:
         from edsb.report.plots import plot_summary
 
-        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}")
+        label = f" — {summary['perturbation']}" if "perturbation" in summary else ""
+        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
 
 
@@ -527,19 +551,20 @@ def show_command(
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import case_figure, result_figure, save_figure
+    from edsb.results.rundir import RunDirectory
 
-    benchmark = Benchmark.open(data)
+    run_dir = RunDirectory.open(run) if run is not None else None
+    # A perturbed run's plan names the renamed objects: draw it on its own version of the benchmark.
+    benchmark = Benchmark.open(data, perturb=run_dir.config.perturb if run_dir else 0)
     if case_id not in benchmark.cases:
         raise UsageError(f"unknown case id {case_id}")
     case = benchmark.cases[case_id]
     level = min(distraction, case.max_distraction)
     scene = load_scene(benchmark, case.scene_name)
-    if run is None:
+    if run_dir is None:
         figure = case_figure(case, level, scene)
     else:
-        from edsb.results.rundir import RunDirectory
-
-        result = RunDirectory.open(run).find(case_id, distraction, repeat, variant)
+        result = run_dir.find(case_id, distraction, repeat, variant)
         figure = result_figure(case, level, scene, result)
     written = save_figure(figure, output)
     err.print(f"picture written to {written}", markup=False, highlight=False)

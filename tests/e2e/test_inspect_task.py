@@ -17,6 +17,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
+from tests.support.data import DATA
 from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results
@@ -196,12 +197,11 @@ def test_the_sampler_parameter_reaches_the_pipeline(
             )  # fmt: skip
             assert code == 0
             plans[sampler] = {r["key"]: r["plan"] for r in read_results(out)}
-            monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+            monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
             (log,) = inspect_eval(
                 edsb_table2(cases=63, sampler=sampler),
-                model="openai/scripted",
+                model=ROUTE,
                 model_base_url=server.base_url,
-                model_args={"responses_api": False},
                 epochs=3,
                 log_dir=str(tmp_path / "logs"),
                 display="none",
@@ -229,6 +229,20 @@ def test_cases_and_levels_accept_what_inspect_passes(benchmark: Benchmark) -> No
     }
 
 
+def eval_on(server: OpenAIServer, task: Any, tmp_path: Path, **options: Any) -> EvalLog:
+    """One Inspect eval of `task` against the loopback server, read back from its log on disk."""
+    (log,) = inspect_eval(
+        task,
+        model=ROUTE,
+        model_base_url=server.base_url,
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_retries=0,
+        **options,
+    )
+    return read_eval_log(log.location)
+
+
 def run_one(
     server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, exit_code: int = 0
 ) -> tuple[dict[str, Any], EvalLog]:
@@ -239,16 +253,7 @@ def run_one(
     assert run_edsb("run", *args, "--max-retries", "0", "--quiet", "--out", str(out)) == exit_code
     (record,) = read_results(out)
     monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
-    (log,) = inspect_eval(
-        edsb_table1(cases=13, levels=0, epochs=1),
-        model=ROUTE,
-        model_base_url=server.base_url,
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        max_retries=0,
-        fail_on_error=False,
-    )
-    return record, read_eval_log(log.location)
+    return record, eval_on(server, edsb_table1(cases=13, levels=0, epochs=1), tmp_path, fail_on_error=False)
 
 
 def test_a_prompt_the_endpoint_refuses_is_the_same_execution_error(
@@ -302,3 +307,33 @@ def test_a_provider_that_drops_the_system_message_and_temperature_fails_the_samp
     assert "RequestAltered" in message or "changed edsb's request" in message
     assert "the system message went out as role developer and temperature 0.1 was dropped" in message
     assert "openai-api/<service>/<model>" in message
+
+
+def test_a_perturbed_task_runs_the_renamed_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-T perturb=2`: the samples are the renamed cases, and a server answering as the oracle told that mapping
+    passes every one of them through Inspect, as `edsb run --perturb 2` does."""
+    from edsb.data.perturb import case_character_names
+    from edsb.llm import ChatRequest
+    from edsb.llm.oracle import OracleChatModel
+
+    oracle = OracleChatModel(DATA, perturb=2)
+
+    def answer(request: Any) -> Reply:
+        body = request.json()
+        json_mode = (body.get("response_format") or {}).get("type") == "json_object"
+        chat = ChatRequest(messages=body["messages"], temperature=body["temperature"], json_mode=json_mode)
+        return Reply.completion(oracle.reply(chat))
+
+    task = edsb_table1(cases="0,13,21,44", levels="0-1", epochs=1, perturb=2)
+    plain = edsb_table1(cases="0,13,21,44", levels="0-1", epochs=1)
+    assert task.metadata is not None and task.metadata["perturbation"] == "perturbed (seed 2)"
+    original = Benchmark.open(DATA)
+    for sample, unperturbed in zip(task.dataset, plain.dataset, strict=True):
+        assert sample.id == unperturbed.id and sample.input != unperturbed.input
+        names = case_character_names(original.case(sample.metadata["case"]))  # type: ignore[index]
+        assert not any(name in str(sample.input) or name in str(sample.target) for name in names)
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
+    with OpenAIServer(answer) as server:
+        runs = inspect_runs(eval_on(server, task, tmp_path))
+    assert len(runs) == 8 and {run["status"] for run in runs.values()} == {"passed"}

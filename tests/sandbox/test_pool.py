@@ -128,7 +128,7 @@ def test_scenes_given_at_start_are_loaded_once_for_every_worker(benchmark: Bench
     assert isinstance(house.scene, SceneSource) and isinstance(castle.scene, SceneSource)
     with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
         pool.warm_up([house.scene, castle.scene])
-        key = ("source", house.scene.data_dir, "House")
+        key = ("source", house.scene.data_dir, "House", "0")
         assert len(pool._idle) == 2 and all(worker.scenes == {key} for worker in pool._idle)
         assert action(pool, SET_A.format("get_closest_object('table_1', 'chair')"), house) == "chair_1"
         with pytest.raises(SandboxError, match="cannot load the scene"):
@@ -161,3 +161,21 @@ def test_an_event_loop_calls_through_one_thread_per_worker(house: CodeContext) -
         assert asyncio.run(sweep(pool)) == [str(i) for i in range(40)]
         started = [thread for thread in set(threading.enumerate()) - before if thread.name.startswith("edsb-sandbox")]
         assert len(started) == pool.size == 2
+
+
+def test_workers_load_the_perturbed_scene_a_context_names(benchmark: Benchmark) -> None:
+    """The same scene under two perturbation seeds is two scenes to the pool: each run's code sees its own names,
+    and the same question finds the same box under its renamed id."""
+    perturbed = Benchmark(benchmark.root, 1)
+    mapping = perturbed.object_mapping("House")
+    plain = CodeContext.for_benchmark(benchmark.root, "House")
+    renamed = CodeContext.for_benchmark(benchmark.root, "House", perturb=1)
+    assert isinstance(renamed.scene, SceneSource) and renamed.scene.perturb == 1
+    ask = SET_A.format("get_closest_object('{}', 'chair')")
+    with SandboxPool(SandboxLimits(timeout=5.0, workers=1)) as pool:
+        pool.warm_up([renamed.scene])
+        for table in ("table_1", "table_3", "table_4"):
+            assert mapping[table] != table
+            original = action(pool, ask.format(table), plain)
+            assert isinstance(original, str) and mapping[original] != original
+            assert action(pool, ask.format(mapping[table]), renamed) == mapping[original]

@@ -11,6 +11,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from edsb.data.location import resolve_data_dir
 from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
+from edsb.data.perturb import (
+    Renaming,
+    case_character_names,
+    character_mapping,
+    check_seed,
+    listing_order,
+    object_mapping,
+)
 from edsb.errors import DataError, json_error_message, validation_message
 
 M = TypeVar("M")
@@ -43,11 +51,17 @@ def parse_file(path: Path, model: type[M]) -> M:
 
 
 class Benchmark:
-    """The benchmark as found in one data directory. Files are read lazily and cached."""
+    """The benchmark as found in one data directory. Files are read lazily and cached.
 
-    def __init__(self, root: Path) -> None:
+    `perturb` > 0 gives the robustness suite's version of it (`edsb.data.perturb`): cases, object records and
+    narratives come out renamed, and the scene texts list objects in a shuffled order. 0 is the benchmark itself.
+    """
+
+    def __init__(self, root: Path, perturb: int = 0) -> None:
         self.root = Path(root)
+        self.perturb = check_seed(perturb)
         self._narratives: dict[str, tuple[str, ...]] = {}
+        self._renamings: dict[str, Renaming] = {}
 
     @cached_property
     def resolved_root(self) -> Path:
@@ -55,14 +69,15 @@ class Benchmark:
         return self.root.resolve()
 
     @classmethod
-    def open(cls, data: Path | str | None = None) -> Benchmark:
+    def open(cls, data: Path | str | None = None, *, perturb: int = 0) -> Benchmark:
+        check_seed(perturb)
         root = resolve_data_dir(data)
         if not (root / CASES_DIR).is_dir():
             raise DataError(
                 f"no benchmark data at {root} (expected {CASES_DIR}/ inside); run `edsb data fetch` "
                 "or point --data / $EDSB_DATA at a copy"
             )
-        return cls(root)
+        return cls(root, perturb)
 
     # --- cases -----------------------------------------------------------------------------------------------
     def case_files(self) -> list[Path]:
@@ -70,7 +85,14 @@ class Benchmark:
 
     @cached_property
     def cases(self) -> dict[int, TestCase]:
-        """All cases by id, ascending."""
+        """All cases by id, ascending (renamed when perturbed)."""
+        if not self.perturb:
+            return self.original_cases
+        return {i: self.renaming(case.scene_name).case(case) for i, case in self.original_cases.items()}
+
+    @cached_property
+    def original_cases(self) -> dict[int, TestCase]:
+        """The cases as the files hold them, whatever the perturbation."""
         found: dict[int, TestCase] = {}
         for path in self.case_files():
             case = parse_file(path, TestCase)
@@ -97,7 +119,12 @@ class Benchmark:
         return self.root / SCENES_DIR / scene
 
     def object_records(self, scene: str) -> list[SceneObjectRecord]:
-        """Objects in `id` order (how the reference builds them); scene order is the geometry layer's business."""
+        """Objects in `id` order (how the reference builds them); scene order is the geometry layer's business.
+        Perturbed: the same records with their instance numbers renamed."""
+        records = self.original_object_records(scene)
+        return self.renaming(scene).records(records) if self.perturb else records
+
+    def original_object_records(self, scene: str) -> list[SceneObjectRecord]:
         path = self.scene_dir(scene) / "objects.json"
         records = sorted(parse_file(path, list[SceneObjectRecord]), key=lambda r: r.id)
         if [r.id for r in records] != list(range(len(records))):
@@ -120,15 +147,42 @@ class Benchmark:
     def narrative_description(self, scene: str, repeat: int) -> str:
         texts = self._narratives.get(scene)
         if texts is None:
-            texts = self._narratives[scene] = tuple(
-                path.read_text(encoding="utf-8") for path in self.description_files(scene)
-            )
+            texts = tuple(path.read_text(encoding="utf-8") for path in self.description_files(scene))
+            if self.perturb:
+                texts = tuple(map(self.renaming(scene).text, texts))
+            self._narratives[scene] = texts
         if not 0 <= repeat < len(texts):
             raise DataError(
                 f"{scene}: no narrative description for repeat {repeat} "
                 f"(the benchmark ships {len(texts)}; narrative variants support at most {len(texts)} repeats)"
             )
         return texts[repeat]
+
+    # --- perturbation ----------------------------------------------------------------------------------------
+    @cached_property
+    def character_mapping(self) -> dict[str, str]:
+        """Original → replacement name of every character of every case (empty unperturbed)."""
+        names = (name for case in self.original_cases.values() for name in case_character_names(case))
+        return character_mapping(self.perturb, names)
+
+    def object_mapping(self, scene: str) -> dict[str, str]:
+        """Original → renamed object id of one scene (empty unperturbed)."""
+        return object_mapping(self.perturb, scene, self.original_object_records(scene))
+
+    def renaming(self, scene: str) -> Renaming:
+        """The mapping of a scene's cases and texts: every character and the scene's object ids (the identity
+        unperturbed). The oracle is told it, since it answers as the benchmark's own planner."""
+        renaming = self._renamings.get(scene)
+        if renaming is None:
+            mapping = self.character_mapping | self.object_mapping(scene) if self.perturb else {}
+            renaming = self._renamings[scene] = Renaming(mapping)
+        return renaming
+
+    def listing_order(self, scene: str) -> tuple[int, ...] | None:
+        """Record ids in the order the scene's object list and graph text show them; None: scene order."""
+        if not self.perturb:
+            return None
+        return listing_order(self.perturb, scene, [record.id for record in self.original_object_records(scene)])
 
     # --- prompt pack -----------------------------------------------------------------------------------------
     def prompt_file(self, relative: str | Path) -> Path:

@@ -1,11 +1,14 @@
 """A scene as the geometry layer sees it: boxes in the reference's order, bounds and grid settings.
 
 Scene order is `id` order stably sorted by label (so `chair_4` may precede `chair_3`); it decides the object list,
-the graph text, tie-breaks and the collision scan, so every consumer iterates `Scene.objects` and nothing else.
+the graph text, tie-breaks and the collision scan, so every consumer iterates `Scene.objects` and nothing else. The
+one exception is a perturbed benchmark's texts: they list `Scene.listed` (a shuffled order), while tie-breaks and the
+collision scan keep scene order, which the renaming leaves alone (it changes instance numbers, never ids).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +29,12 @@ class Scene:
     bounds: np.ndarray  # float32 (2, 3): scene min and max corner from scene.json
     grid: GridSettings
     allowed_xy: np.ndarray  # float64 (2, 2): [[min_x, min_y], [max_x, max_y]] the sampler may use
+    listing: tuple[Box, ...] = ()  # the order the texts list objects in, when not scene order (perturbed runs)
+
+    @property
+    def listed(self) -> tuple[Box, ...]:
+        """The objects in the order the object list and the scene-graph text show them."""
+        return self.listing or self.objects
 
     def box(self, name: str) -> Box:
         """The object called `name`; KeyError (the reference's error for unknown anchors) otherwise."""
@@ -43,7 +52,10 @@ def scene_order(boxes: list[Box] | tuple[Box, ...]) -> tuple[Box, ...]:
     return tuple(sorted(sorted(boxes, key=lambda box: box.id), key=lambda box: box.label))
 
 
-def build_scene(name: str, boxes: list[Box], bounds: ArrayLike, grid: GridSettings) -> Scene:
+def build_scene(
+    name: str, boxes: list[Box], bounds: ArrayLike, grid: GridSettings, listing: Sequence[int] | None = None
+) -> Scene:
+    """`listing`: object ids in the order the texts should show them (default: scene order)."""
     ordered = scene_order(boxes)
     corners = np.array(bounds, dtype=np.float32).reshape(2, 3)
     corners.setflags(write=False)
@@ -57,16 +69,19 @@ def build_scene(name: str, boxes: list[Box], bounds: ArrayLike, grid: GridSettin
         bounds=corners,
         grid=grid,
         allowed_xy=allowed,
+        listing=() if listing is None else tuple({box.id: box for box in boxes}[i] for i in listing),
     )
 
 
 def load_scene(benchmark: Benchmark, name: str) -> Scene:
-    """The named scene of a data directory. Cached per directory and name: the files are pinned and read-only."""
-    return _load_scene(benchmark.resolved_root, name)
+    """The named scene of a data directory (renamed if the benchmark is perturbed). Cached per directory, perturbation
+    and name: the files are pinned and read-only."""
+    return _load_scene(benchmark.resolved_root, benchmark.perturb, name)
 
 
 @lru_cache(maxsize=16)
-def _load_scene(root: Path, name: str) -> Scene:
-    benchmark = Benchmark(root)
+def _load_scene(root: Path, perturb: int, name: str) -> Scene:
+    benchmark = Benchmark(root, perturb)
     boxes = [Box.from_record(record) for record in benchmark.object_records(name)]
-    return build_scene(name, boxes, benchmark.scene_bounds(name).bbox, benchmark.grid_settings(name))
+    bounds, grid = benchmark.scene_bounds(name).bbox, benchmark.grid_settings(name)
+    return build_scene(name, boxes, bounds, grid, benchmark.listing_order(name))

@@ -17,8 +17,9 @@ from edsb.geometry.scene_graph import scene_graph_of
 
 
 def object_list_text(scene: Scene) -> str:
-    """The names in scene order as a Python list literal: `['cabinet_1', 'chair_1', ...]`."""
-    return repr([box.name for box in scene.objects])
+    """The names in scene order (a perturbed scene: its listing order) as a Python list literal:
+    `['cabinet_1', 'chair_1', ...]`."""
+    return repr([box.name for box in scene.listed])
 
 
 def _rounded(values: Sequence[float]) -> list[float]:
@@ -55,10 +56,11 @@ def _object_entry(box: Box, relationships: list[str], lists: list[str]) -> dict[
 
 def scene_graph_text(scene: Scene) -> str:
     """Per object: rounded centre and extents, volume, truncated orientation (oriented objects only) and the graph's
-    relationships in listing order, as indent-4 JSON keyed by name in scene order."""
+    relationships in listing order, as indent-4 JSON keyed by name in scene order (a perturbed scene: its listing
+    order; each object's relationships keep the graph's order)."""
     graph = scene_graph_of(scene)
     lists: list[str] = []
-    document = {box.name: _object_entry(box, graph.relationships_of(box.name), lists) for box in scene.objects}
+    document = {box.name: _object_entry(box, graph.relationships_of(box.name), lists) for box in scene.listed}
     text = json.dumps(document, indent=4)
     for number, rendered in enumerate(lists):
         text = text.replace(json.dumps(f"\0{number}\0"), rendered, 1)

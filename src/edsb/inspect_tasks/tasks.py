@@ -20,6 +20,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
+from edsb.data.perturb import perturbation_label
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import UsageError
 from edsb.inspect_tasks.model import InspectChatModel
@@ -86,13 +87,14 @@ def edsb_planner(
     code_timeout: float = 10.0,
     code_memory: int = 1024,
     sampler: str = "reference",
+    perturb: int = 0,
 ) -> Solver:
     """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
     Inspect logs them with the eval."""
     chosen_sampler = sampler_named(sampler)
     limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
     check_sandbox(limits)
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, perturb=perturb)
     pack = load_prompt_pack(benchmark)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -178,23 +180,32 @@ def edsb_task(
     code_memory: int,
     data: str | None,
     sampler: str = "reference",
+    perturb: int = 0,
 ) -> Task:
     sampler_named(sampler)  # a bad choice fails here, before the dataset is built
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
-        Benchmark.open(data),
+        Benchmark.open(data, perturb=perturb),
         name,
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,
     )
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler),
+        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
-        metadata={"preset": preset, "variant": name, "temperature": temperature, "seed": seed, "sampler": sampler},
+        metadata={
+            "preset": preset,
+            "variant": name,
+            "temperature": temperature,
+            "seed": seed,
+            "sampler": sampler,
+            "perturb": perturb,
+            **({"perturbation": label} if (label := perturbation_label(perturb)) else {}),
+        },
     )
 
 
@@ -210,11 +221,13 @@ def edsb_table1(
     code_memory: int = 1024,
     data: str | None = None,
     sampler: str = "reference",
+    perturb: int = 0,
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
-    `sampler` (PI only): reference or optimal."""
+    `sampler` (PI only): reference or optimal. `perturb`: the robustness suite's renaming seed (0 = the benchmark as
+    published)."""
     return edsb_task(
-        "table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler
+        "table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler, perturb
     )
 
 
@@ -230,9 +243,10 @@ def edsb_table2(
     code_memory: int = 1024,
     data: str | None = None,
     sampler: str = "reference",
+    perturb: int = 0,
 ) -> Task:
     """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
-    annealer) or optimal."""
+    annealer) or optimal. `perturb`: as for table 1."""
     return edsb_task(
-        "table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler
+        "table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler, perturb
     )

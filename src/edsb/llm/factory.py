@@ -39,11 +39,13 @@ def build_model(
     cache: bool | Path | str = True,
     retry: RetryPolicy | None = None,
     data: Path | str | None = None,
+    perturb: int = 0,
 ) -> ChatModel:
     """The model a run talks to. `cache`: True for the default cache file, a path for another, False for none.
 
     `retry` replaces the default backoff (then `max_retries` is ignored); replays and the oracle are never cached.
-    `data` is the benchmark directory the oracle recognises its cases in (default: the usual data lookup).
+    `data` is the benchmark directory the oracle recognises its cases in (default: the usual data lookup), and
+    `perturb` the perturbation seed of the run, whose mapping the oracle's answers go through.
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
     if parsed.kind != "openai" and (base_url or api_key_env):
@@ -56,7 +58,7 @@ def build_model(
         # Imported here: the oracle knows the benchmark, which the rest of the llm layer never needs to.
         from edsb.llm.oracle import OracleChatModel
 
-        return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong")
+        return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong", perturb=perturb)
     if parsed.kind == "openai":
         assert parsed.target is not None
         model = OpenAIChatModel(

@@ -107,7 +107,8 @@ async def plan_run(
     if reason:
         raise UnsupportedVariantError(reason)
     assert services.pack is not None
-    context = CodeContext.for_benchmark(services.benchmark.root, scenario.scene_name, scenario.latest_plans)
+    benchmark = services.benchmark
+    context = CodeContext.for_benchmark(benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb)
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
         plan = await _run_code(services, narration, context, variant.planning_mode)

@@ -163,14 +163,14 @@ def latest_plans(history: Iterable[HistoryEvent]) -> dict[str, LatestPlan]:
 
 
 # --- descriptions -----------------------------------------------------------------------------------------------------
-_rendered: dict[tuple[str, str, str], str] = {}
+_rendered: dict[tuple[str, int, str, str], str] = {}
 
 
 def scene_description(benchmark: Benchmark, scene: str, description_type: DescriptionType, repeat: int) -> str:
     """The description a run shows: narrative file number `repeat`, or the object list / scene graph of the scene."""
     if description_type == "narrative":
         return benchmark.narrative_description(scene, repeat)
-    key = (str(benchmark.resolved_root), scene, description_type)
+    key = (str(benchmark.resolved_root), benchmark.perturb, scene, description_type)
     if key not in _rendered:
         from edsb.geometry.scene import load_scene
         from edsb.geometry.scene_text import object_list_text, scene_graph_text

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.benchmark import Benchmark
+from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
@@ -262,9 +263,12 @@ SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed the
 
 
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
-    """The whole HTML document of one run directory."""
+    """The whole HTML document of one run directory (a perturbed run is drawn and titled with its renaming)."""
     run = RunDirectory.open(run_dir)
+    if run.config.perturb != benchmark.perturb:
+        benchmark = Benchmark(benchmark.root, run.config.perturb)
     summary = build_summary(run.results, run.config.variants)
+    label = perturbation_label(run.config.perturb)
     paper_order = {name: index for index, name in enumerate(VARIANTS)}  # the rows of the paper's tables
     records = sorted(
         run.results,
@@ -343,9 +347,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
         }
         for variant, data in summary["variants"].items()
     ]
-    chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}")
+    chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}" + (f" — {label}" if label else ""))
     return load_template("report.html.j2").render(
-        title=f"edsb report — {Path(run_dir).resolve().name}",
+        title=f"edsb report — {Path(run_dir).resolve().name}" + (f" — {label}" if label else ""),
         model=run.config.model,
         columns=TAG_COLUMNS,
         blocks=blocks,

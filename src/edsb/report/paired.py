@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
 from edsb.report.summary import TAG_COLUMNS, to_scored_run
@@ -287,6 +288,9 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
     for name, path in zip(run_names(paths), paths, strict=True):
         directory = RunDirectory.open(path)
         notes += directory.notes
+        # Runs pair by key, which no renaming touches: a perturbed run pairs with the original cell by cell.
+        if label := perturbation_label(directory.config.perturb):
+            name = f"{name} ({label})"
         runs.append(ComparedRun(name, Path(path), directory.config.model, directory.results))
     base = runs[0]
     comparisons = []

@@ -18,7 +18,7 @@ from edsb.report.cost import estimate_cost, price_for
 from edsb.report.formats import CompareFormat, ReportFormat
 from edsb.report.paired import Board, Difference, PairedComparison, Standing
 from edsb.report.stats import ALPHA, POWER, REPEATS_PROJECTED
-from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, paper_rows
+from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, label_perturbation, paper_rows
 from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
 from edsb.scoring.metrics import TOTAL
@@ -27,7 +27,7 @@ from edsb.scoring.metrics import TOTAL
 def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(config, summary) of a run directory, the summary recomputed from its results (files are only read)."""
     run = RunDirectory.open(run_dir)
-    summary = build_summary(run.results, run.config.variants)
+    summary = label_perturbation(build_summary(run.results, run.config.variants), run.config.perturb)
     if run.notes:
         summary["notes"] = run.notes
     return run.config.model_dump(), summary
@@ -112,16 +112,19 @@ CSV_HEADER = (
 
 def tidy_csv(summary: Mapping[str, Any]) -> str:
     """One header and one row per cell (variant × tag × distraction level, `Total` included): ready for pandas or
-    a spreadsheet. Intervals are Wilson 95% (four decimals); rates are rounded as in the paper."""
+    a spreadsheet. Intervals are Wilson 95% (four decimals); rates are rounded as in the paper. A perturbed run's
+    rows end with a `perturbation` column (`perturbed (seed 3)`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
+    label = summary.get("perturbation")
+    extra = [label] if label else []
+    writer.writerow([*CSV_HEADER, *(["perturbation"] if label else [])])
     for variant, data in summary["variants"].items():
         for tag in TAG_COLUMNS:
             for level, cell in data.get("cells", {}).get(tag, {}).items():
                 writer.writerow(
                     [variant, tag, level, cell["runs"], cell["passes"], cell["errors"], cell["success_rate"],
-                     cell["execution_rate"], *cell["success_interval"], *cell["execution_interval"]]
+                     cell["execution_rate"], *cell["success_interval"], *cell["execution_interval"], *extra]
                 )  # fmt: skip
     return buffer.getvalue()
 
@@ -216,7 +219,7 @@ def render_report(
         ("Statistics", ["variant", "runs", "success [95% CI]", "clustered SE", "pass^k", "incomplete"], stats_rows)
     )
     if brief:
-        return _emit(blocks, fmt, console)
+        return _emit(blocks, fmt, console, summary.get("perturbation"))
     blocks.append((POWER_TITLE, power_header(), power_rows(summary)))
     tokens, price = token_rows(summary, config, prices)
     cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in/--price-out)"
@@ -236,12 +239,19 @@ def render_report(
     ]
     blocks.append(("Why plans failed (most frequent reasons)", ["variant", "reason", "runs"], reasons))
     blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
-    return _emit(blocks, fmt, console)
+    return _emit(blocks, fmt, console, summary.get("perturbation"))
 
 
 def _emit(
-    blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]], fmt: ReportFormat, console: Console | None
+    blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]],
+    fmt: ReportFormat,
+    console: Console | None,
+    label: str | None = None,
 ) -> str | None:
+    """`label` (a perturbed run's `perturbed (seed N)`) ends every block's title, so no table is mistaken for the
+    benchmark's own numbers."""
+    if label:
+        blocks = [(f"{title} — {label}", header, rows) for title, header, rows in blocks]
     if fmt == ReportFormat.MARKDOWN:
         return "\n\n".join(f"### {title}\n\n{_markdown(header, rows)}" for title, header, rows in blocks if rows)
     console = console or Console()

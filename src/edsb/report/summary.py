@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from edsb.data.perturb import perturbation_label
 from edsb.report.stats import (
     ALPHA,
     POWER,
@@ -182,12 +183,26 @@ def build_summary(results: Iterable[RunResult], variant_order: Iterable[str] = (
     return {"variants": {variant: variant_summary(grouped[variant]) for variant in order}}
 
 
+def label_perturbation(summary: dict[str, Any], perturb: int) -> dict[str, Any]:
+    """Mark the summary of a perturbed run (`"perturbation": "perturbed (seed 3)"`); every format shows it."""
+    label = perturbation_label(perturb)
+    if label:
+        summary["perturbation"] = label
+    return summary
+
+
 def write_summary(
-    run_dir: Path, results: Iterable[RunResult], variant_order: Iterable[str], *, model: str, runs_planned: int
+    run_dir: Path,
+    results: Iterable[RunResult],
+    variant_order: Iterable[str],
+    *,
+    model: str,
+    runs_planned: int,
+    perturb: int = 0,
 ) -> dict[str, Any]:
     """Compute the summary of everything a run directory holds and write it to `summary.json`."""
-    summary = build_summary(results, variant_order)
-    summary["config"] = {"model": model, "runs_planned": runs_planned}
+    summary = label_perturbation(build_summary(results, variant_order), perturb)
+    summary["config"] = {"model": model, "runs_planned": runs_planned, **({"perturb": perturb} if perturb else {})}
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
     return summary
 

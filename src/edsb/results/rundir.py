@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from pydantic_core import from_json
 
 from edsb.errors import EdsbError, UsageError, validation_message
@@ -168,6 +168,7 @@ class ReportedConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: StrictStr = ""
     variants: list[StrictStr] = []
+    perturb: StrictInt = Field(default=0, ge=0)  # absent in directories of older versions: the benchmark itself
 
 
 @dataclass

@@ -20,7 +20,7 @@ from edsb.results.rundir import CONFIG_FILE, write_json
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
 # (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
 # (variants, cases, levels, repeats) may grow: a directory can be resumed at a moved endpoint and extended.
-IDENTITY_FIELDS = ("model", "temperature", "seed", "sampler", "code_timeout", "code_memory_mb")
+IDENTITY_FIELDS = ("model", "temperature", "seed", "sampler", "code_timeout", "code_memory_mb", "perturb")
 # The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
 SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
@@ -48,6 +48,7 @@ class RunConfig(BaseModel):
     cache: bool = True
     code_timeout: float = Field(default=10.0, gt=0)
     code_memory_mb: int = Field(default=1024, ge=64)
+    perturb: int = Field(default=0, ge=0)  # the robustness suite's renaming seed; 0 = the benchmark (older dirs)
     data: str | None = None
     edsb_version: str = __version__
 

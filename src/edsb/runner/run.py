@@ -81,7 +81,7 @@ def run_benchmark(
 
     `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply).
     """
-    benchmark = Benchmark.open(config.data)
+    benchmark = Benchmark.open(config.data, perturb=config.perturb)
     for variant in config.variants:
         get_variant(variant)  # unknown names fail before anything is written
     keys = expand_keys(config.variants, config.cases, config.distraction, config.repeats, benchmark.cases)
@@ -105,6 +105,7 @@ def run_benchmark(
             cache=config.cache,
             retry=retry,
             data=benchmark.root,
+            perturb=config.perturb,
         )
     except BaseException:
         if created:
@@ -114,7 +115,8 @@ def run_benchmark(
     # all workers), while the first requests are on their way: a run's code waits for it, and a pool that cannot
     # start stops the sweep with its error.
     scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
-    sandbox = _SANDBOX_STARTER.submit(check_sandbox, limits, [SceneSource.of(benchmark.root, name) for name in scenes])
+    sources = [SceneSource.of(benchmark.root, name, benchmark.perturb) for name in scenes]
+    sandbox = _SANDBOX_STARTER.submit(check_sandbox, limits, sources)
     console = console or Console(stderr=True)
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)

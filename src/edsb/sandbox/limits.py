@@ -36,15 +36,16 @@ DEFAULT_LIMITS = SandboxLimits()
 
 @dataclass(frozen=True)
 class SceneSource:
-    """A benchmark scene by data directory and name; workers load and cache it themselves."""
+    """A benchmark scene by data directory, name and perturbation seed; workers load and cache it themselves."""
 
     data_dir: str
     scene_name: str
+    perturb: int = 0
 
     @classmethod
-    def of(cls, data_dir: str | Path, scene_name: str) -> SceneSource:
+    def of(cls, data_dir: str | Path, scene_name: str, perturb: int = 0) -> SceneSource:
         # Absolute, since workers run in `/`; made so without touching the disk (`resolve` stats every part).
-        return cls(os.path.abspath(data_dir), scene_name)
+        return cls(os.path.abspath(data_dir), scene_name, perturb)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class CodeContext:
 
     @classmethod
     def for_benchmark(
-        cls, data_dir: str | Path, scene_name: str, latest_plans: Mapping[str, LatestPlan] | None = None
+        cls,
+        data_dir: str | Path,
+        scene_name: str,
+        latest_plans: Mapping[str, LatestPlan] | None = None,
+        perturb: int = 0,
     ) -> CodeContext:
-        return cls.create(SceneSource.of(data_dir, scene_name), latest_plans)
+        return cls.create(SceneSource.of(data_dir, scene_name, perturb), latest_plans)

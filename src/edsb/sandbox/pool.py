@@ -136,7 +136,7 @@ class SandboxPool:
         one that finds no idle worker forks its own, and workers beyond the pool's size are stopped when idle."""
         with self._lock:
             for scene in scenes:
-                spec = ("source", scene.data_dir, scene.scene_name)
+                spec = ("source", scene.data_dir, scene.scene_name, str(scene.perturb))
                 self._scenes.setdefault(scene_key(spec), spec)
         workers: list[_Worker] = []
         try:
@@ -184,7 +184,7 @@ class SandboxPool:
     def _request(self, reply: str, context: CodeContext) -> dict[str, Any]:
         scene: tuple[str, ...] | tuple[str, str, bytes]
         if isinstance(context.scene, SceneSource):
-            scene = ("source", context.scene.data_dir, context.scene.scene_name)
+            scene = ("source", context.scene.data_dir, context.scene.scene_name, str(context.scene.perturb))
         else:
             scene = ("inline", *self._scene_blob(context.scene))
         return {

@@ -125,8 +125,11 @@ def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
 
 
 def scene_key(spec: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
-    """The identity of a request's scene: ("source", data dir, name) or ("inline", digest of its pickle)."""
-    return (str(spec[0]), str(spec[1]), str(spec[2])) if spec[0] == "source" else ("inline", str(spec[1]))
+    """The identity of a request's scene: ("source", data dir, name, perturbation seed) or ("inline", digest of its
+    pickle)."""
+    if spec[0] == "source":
+        return (str(spec[0]), str(spec[1]), str(spec[2]), str(spec[3]))
+    return ("inline", str(spec[1]))
 
 
 # --- frames -----------------------------------------------------------------------------------------------------------

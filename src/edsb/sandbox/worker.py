@@ -288,7 +288,7 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
     key = scene_key(spec)
     if spec[0] == "source":
         if key not in cache:
-            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1]), spec[2]))
+            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
             _freeze_long_lived_objects()
         return cache[key]
     if key not in cache:

@@ -8,6 +8,10 @@ it looks up among the benchmark's cases, or from the event it narrated itself (`
 the hand-written ones in `edsb.llm.oracle.answers`: Narrator JSON, plan code on the spatial API that queries the scene
 and its occupancy, and raw coordinates for Direct Inference. Nothing is read from the cases' expected plans.
 
+On a perturbed benchmark (`perturb` > 0) the oracle is told the mapping: it recognises the renamed instructions and
+events, and sends each answer through the renaming of its case's scene, so its code names the same objects and
+characters under their new names. It is the test's planner, not a model; the pipeline it talks to is unchanged.
+
 `oracle-wrong` is the negative control: the same answers with each character sent to a wrong anchor (or, in the
 case that calls for waiting, acting at once), so a 1.0 from `oracle` is earned, not granted.
 """
@@ -59,16 +63,21 @@ def _fenced(header: str, body: str) -> str:
 class OracleChatModel:
     """Answers from `edsb.llm.oracle.answers`; `wrong=True` gives the negative control. Never cached: it is instant."""
 
-    def __init__(self, data: Path | str | None = None, *, wrong: bool = False) -> None:
-        benchmark = Benchmark.open(data)
+    def __init__(self, data: Path | str | None = None, *, wrong: bool = False, perturb: int = 0) -> None:
+        benchmark = Benchmark.open(data, perturb=perturb)
         self.wrong = wrong
         self._by_instruction = {benchmark.case(i).user_instruction.strip(): i for i in benchmark.cases}
         missing = sorted(set(benchmark.cases) - set(ANSWERS))
         if missing:
             raise OracleError(f"the oracle has no answer for case(s) {', '.join(map(str, missing))}")
-        self._by_activity = {answer.activity: case for case, answer in ANSWERS.items() if answer.activity}
+        # Each case's answers are rewritten as its scene's renaming says (the identity unperturbed).
+        self._renaming = {case: benchmark.renaming(benchmark.case(case).scene_name) for case in benchmark.cases}
+        pairs = [(case, answer) for case, answer in ANSWERS.items() if case in benchmark.cases]
+        self._by_activity = {self._renaming[c].text(a.activity): c for c, a in pairs if a.activity}
         if wrong:
-            self._by_activity |= {a.wrong.activity: c for c, a in ANSWERS.items() if a.wrong and a.wrong.activity}
+            self._by_activity |= {
+                self._renaming[c].text(a.wrong.activity): c for c, a in pairs if a.wrong and a.wrong.activity
+            }
 
     @property
     def identity(self) -> str:
@@ -94,15 +103,18 @@ class OracleChatModel:
     def reply(self, request: ChatRequest) -> str:
         """The text the oracle answers `request` with."""
         module = module_of(request)
-        answer = self.answer_for(self.case_of(module, query_sections(request.messages[-1].content)))
+        case = self.case_of(module, query_sections(request.messages[-1].content))
+        answer = self.answer_for(case)
         if module == "narrator":
             event = {"characters": list(answer.characters), "activity": answer.activity}
-            return json.dumps({"reasoning": answer.reasoning, "event": event}, indent=4)
-        if module == "wo_event":
-            return _fenced("def generate_next_plan():", answer.code)
-        if module == "event_parser":
-            return _fenced("def parse_event():", answer.code)
-        return _fenced("def parse_event():", answer.direct_code())
+            text = json.dumps({"reasoning": answer.reasoning, "event": event}, indent=4)
+        elif module == "wo_event":
+            text = _fenced("def generate_next_plan():", answer.code)
+        elif module == "event_parser":
+            text = _fenced("def parse_event():", answer.code)
+        else:
+            text = _fenced("def parse_event():", answer.direct_code())
+        return self._renaming[case].text(text)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         text = self.reply(request)
