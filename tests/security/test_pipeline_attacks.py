@@ -87,7 +87,7 @@ ATTACKS = [
     Attack("unbound_format", "f = getattr(type(''), 'format')\nprint(f('{0.__class__}', 1))", POLICY),
     Attack("fstring_walk", "print(f'{get_character.__func__.__globals__}')", POLICY),
     # Classes and type().
-    Attack("class_statement", "class X:\n    pass", POLICY),
+    Attack("class_dunder", "class X:\n    def __getattribute__(self, name):\n        return 1", POLICY),
     Attack("type_three_args", "X = type('X', (), {})", POLICY),
     Attack(
         "metaclass_format",
