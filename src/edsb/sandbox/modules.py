@@ -154,7 +154,7 @@ IMPORTABLE_TEXT = ", ".join(sorted(SPECS))
 def absent_member_message(module: str, name: str) -> str | None:
     """Why `module.name` is refused, if the real module has it (None if it has no such name)."""
     spec = SPECS[module]
-    if not hasattr(spec.module, name):
+    if not hasattr(spec.module, name) and not (spec.numpy and name in _NUMPY_DANGERS):
         return None
     why = _NUMPY_DANGERS.get(name, "it is not among the functions plan code may use") if spec.numpy else None
     return f"{module}.{name} is not available in plan code" + (f" ({why})" if why else "")
@@ -278,7 +278,7 @@ class ClassView:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         cls = self._cls
         if not (cls.__module__.startswith("numpy") and issubclass(cls, _CONSTRUCTIBLE)):
-            self._guards.refuse(f"the class {self._name()} cannot be called in plan code")
+            self._guards.refuse(f"the class {self.name()} cannot be called in plan code")
         return NumpyFunction(cls, self._guards)(*args, **kwargs)
 
     def __instancecheck__(self, value: Any) -> bool:
@@ -287,15 +287,18 @@ class ClassView:
     def __subclasscheck__(self, other: Any) -> bool:
         return issubclass(unwrap_class(other), self._cls)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        self._guards.refuse(f"the attributes of the class {self._name()} are not available in plan code")
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """What numpy reads when it meets the view where a dtype may stand (`a.dtype == np.float64`,
+        `np.zeros(2, dtype=np.float32)`); model code cannot (`Guards.getattr` refuses every attribute of a view)."""
+        if not issubclass(self._cls, np.generic):
+            raise AttributeError("dtype")
+        return np.dtype(self._cls)
 
     def __repr__(self) -> str:
-        return f"<class '{self._name()}'>"
+        return f"<class '{self.name()}'>"
 
-    def _name(self) -> str:
+    def name(self) -> str:
         cls = self._cls
         return cls.__name__ if cls.__module__.startswith("edsb") else f"{cls.__module__}.{cls.__qualname__}"
 
@@ -365,7 +368,7 @@ MODULE_OPERATIONS: frozenset[types.CodeType] = frozenset(
         ClassView.__call__,
         ClassView.__instancecheck__,
         ClassView.__subclasscheck__,
-        ClassView.__getattr__,
+        ClassView.dtype.fget,  # type: ignore[attr-defined]
         unwrap_class,
         check_format_string,
         SafeFormat.__call__,

@@ -355,6 +355,8 @@ class Guards:
         special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
         if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
+        if type(obj) is ClassView:
+            self.refuse(f"the attributes of the class {obj.name()} are not available in plan code")
         if name in ("format", "format_map") and _is_text(obj):
             return SafeFormat(obj if isinstance(obj, str) else None, name, self)
         if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES and not self._own(obj, name):
