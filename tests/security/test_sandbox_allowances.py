@@ -481,3 +481,19 @@ def test_lone_surrogates_never_leave_the_worker(pool: SandboxPool, context: Code
     assert not any(0xD800 <= ord(c) < 0xE000 for c in entry.position[0].text)  # repr escapes them
     clean = run(pool, context, body_code("get_character('A').set_target_action('eat \U0001f600')"))
     assert (clean.characters[0].target_action, clean.repaired) == ("eat \U0001f600", False)
+
+
+def test_typing_caches_do_not_carry_a_runs_objects_into_the_next_run(pool: SandboxPool, context: CodeContext) -> None:
+    """`Literal[g]` keeps `g` in a cache of the `typing` module that all runs share: emptied after each run, the
+    generator's endless `finally` runs (and times out) inside the run that made it, never in a later one."""
+    body = (
+        "from typing import Literal\n"
+        "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\n"
+        "x = g()\nnext(x)\nkept = Literal[x]\nget_character('A').set_target_action('idle')"
+    )
+    assert verdict(pool, context, body) == (
+        "code_timeout",
+        f"TimeoutError: the code ran longer than {LIMITS.timeout:g} s",
+    )
+    for _ in range(3):
+        assert verdict(pool, context, "print(List[int])") == ("ok", "typing.List[int]\n")

@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import types
+import typing
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -186,6 +187,14 @@ def _freeze_long_lived_objects() -> None:
     gc.freeze()
 
 
+def _clear_shared_caches() -> None:
+    """Empty the caches of the modules plan code reaches that keep its values: `typing`'s (`Literal[g]` keeps `g`,
+    `List[X]` keeps the run's class `X`), so that nothing of a run outlives it and none of its code (a generator's
+    `finally`) runs during a later run."""
+    for clear in typing._cleanups:  # type: ignore[attr-defined]  # the cache_clear of every typing cache
+        clear()
+
+
 def _collect_run_garbage() -> None:
     """Finalise everything a run left behind (generators suspended in `try/finally`, reference cycles) now, inside
     the run's own deadline. A finaliser that creates new garbage forever keeps this loop busy until the parent's
@@ -227,6 +236,7 @@ def _serve(
     guards = Guards(int(request["max_printed_chars"]))
     response = _execute(request, program, api_scene, guards)
     try:
+        _clear_shared_caches()
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
