@@ -126,37 +126,25 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        """`d[k] += v` and `obj.attr += v` (in a class of the run) become guard calls that check the container or
+        object as a plain write would; RestrictedPython refuses both."""
         target = node.target
         if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
-            call = ast.Call(
-                func=ast.Name("_inplace_item_", ast.Load()),
-                args=[
-                    ast.Constant(IOPERATOR_TO_STR[type(node.op)]),
-                    self.visit(target.value),
-                    self.visit(target.slice),
-                    self.visit(node.value),
-                ],
-                keywords=[],
-            )
-            statement = ast.Expr(value=call)
-            copy_locations(statement, node)
-            return ast.fix_missing_locations(statement)
-        if isinstance(target, ast.Attribute):  # `self.count += 1`, in a class of the run
+            return self._inplace_call(node, "_inplace_item_", target.value, self.visit(target.slice))
+        if isinstance(target, ast.Attribute):
             self.check_name(node, target.attr)
-            call = ast.Call(
-                func=ast.Name("_inplace_attr_", ast.Load()),
-                args=[
-                    ast.Constant(IOPERATOR_TO_STR[type(node.op)]),
-                    self.visit(target.value),
-                    ast.Constant(target.attr),
-                    self.visit(node.value),
-                ],
-                keywords=[],
-            )
-            statement = ast.Expr(value=call)
-            copy_locations(statement, node)
-            return ast.fix_missing_locations(statement)
+            return self._inplace_call(node, "_inplace_attr_", target.value, ast.Constant(target.attr))
         return super().visit_AugAssign(node)
+
+    def _inplace_call(self, node: ast.AugAssign, guard: str, container: ast.expr, key: ast.expr) -> ast.stmt:
+        call = ast.Call(
+            func=ast.Name(guard, ast.Load()),
+            args=[ast.Constant(IOPERATOR_TO_STR[type(node.op)]), self.visit(container), key, self.visit(node.value)],
+            keywords=[],
+        )
+        statement = ast.Expr(value=call)
+        copy_locations(statement, node)
+        return ast.fix_missing_locations(statement)
 
 
 # --- guards: the only objects model code reaches besides the API ------------------------------------------------------
