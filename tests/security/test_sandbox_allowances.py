@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, EdsbFault, RawPlan, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, CodeError, EdsbFault, LatestPlan, RawPlan, SandboxLimits, SandboxPool
 from tests.support.data import DATA, require_data
 
 LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
@@ -417,6 +417,18 @@ def test_numpy_values_given_to_the_api_fail_as_the_models_errors(pool: SandboxPo
     assert verdict(pool, context, "get_character(np.zeros(2)).set_target_action('eat')") == (
         "code_runtime",
         "TypeError: unhashable type: 'numpy.ndarray'",
+    )
+
+
+def test_an_array_compared_with_a_seat_fails_as_the_models_error(pool: SandboxPool) -> None:
+    """`is_object_occupied` compares the model's value with each seat: an array's ambiguous truth value is the
+    model's runtime error, as in the reference, not a fault of edsb."""
+    seated = CodeContext.for_benchmark(DATA, "House", {"Ann": LatestPlan("eat", ("sit on chair_1",), "completed")})
+    with pytest.raises(CodeError) as caught:
+        pool.execute(body_code("is_object_occupied(np.array(['chair_1', 'chair_2']))"), seated)
+    assert (caught.value.kind, caught.value.message.split(".")[0]) == (
+        "code_runtime",
+        "ValueError: The truth value of an array with more than one element is ambiguous",
     )
 
 
