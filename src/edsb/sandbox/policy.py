@@ -24,7 +24,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 from edsb.results import ErrorKind
-from edsb.sandbox.code_api import Area
+from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
 from edsb.sandbox.modules import (
     IMPORTABLE_TEXT,
@@ -256,6 +256,10 @@ _INPLACE = {
     "@=": operator.imatmul,
 }
 _MISSING = object()
+#: Kinds whose attributes need none of the checks below: none is text, an exception, a numpy or typing object or a
+#: class, and none of their attributes is a module or a class of edsb or numpy.
+_PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
+_PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
 
 
 class Guards:
@@ -268,7 +272,7 @@ class Guards:
         self._modules: dict[str, ModuleView] = {}
         self._views: dict[type, ClassView] = {}
         self._classes: set[type] = set()  # the classes the run's code defined
-        self._refused: dict[str, Callable[..., NoReturn]] = {name: self._refusing(name) for name in _REFUSED_BUILTINS}
+        self._refused = {name: _Refused(self, name) for name in _REFUSED_BUILTINS}
 
     def refuse(self, message: str) -> NoReturn:
         if self.violation is None:
@@ -293,7 +297,6 @@ class Guards:
             type=self.type_builtin,
             __import__=self.import_builtin,
         )
-        typing_view = self.module("typing")
         return {
             "__builtins__": allowed,
             "__name__": "plan_code",
@@ -301,7 +304,7 @@ class Guards:
             "Area": Area,
             "re": self.module("re"),
             "np": self.module("numpy"),
-            **{name: getattr(typing_view, name) for name in PREBOUND_TYPING},
+            **_PREBOUND_TYPING,
             "_getattr_": self.getattr,
             "_getitem_": _getitem,
             "_getiter_": iter,
@@ -331,18 +334,14 @@ class Guards:
             view = self._views[value] = ClassView(value, self)
         return view
 
-    def _refusing(self, name: str) -> Callable[..., NoReturn]:
-        def refused(*args: Any, **kwargs: Any) -> NoReturn:
-            self.refuse(f"{name}() is not available in plan code")
-
-        return refused
-
     def getattr(self, obj: Any, name: Any, default: Any = _MISSING) -> Any:
         if not isinstance(name, str):
             raise TypeError("attribute name must be string")
         special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
         if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
+        if type(obj) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if type(obj) is ClassView:
             self.refuse(f"the attributes of the class {obj.name()} are not available in plan code")
         if name in ("format", "format_map") and _is_text(obj):
@@ -446,6 +445,19 @@ class Guards:
             kept = text[: self._printed_room]
             self._printed.append(kept)
             self._printed_room -= len(kept)
+
+
+class _Refused:
+    """A refused builtin (`open`, `eval`, ...) as plan code sees it: calling it is a policy violation."""
+
+    __slots__ = ("_guards", "_name")
+
+    def __init__(self, guards: Guards, name: str) -> None:
+        self._guards = guards
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._guards.refuse(f"{self._name}() is not available in plan code")
 
 
 class _Printer:
