@@ -70,11 +70,12 @@ print(np.linalg.norm(p - q), la.norm(q - p), norm([3, 4]), np is numpy, np2 is n
 print(np.mean([1, 2, 3]), argmin([3, 1, 2]), np.argmax([1, 5, 2]), np.sqrt(16.0), np.clip(7, 0, 3))
 print(np.dot([1, 2], [3, 4]), np.zeros(2).tolist(), np.arange(3).sum(), (np.ones(3) * 2).shape)
 print(isinstance(p, np.ndarray), type(p) == np.ndarray, type(p[0]) is np.float64, p.dtype == np.float64)
+print(np.issubdtype(p.dtype, np.floating), np.zeros(1, dtype=np.int32).dtype)
 print(np.array([1, 2], dtype=np.float32).dtype, np.add.reduce([1, 2, 3]), np.finfo(np.float64).eps > 0)
 """
     assert verdict(pool, context, body) == (
         "ok",
-        "5.0 5.0 5.0 True True\n2.0 1 1 4.0 3\n11 [0.0, 0.0] 3 (3,)\nTrue True True True\nfloat32 6 True\n",
+        "5.0 5.0 5.0 True True\n2.0 1 1 4.0 3\n11 [0.0, 0.0] 3 (3,)\nTrue True True True\nTrue int32\nfloat32 6 True\n",
     )
 
 
@@ -386,6 +387,14 @@ LEAKS = {
         "open() is not available in plan code",
     ),
     "class view attribute": ("type(self).get_character", API_ATTRIBUTES),
+    "class view called by numpy": (
+        "v = np.vectorize(type(get_character('A')), otypes='O')\nv('X', 42)",
+        CHARACTER_CALL,
+    ),
+    "class view called by frompyfunc": (
+        "f = np.frompyfunc(type(self), 1, 1)\nf([1])",
+        "the class CodeApi cannot be called in plan code",
+    ),
     "class view by getattr": ("getattr(type(self), '_c' + 'ls')", "access to the attribute '_cls' is not allowed"),
 }
 

@@ -285,7 +285,7 @@ class ClassView:
         return isinstance(value, self._cls)
 
     def __subclasscheck__(self, other: Any) -> bool:
-        return issubclass(unwrap_class(other), self._cls)
+        return issubclass(other._cls if type(other) is ClassView else other, self._cls)
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -304,8 +304,12 @@ class ClassView:
 
 
 def unwrap_class(value: Any) -> Any:
-    """The class behind a view (for numpy, which needs `dtype=np.float32` to be the real class)."""
-    return value._cls if type(value) is ClassView else value
+    """The class behind a view of a numpy scalar type or dtype class, for numpy (`np.issubdtype(x, np.floating)`
+    needs the real class). Any other view stays a view: `np.vectorize(type(get_character("A")))` must not get to
+    call the real class."""
+    if type(value) is ClassView and issubclass(value._cls, np.generic | np.dtype):
+        return value._cls
+    return value
 
 
 # --- str.format -------------------------------------------------------------------------------------------------------
