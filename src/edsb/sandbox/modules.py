@@ -21,6 +21,7 @@ call); their code is listed in `MODEL_OPERATIONS`, so what they raise is the mod
 """
 
 from __future__ import annotations
+import __future__
 
 import itertools
 import math
@@ -146,9 +147,10 @@ SPECS: dict[str, _Spec] = {
         _Spec("typing", typing, _members(typing, _TYPING_NAMES)),
         _Spec("numpy", np, _members(np, _NUMPY_NAMES), numpy=True, submodules=("linalg",)),
         _Spec("numpy.linalg", np.linalg, _members(np.linalg, _LINALG_NAMES), numpy=True),
+        _Spec("__future__", __future__, _members(__future__)),  # `from __future__ import annotations`
     )
 }
-IMPORTABLE_TEXT = ", ".join(sorted(SPECS))
+IMPORTABLE_TEXT = ", ".join(sorted(name for name in SPECS if not name.startswith("_")))
 
 
 def absent_member_message(module: str, name: str) -> str | None:
