@@ -79,6 +79,26 @@ print(np.array([1, 2], dtype=np.float32).dtype, np.add.reduce([1, 2, 3]), np.fin
     )
 
 
+def test_array_items_can_be_set_but_not_array_attributes(pool: SandboxPool, context: CodeContext) -> None:
+    body = """
+a = np.zeros((2, 3))
+a[0] = 5
+a[1:] += 2
+a[:, 0] += 1
+a[a > 3] = 1
+xs = [1, 2, 3]
+xs[1:] += [9]
+print(a.tolist(), xs)
+"""
+    assert verdict(pool, context, body) == ("ok", "[[1.0, 1.0, 1.0], [3.0, 2.0, 2.0]] [1, 2, 3, 9]\n")
+    for attribute in ("shape = (3, 2)", "strides = (0, 0)", "dtype = np.uint8"):
+        kind, text = verdict(pool, context, f"a = np.zeros((2, 3))\na.{attribute}")
+        assert (kind, text) == (
+            "code_runtime",
+            f"AttributeError: numpy array attributes cannot be set in plan code ({attribute.split()[0]})",
+        )
+
+
 def test_numpy_values_in_a_plan_count_as_the_python_values(pool: SandboxPool, context: CodeContext) -> None:
     body = (
         "c = get_character(np.str_('A'))\nc.set_target_action(np.str_('sit'))\n"

@@ -19,6 +19,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+import numpy as np
 from RestrictedPython import RestrictingNodeTransformer
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
@@ -126,15 +127,25 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
-        """`d[k] += v` and `obj.attr += v` (in a class of the run) become guard calls that check the container or
-        object as a plain write would; RestrictedPython refuses both."""
+        """`d[k] += v`, `a[1:] += v` and `obj.attr += v` (in a class of the run) become guard calls that check the
+        container or object as a plain write would; RestrictedPython refuses them."""
         target = node.target
-        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
-            return self._inplace_call(node, "_inplace_item_", target.value, self.visit(target.slice))
+        if isinstance(target, ast.Subscript):
+            return self._inplace_call(node, "_inplace_item_", target.value, self._key(target.slice))
         if isinstance(target, ast.Attribute):
             self.check_name(node, target.attr)
             return self._inplace_call(node, "_inplace_attr_", target.value, ast.Constant(target.attr))
         return super().visit_AugAssign(node)
+
+    def _key(self, key: ast.expr) -> ast.expr:
+        """A subscript as a value: `a[1:, 0]` indexes with `(slice(1, None), 0)`."""
+        if isinstance(key, ast.Slice):
+            parts = (key.lower, key.upper, key.step)
+            bounds = [ast.Constant(None) if part is None else self.visit(part) for part in parts]
+            return ast.copy_location(ast.Call(func=ast.Name("_slice_", ast.Load()), args=bounds, keywords=[]), key)
+        if isinstance(key, ast.Tuple) and any(isinstance(item, ast.Slice) for item in key.elts):
+            return ast.copy_location(ast.Tuple(elts=[self._key(item) for item in key.elts], ctx=ast.Load()), key)
+        return self.visit(key)
 
     def _inplace_call(self, node: ast.AugAssign, guard: str, container: ast.expr, key: ast.expr) -> ast.stmt:
         call = ast.Call(
@@ -314,6 +325,7 @@ class Guards:
             "_inplacevar_": _inplacevar,
             "_inplace_item_": self.inplace_item,
             "_inplace_attr_": self.inplace_attr,
+            "_slice_": slice,
             "_apply_": _apply,
             "_print_": self.print_collector,
         }
@@ -427,6 +439,8 @@ class Guards:
         kind = type(obj)
         if kind in (list, dict, Area) or kind in self._classes or (kind is type and obj in self._classes):
             return obj
+        if kind is np.ndarray:
+            return ArrayItems(obj)  # `a[i] = v`, as numpy code does; not `a.shape = ...` or `a.strides = ...`
         self.refuse(f"changing a {kind.__name__} object is not allowed in plan code")
 
     def inplace_item(self, op: str, container: Any, key: Any, value: Any) -> None:
@@ -445,6 +459,29 @@ class Guards:
             kept = text[: self._printed_room]
             self._printed.append(kept)
             self._printed_room -= len(kept)
+
+
+class ArrayItems:
+    """What `_write_` hands back for a numpy array: its items can be set and deleted, its attributes not (they
+    would reinterpret its memory: `strides`, `dtype`, `shape`)."""
+
+    __slots__ = ("_array",)
+    _array: np.ndarray[Any, Any]  # set once in __init__ (the class refuses attribute writes)
+
+    def __init__(self, array: np.ndarray[Any, Any]) -> None:
+        object.__setattr__(self, "_array", array)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._array[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._array[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        raise ValueError("cannot delete array elements")  # numpy's own answer to `del a[i]`
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"numpy array attributes cannot be set in plan code ({name})")
 
 
 class _Refused:
@@ -521,6 +558,10 @@ MODEL_OPERATIONS: frozenset[types.CodeType] = (
             Guards.make_class,
             Guards.public,
             Guards.write,
+            ArrayItems.__getitem__,
+            ArrayItems.__setitem__,
+            ArrayItems.__delitem__,
+            ArrayItems.__setattr__,
             Guards.inplace_item,
             Guards.inplace_attr,
             _Printer._call_print,
