@@ -57,6 +57,12 @@ CORPUS: dict[str, tuple[str, str]] = {
     ),
     "bare np": (program("i = int(np.argmin(np.array([2.0, 0.5])))\nSEAT = ['chair_1', 'chair_2'][i]"), RUNS),
     "from numpy import": (program("from numpy import mean, clip\nSEAT = 'chair_%d' % clip(mean([2, 2]), 0, 9)"), RUNS),
+    "numpy item assignment": (
+        program(
+            "score = np.zeros(2)\nscore[1] = 3.0\nscore[:1] += 1.0\nSEAT = ['chair_1', 'chair_2'][int(score.argmax())]"
+        ),
+        RUNS,
+    ),
     "typing import": (
         program(
             "def pick(names: List[str]) -> Optional[str]:\n    return names[0]\nSEAT = pick(['chair_2'])",
@@ -189,4 +195,4 @@ def test_the_sandbox_runs_or_refuses_as_listed(pool: SandboxPool, name: str) -> 
 
 def test_the_sandbox_runs_most_of_the_corpus() -> None:
     runs = sum(verdict == RUNS for _, verdict in CORPUS.values())
-    assert (runs, len(CORPUS)) == (16, 28)
+    assert (runs, len(CORPUS)) == (17, 29)
