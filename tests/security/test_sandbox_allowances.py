@@ -427,6 +427,29 @@ def test_no_real_class_of_the_code_api_reaches_model_code(pool: SandboxPool, con
     assert text.startswith(message[:-2]) if message.endswith(" x") else text == message
 
 
+def test_names_and_classes_read_as_dunders(pool: SandboxPool, context: CodeContext) -> None:
+    """`type(e).__name__` and `e.__class__.__name__` in an error message; `__class__` answers as `type()` does."""
+    body = """
+try:
+    {}['x']
+except Exception as e:
+    print(type(e).__name__, e.__class__.__name__, e.__class__ is KeyError)
+print(type(self).__name__, self.__class__, np.__name__, np.linalg.norm.__name__, len.__name__)
+"""
+    assert verdict(pool, context, body) == ("ok", "KeyError KeyError True\nCodeApi <class 'CodeApi'> numpy norm len\n")
+    assert verdict(pool, context, "get_character('A').__class__('X', 42)") == ("code_policy", CHARACTER_CALL)
+    assert verdict(pool, context, "(1).__class__.__class__") == (
+        "code_policy",
+        "type() of a class is not available in plan code",
+    )
+    assert verdict(pool, context, "Area.__class__")[0] == "code_policy"
+    assert verdict(pool, context, "Exception().__name__") == (
+        "code_runtime",
+        "AttributeError: 'Exception' object has no attribute '__name__'",
+    )
+    assert verdict(pool, context, "f = len\nf.__name__ = 'x'")[0] == "code_policy"
+
+
 def test_class_views_still_answer_isinstance_and_equality(pool: SandboxPool, context: CodeContext) -> None:
     body = """
 a, b = get_character('A'), get_character('B')

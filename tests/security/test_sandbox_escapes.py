@@ -55,7 +55,7 @@ REFUSED = {
     "globals": "globals()",
     "vars": "vars()",
     "dunder attribute": "().__class__.__bases__",
-    "dunder by getattr": "getattr((), '__cl' + 'ass__')",
+    "dunder by getattr": "getattr(getattr((), '__cl' + 'ass__'), '__ba' + 'ses__')",
     "private by getattr": "getattr(get_character('A'), '_api')",
     "function globals": "getattr(get_closest_object, '__globals__')",
     "bound method self": "get_closest_object.__self__",

@@ -108,6 +108,10 @@ CORPUS: dict[str, tuple[str, str]] = {
         program("class C:\n    def __init__(self):\n        self.n = 0\nc = C()\nc.n += 2\nSEAT = f'chair_{c.n}'"),
         RUNS,
     ),
+    "class name in an error message": (
+        program("try:\n    {}['x']\nexcept Exception as e:\n    print(type(e).__name__)\nSEAT = 'chair_2'"),
+        RUNS,
+    ),
     # What the sandbox still refuses.
     "import random": (program("import random\nSEAT = random.choice(['chair_2'])"), "code_policy"),
     "import collections": (
@@ -133,10 +137,6 @@ CORPUS: dict[str, tuple[str, str]] = {
         "code_policy",
     ),
     "underscore helper": (program("def _pick():\n    return 'chair_2'\nSEAT = _pick()"), "code_policy"),
-    "class name in an error message": (
-        program("try:\n    {}['x']\nexcept Exception as e:\n    print(type(e).__name__)\nSEAT = 'chair_2'"),
-        "code_policy",
-    ),
     "format index field": (program("SEAT = '{0[n]}'.format({'n': 'chair_2'})"), "code_policy"),
     "object() sentinel": (program("MISSING = object()\nSEAT = 'chair_2'"), "code_policy"),
 }
@@ -195,4 +195,4 @@ def test_the_sandbox_runs_or_refuses_as_listed(pool: SandboxPool, name: str) -> 
 
 def test_the_sandbox_runs_most_of_the_corpus() -> None:
     runs = sum(verdict == RUNS for _, verdict in CORPUS.values())
-    assert (runs, len(CORPUS)) == (17, 29)
+    assert (runs, len(CORPUS)) == (18, 29)

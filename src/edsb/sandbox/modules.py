@@ -199,6 +199,10 @@ class ModuleView:
     def __repr__(self) -> str:
         return f"<module '{self._spec.name}'>"
 
+    @property
+    def __name__(self) -> str:  # what `np.__name__` reads, and what an import error names
+        return self._spec.name
+
 
 class NumpyFunction:
     """A numpy callable (function, ufunc, bound array method) as plan code calls it: class views in the arguments
@@ -228,6 +232,10 @@ class NumpyFunction:
 
     def __repr__(self) -> str:
         return repr(self._function)
+
+    @property
+    def __name__(self) -> str:
+        return str(getattr(self._function, "__name__", type(self._function).__name__))
 
 
 OBJECT_ARRAY_MESSAGE = "numpy arrays of Python objects (dtype=object) are not available in plan code"
@@ -299,6 +307,10 @@ class ClassView:
 
     def __repr__(self) -> str:
         return f"<class '{self.name()}'>"
+
+    @property
+    def __name__(self) -> str:  # `type(x).__name__`: `Character` for the handle, as the reference's messages show it
+        return self._cls.__name__
 
     def name(self) -> str:
         cls = self._cls

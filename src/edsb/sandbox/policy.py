@@ -3,7 +3,7 @@ the code API (a short list of builtins, views of the importable modules, guarded
 `print`).
 
 Compilation refuses imports (except of the modules in `modules.SPECS`), names or attributes starting with `_`
-(`__name__` may be read, and a class may define `__init__`), metaclasses and class keywords; at run time the guards
+(`__name__`, `x.__name__` and `x.__class__` may be read, and a class may define `__init__`), metaclasses and class keywords; at run time the guards
 refuse underscore and inspection attributes (not even through `getattr`), module objects, format strings that walk
 attributes or items, numpy's dangerous attributes, and attribute writes except on `Area` and the run's own classes.
 `type()` never hands out a class of edsb or numpy (`modules.ClassView`). A refusal is remembered by the run's `Guards`
@@ -81,22 +81,24 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         return super().visit_Name(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
-        """`super().__init__(...)`, which a class's `__init__` needs, is the one underscore attribute written in plan
-        code (the guard checks at run time that it is read from a `super` object)."""
+        """The underscore attributes plan code may read: `__name__` and `__class__` (`type(e).__name__` in an error
+        message; the guard answers `__class__` as `type()` does), and `super().__init__(...)`, which a class's
+        `__init__` needs (the guard checks that it is read from a `super` object)."""
         value = node.value
-        if (
+        readable = node.attr in _READABLE_DUNDERS or (
             node.attr == "__init__"
-            and isinstance(node.ctx, ast.Load)
             and isinstance(value, ast.Call)
             and isinstance(value.func, ast.Name)
             and value.func.id == "super"
-        ):
-            node.attr = "init_of_super"  # passes the name check; restored below
-            new_node = super().visit_Attribute(node)
-            assert isinstance(new_node, ast.Call)  # `_getattr_(super(), "init_of_super")`
-            new_node.args[1] = ast.copy_location(ast.Constant("__init__"), new_node.args[1])
-            return new_node
-        return super().visit_Attribute(node)
+        )
+        if not (readable and isinstance(node.ctx, ast.Load)):
+            return super().visit_Attribute(node)
+        attr = node.attr
+        node.attr = "readable_dunder"  # passes the name check; restored below
+        new_node = super().visit_Attribute(node)
+        assert isinstance(new_node, ast.Call)  # `_getattr_(value, "readable_dunder")`
+        new_node.args[1] = ast.copy_location(ast.Constant(attr), new_node.args[1])
+        return new_node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         """A plain class: no keywords (metaclasses), and of the dunder methods only `__init__`. RestrictedPython
@@ -269,6 +271,7 @@ _INPLACE = {
 _MISSING = object()
 #: Kinds whose attributes need none of the checks below: none is text, an exception, a numpy or typing object or a
 #: class, and none of their attributes is a module or a class of edsb or numpy.
+_READABLE_DUNDERS = frozenset({"__name__", "__class__"})
 _PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
 _PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
 
@@ -349,6 +352,8 @@ class Guards:
     def getattr(self, obj: Any, name: Any, default: Any = _MISSING) -> Any:
         if not isinstance(name, str):
             raise TypeError("attribute name must be string")
+        if name in _READABLE_DUNDERS:
+            return self._dunder(obj, name, default)
         special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
         if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
@@ -374,6 +379,17 @@ class Guards:
         if numpy and callable(value) and not isinstance(value, type):
             return NumpyFunction(value, self)  # a bound array method: checked like numpy's functions
         return self.public(value)
+
+    def _dunder(self, obj: Any, name: str, default: Any) -> Any:
+        """`obj.__class__` is `type(obj)`; `obj.__name__` is the name of a class, function or module, a string."""
+        if name == "__class__":
+            return self.type_builtin(obj)
+        found = getattr(obj, "__name__", None)
+        if isinstance(found, str):
+            return found
+        if default is not _MISSING:
+            return default
+        raise AttributeError(f"'{type(obj).__name__}' object has no attribute '__name__'")
 
     def _own(self, obj: Any, name: str) -> bool:
         """Whether `name` is an attribute the run's own code gave `obj` (an instance of a class it defined)."""
@@ -552,6 +568,7 @@ MODEL_OPERATIONS: frozenset[types.CodeType] = (
         for function in (
             Guards.getattr,
             Guards.getattr_builtin,
+            Guards._dunder,
             Guards.hasattr_builtin,
             Guards.type_builtin,
             Guards.import_builtin,
