@@ -3,9 +3,10 @@ the code API (a short list of builtins, views of the importable modules, guarded
 `print`).
 
 Compilation refuses imports (except of the modules in `modules.SPECS`), names or attributes starting with `_`
-(`__name__`, `x.__name__` and `x.__class__` may be read, and a class may define `__init__`), metaclasses and class keywords; at run time the guards
-refuse underscore and inspection attributes (not even through `getattr`), module objects, format strings that walk
-attributes or items, numpy's dangerous attributes, and attribute writes except on `Area` and the run's own classes.
+(`__name__`, `x.__name__` and `x.__class__` may be read, and a class may define `__init__`), metaclasses and class
+keywords; at run time the guards refuse underscore and inspection attributes (not even through `getattr`), module
+objects, format strings that walk attributes or items, numpy's dangerous attributes, and attribute writes except on
+`Area` and the run's own classes.
 `type()` never hands out a class of edsb or numpy (`modules.ClassView`). A refusal is remembered by the run's `Guards`
 and stays the verdict (`code_policy`) even if the code catches the exception.
 """
