@@ -183,6 +183,24 @@ get_character("A").set_target_action(best.name)
     assert verdict(pool, context, body) == ("ok", "sofa_1 6 sofa True True seat\ntable_1 ('no seat near table_1',)\n")
 
 
+def test_the_containers_of_collections_work(pool: SandboxPool, context: CodeContext) -> None:
+    body = """
+from collections import Counter, defaultdict, deque, OrderedDict
+c = Counter(['a', 'b', 'a'])
+c['z'] += 2
+g = defaultdict(list)
+g['k'].append(1)
+g['j'] = [2]
+q = deque([1, 2], maxlen=2)
+q.append(3)
+o = OrderedDict(a=1)
+o['b'] = 2
+o.move_to_end('a')
+print(c.most_common(2), dict(g), list(q), list(o))
+"""
+    assert verdict(pool, context, body) == ("ok", "[('a', 2), ('z', 2)] {'k': [1], 'j': [2]} [2, 3] ['b', 'a']\n")
+
+
 def test_a_class_exception_is_the_models_runtime_error(pool: SandboxPool, context: CodeContext) -> None:
     body = "class NoSeat(Exception):\n    pass\nraise NoSeat('none left')"
     assert verdict(pool, context, body) == ("code_runtime", "NoSeat: none left")
@@ -300,6 +318,13 @@ ATTACKS = {
         "try:\n    '{0.__class__}'.format(1)\nexcept Exception:\n    pass\nget_character('A').set_target_action('x')",
         "the format field {0.__class__} reads an attribute or an item, which plan code may not do in a format string",
     ),
+    # collections: the containers only.
+    "collections.abc": ("import collections\ncollections.abc.Iterable.register(int)", "collections.abc is not x"),
+    "collections.UserString format walk": (
+        "import collections\ncollections.UserString('{0.__class__}').format(1)",
+        "collections.UserString is not available in plan code",
+    ),
+    "namedtuple": ("from collections import namedtuple", "Line 2: collections.namedtuple is not available in x"),
     # Typing objects are inert.
     "typing register": (
         "from typing import Iterable\nIterable.register(int)",

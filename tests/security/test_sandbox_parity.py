@@ -112,10 +112,21 @@ CORPUS: dict[str, tuple[str, str]] = {
         program("try:\n    {}['x']\nexcept Exception as e:\n    print(type(e).__name__)\nSEAT = 'chair_2'"),
         RUNS,
     ),
-    # What the sandbox still refuses.
-    "import random": (program("import random\nSEAT = random.choice(['chair_2'])"), "code_policy"),
     "import collections": (
         program("from collections import Counter\nSEAT = Counter(['chair_2']).most_common(1)[0][0]"),
+        RUNS,
+    ),
+    "defaultdict grouping": (
+        program(
+            "from collections import defaultdict\nby_label = defaultdict(list)\n"
+            "by_label['chair'].append('chair_2')\nSEAT = by_label['chair'][0]"
+        ),
+        RUNS,
+    ),
+    # What the sandbox still refuses.
+    "import random": (program("import random\nSEAT = random.choice(['chair_2'])"), "code_policy"),
+    "namedtuple": (
+        program("from collections import namedtuple\nSeat = namedtuple('Seat', 'name')\nSEAT = Seat('chair_2').name"),
         "code_policy",
     ),
     "import copy": (program("import copy\nSEAT = copy.deepcopy('chair_2')"), "code_policy"),
@@ -195,4 +206,4 @@ def test_the_sandbox_runs_or_refuses_as_listed(pool: SandboxPool, name: str) -> 
 
 def test_the_sandbox_runs_most_of_the_corpus() -> None:
     runs = sum(verdict == RUNS for _, verdict in CORPUS.values())
-    assert (runs, len(CORPUS)) == (18, 29)
+    assert (runs, len(CORPUS)) == (20, 31)

@@ -1,7 +1,8 @@
 """The modules plan code may import, and the stand-ins it gets for classes: what the reference's `exec` hands its
 code (`np`, `re`, the `typing` names), minus everything that reaches files, memory or the interpreter.
 
-* `math`, `re`, `itertools` and `typing`: their public names, without the modules they imported. Of `typing`, only
+* `math`, `re`, `itertools`, `collections` and `typing`: their public names, without the modules they imported (of
+  `collections`, only its containers: `Counter`, `defaultdict`, `deque`, `OrderedDict`). Of `typing`, only
   the names annotations use (`List`, `Optional`, ...); the objects are inert, since the guards refuse any attribute
   of a typing object (`Iterable.register` would change an ABC shared by later runs).
 * `numpy` and `numpy.linalg`: a curated list of array creation, arithmetic, reductions, comparisons, sorting and
@@ -23,6 +24,7 @@ call); their code is listed in `MODEL_OPERATIONS`, so what they raise is the mod
 from __future__ import annotations
 import __future__
 
+import collections
 import itertools
 import math
 import re
@@ -109,6 +111,13 @@ Any Callable Dict FrozenSet Iterable Iterator List Literal Mapping Optional Sequ
 """
 )
 PREBOUND_TYPING = ("List", "Dict", "Optional", "Tuple", "Any")
+#: The containers of `collections` (not `namedtuple`, which makes classes, or `UserString`, whose `format` walks).
+CONTAINERS = {
+    "Counter": collections.Counter,
+    "defaultdict": collections.defaultdict,
+    "deque": collections.deque,
+    "OrderedDict": collections.OrderedDict,
+}
 
 _CONSTRUCTIBLE = (np.generic, np.dtype, np.finfo, np.iinfo, np.vectorize, np.ndindex, np.ndenumerate)
 
@@ -144,6 +153,7 @@ SPECS: dict[str, _Spec] = {
         _Spec("math", math, _members(math)),
         _Spec("re", re, _members(re)),
         _Spec("itertools", itertools, _members(itertools)),
+        _Spec("collections", collections, _members(collections, list(CONTAINERS))),
         _Spec("typing", typing, _members(typing, _TYPING_NAMES)),
         _Spec("numpy", np, _members(np, _NUMPY_NAMES), numpy=True, submodules=("linalg",)),
         _Spec("numpy.linalg", np.linalg, _members(np.linalg, _LINALG_NAMES), numpy=True),

@@ -29,6 +29,7 @@ from edsb.results import ErrorKind
 from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
 from edsb.sandbox.modules import (
+    CONTAINERS,
     IMPORTABLE_TEXT,
     MODULE_OPERATIONS,
     NUMPY_ATTRIBUTES,
@@ -272,6 +273,7 @@ _INPLACE = {
 _MISSING = object()
 #: Kinds whose attributes need none of the checks below: none is text, an exception, a numpy or typing object or a
 #: class, and none of their attributes is a module or a class of edsb or numpy.
+_WRITABLE = frozenset({list, dict, Area, *CONTAINERS.values()})
 _READABLE_DUNDERS = frozenset({"__name__", "__class__"})
 _PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
 _PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
@@ -454,7 +456,7 @@ class Guards:
 
     def write(self, obj: Any) -> Any:
         kind = type(obj)
-        if kind in (list, dict, Area) or kind in self._classes or (kind is type and obj in self._classes):
+        if kind in _WRITABLE or kind in self._classes or (kind is type and obj in self._classes):
             return obj
         if kind is np.ndarray:
             return ArrayItems(obj)  # `a[i] = v`, as numpy code does; not `a.shape = ...` or `a.strides = ...`
