@@ -77,9 +77,9 @@ ATTACKS = [
     Attack("function_globals", "g = getattr(get_closest_object, '__globals__')", POLICY),
     Attack("bound_method_self", "api = get_closest_object.__self__", POLICY),
     Attack("subclasses", "print(().__class__.__base__.__subclasses__())", POLICY),
-    Attack("dynamic_dunder", "cls = getattr((), '__cla' + 'ss__')", POLICY),
+    Attack("dynamic_dunder", "cls = getattr(getattr((), '__cla' + 'ss__'), '__ba' + 'ses__')", POLICY),
     Attack("object_subclasses", "root = type(1).mro()[-1]\nprint(getattr(root, '__subclasses__')())", POLICY),
-    Attack("hasattr_probe", "if hasattr(1, '__class__'):\n    print('reachable')", POLICY),
+    Attack("hasattr_probe", "if hasattr(1, '__dict__'):\n    print('reachable')", POLICY),
     Attack("private_handle", "api = getattr(get_character('David'), '_api')", POLICY),
     # Format strings.
     Attack("format_walk", "print('{0.__class__.__mro__}'.format(1))", POLICY),
@@ -87,7 +87,7 @@ ATTACKS = [
     Attack("unbound_format", "f = getattr(type(''), 'format')\nprint(f('{0.__class__}', 1))", POLICY),
     Attack("fstring_walk", "print(f'{get_character.__func__.__globals__}')", POLICY),
     # Classes and type().
-    Attack("class_statement", "class X:\n    pass", POLICY),
+    Attack("class_dunder", "class X:\n    def __getattribute__(self, name):\n        return 1", POLICY),
     Attack("type_three_args", "X = type('X', (), {})", POLICY),
     Attack(
         "metaclass_format",

@@ -3,22 +3,23 @@ processes.
 
 The security boundary. Model code can reach: the spatial code API (`code_api`: the functions of the official prompt,
 called on a per-run object whose scene data sits behind underscore names), `Area`, a short list of harmless builtins
-and exceptions, views of `math`, `re` and `itertools` without their module attributes, and a capped `print`
-(`policy`). It cannot reach: imports of anything else, classes (not even through the real `type`), names or
-attributes starting with `_`, `str.format`, files, the environment (the worker is forked from a template process
+and exceptions, per-run views of `math`, `re`, `itertools`, `typing` and a curated `numpy` (`np` and some `typing`
+names pre-bound, as in the reference's executor), checked `str.format`, plain classes of its own, and a capped
+`print` (`policy`, `modules`). It cannot reach: imports of anything else, a real class of edsb or numpy (`type()`
+hands out a stand-in that cannot construct an API object), names or attributes starting with `_`, numpy's file,
+memory and pickle functions or object arrays, files, the environment (the worker is forked from a template process
 that started without the parent's variables and never runs model code, and scrubs `os.environ` again before each
-run), the parent's memory (it runs in another process and answers with bounded JSON, never pickle: `wire`), more
-than its memory, CPU and wall-clock limits (`limits`,
-enforced by the worker and by the `pool`, which kills it), or a later run (namespace, API object and builtins are
-rebuilt per run, and what a run leaves behind is collected before its answer is sent; only compiled programs, which
-are immutable, are reused: `worker`).
+run), the parent's memory (it runs in another process and answers with bounded JSON of valid Unicode, never pickle:
+`wire`), more than its memory, CPU and wall-clock limits (`limits`, enforced by the worker and by the `pool`, which
+kills it), or a later run (namespace, API object, builtins and views are rebuilt per run, and what a run leaves
+behind is collected before its answer is sent; only compiled programs, which are immutable, are reused: `worker`).
 
 Modules: `pool` (the parent's side), `worker` (the child's), `wire` (frames and plain values between them),
-`policy` (RestrictedPython rules and guards), `code_api` (the API the code calls), `source` (finding and rewriting
-the code in a reply), `limits` (settings and inputs), `errors`, and `blame`: an exception raised while the code ran
-is the model's execution error only if the model's code, or its use of the API, caused it; a fault of edsb's own
-code is an `EdsbFault` (the run is incomplete, never counted against the model). This package imports nothing from
-`planning`, `runner`, `report`, `llm` or the CLI.
+`policy` (RestrictedPython rules and guards), `modules` (the importable modules and the class stand-ins),
+`code_api` (the API the code calls), `source` (finding and rewriting the code in a reply), `limits` (settings and
+inputs), `errors`, and `blame`: an exception raised while the code ran is the model's execution error only if the
+model's code, or its use of the API, caused it; a fault of edsb's own code is an `EdsbFault` (the run is incomplete,
+never counted against the model). This package imports nothing from `planning`, `runner`, `report`, `llm` or the CLI.
 """
 
 from edsb.sandbox.blame import fault_text

@@ -226,7 +226,26 @@ def _accepted_labels(label: Any) -> tuple[Any, Any] | None:
     object's label must be `label` or `label[:-1]` (plural, §9.13). The reference evaluates it at each object, first
     thing, so call it only when there is at least one object to filter: with none, a bad label raises nothing."""
     with MODEL_OPERATION:  # `label` is the model's: slicing an int raises TypeError there too
-        return None if not label else (label, label[:-1])
+        if not label:
+            return None
+        accepted = (label, label[:-1])
+    if type(label) is str:
+        return accepted
+    return _ModelLabels(accepted)  # compared with each object's label under MODEL_OPERATION
+
+
+class _ModelLabels(tuple[Any, Any]):
+    """Accepted labels that are not plain strings (a numpy array, say): `box.label in accepted` compares the
+    model's values, and fails as the model's operation, as the reference's comparison does."""
+
+    __slots__ = ()
+
+    def __contains__(self, label: object) -> bool:
+        for value in self:  # a plain loop: the comparison must fail in this frame, under the mark
+            with MODEL_OPERATION:
+                if value is label or bool(value == label):
+                    return True
+        return False
 
 
 def _condition(predicate: str, anchor: Any, second: Any = None, *, pair: bool = False) -> str:
@@ -432,8 +451,8 @@ class CodeApi:
         for plan in self._latest.values():
             for relationship in plan.relationships:
                 if relationship.startswith((SIT_ON, LIE_ON)):
-                    with MODEL_OPERATION:  # compared with the model's value
-                        seated = relationship.split()[-1] == obj
+                    with MODEL_OPERATION:  # compared with the model's value (an array's truth value fails here)
+                        seated = bool(relationship.split()[-1] == obj)
                     if seated:
                         return True
         for plan in self._latest.values():

@@ -14,6 +14,7 @@ class CodeError(RunError):
     """Model code that yields no plan; `kind` is one of the `code_*` kinds of `ErrorKind`."""
 
     kind = ErrorKind.CODE_RUNTIME
+    repaired = False  # the sandbox replaced lone surrogates in the message (`wire.replace_surrogates`)
 
     def __init__(self, kind: ErrorKind | str, message: str) -> None:
         super().__init__(message)
@@ -36,6 +37,19 @@ class EdsbFault(Exception):
 
 
 def exception_text(exc: BaseException) -> str:
-    """`KeyError: 'chair_99'`: the class name and `str()` of an exception, as the reference's error logs show it."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """`KeyError: 'chair_99'`: the class name and `str()` of an exception, as the reference's error logs show it.
+
+    Rendering runs code of the exception's values, and model code can make it fail (`ValueError(10 ** 5000)`: the
+    integer has too many digits to print; a structure nested too deep). That is still the exception's text, not a
+    new failure: a placeholder says what happened. Running out of memory while rendering is not hidden.
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except MemoryError:
+        raise
+    except Exception as failure:
+        return f"{name}: <its message could not be rendered: {type(failure).__name__}>"
+    if not isinstance(text, str):  # pragma: no cover - str() always returns a str
+        return name
+    return f"{name}: {text}" if text else name

@@ -1,56 +1,122 @@
 """The RestrictedPython policy and the guards: what model code may write, and the only objects it reaches besides
-the code API (a short list of builtins, views of three pure modules, guarded attribute and item access, a capped
+the code API (a short list of builtins, views of the importable modules, guarded attribute and item access, a capped
 `print`).
 
-Compilation refuses imports (except of `math`, `re` and `itertools`), classes and names or attributes starting with
-`_`; at run time the guards refuse underscore and inspection attributes (not even through `getattr` or the real
-`type`), `str.format`, module objects, and attribute writes except on `Area`. A refusal is remembered by the run's
-`Guards` and stays the verdict (`code_policy`) even if the code catches the exception.
+Compilation refuses imports (except of the modules in `modules.SPECS`), names or attributes starting with `_`
+(`__name__`, `x.__name__` and `x.__class__` may be read, and a class may define `__init__`), metaclasses and class
+keywords; at run time the guards refuse underscore and inspection attributes (not even through `getattr`), module
+objects, format strings that walk attributes or items, numpy's dangerous attributes, and attribute writes except on
+`Area` and the run's own classes.
+`type()` never hands out a class of edsb or numpy (`modules.ClassView`). A refusal is remembered by the run's `Guards`
+and stays the verdict (`code_policy`) even if the code catches the exception.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import itertools
-import math
 import operator
-import re
 import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+import numpy as np
 from RestrictedPython import RestrictingNodeTransformer
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 from edsb.results import ErrorKind
-from edsb.sandbox.code_api import Area
+from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
+from edsb.sandbox.modules import (
+    CONTAINERS,
+    IMPORTABLE_TEXT,
+    MODULE_OPERATIONS,
+    NUMPY_ATTRIBUTES,
+    OBJECT_ARRAY_MESSAGE,
+    PREBOUND_TYPING,
+    SPECS,
+    ClassView,
+    ModuleView,
+    NumpyFunction,
+    SafeFormat,
+    absent_member_message,
+    is_numpy_object,
+    is_object_array,
+    needs_view,
+)
 
 # --- compilation ------------------------------------------------------------------------------------------------------
 
 
 class PlanCodePolicy(RestrictingNodeTransformer):
-    """RestrictedPython's rules, minus imports and classes, plus constructs common in model code that RestrictedPython
-    refuses without a security reason: `d[k] += v`, annotated assignments and `nonlocal`."""
+    """RestrictedPython's rules, with imports of the modules plan code may use and plain classes, plus constructs
+    common in model code that RestrictedPython refuses without a security reason: reading `__name__`, `d[k] += v`,
+    `obj.attr += v` (the guards check both), annotated assignments and `nonlocal`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._methods: set[int] = set()  # ids of the functions defined directly in a class body
 
     def visit_Import(self, node: ast.Import) -> Any:
-        if all(alias.name in IMPORTABLE_MODULES for alias in node.names):
+        if all(alias.name in SPECS for alias in node.names):
             return super().visit_Import(node)
-        self.error(node, f"import statements are not allowed, except of {_IMPORTABLE_TEXT}")
+        self.error(node, f"import statements are not allowed, except of {IMPORTABLE_TEXT}")
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
         star = any(alias.name == "*" for alias in node.names)
-        if node.level == 0 and node.module in IMPORTABLE_MODULES and not star:
-            return super().visit_ImportFrom(node)
-        self.error(node, f"import statements are not allowed, except of {_IMPORTABLE_TEXT}")
-        return node
+        if node.level != 0 or node.module not in SPECS or star:
+            self.error(node, f"import statements are not allowed, except of {IMPORTABLE_TEXT}")
+            return node
+        spec = SPECS[node.module]
+        for alias in node.names:
+            if alias.name not in spec.members and alias.name not in spec.submodules:
+                message = absent_member_message(node.module, alias.name)
+                if message is not None:
+                    self.error(node, message)
+        return super().visit_ImportFrom(node)
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        self.error(node, "class definitions are not allowed in plan code")
-        return node
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id == "__name__" and isinstance(node.ctx, ast.Load):
+            return node  # the module name (not "__main__"), as the reference's exec has it
+        return super().visit_Name(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        """The underscore attributes plan code may read: `__name__` and `__class__` (`type(e).__name__` in an error
+        message; the guard answers `__class__` as `type()` does), and `super().__init__(...)`, which a class's
+        `__init__` needs (the guard checks that it is read from a `super` object)."""
+        value = node.value
+        readable = node.attr in _READABLE_DUNDERS or (
+            node.attr == "__init__"
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "super"
+        )
+        if not (readable and isinstance(node.ctx, ast.Load)):
+            return super().visit_Attribute(node)
+        attr = node.attr
+        node.attr = "readable_dunder"  # passes the name check; restored below
+        new_node = super().visit_Attribute(node)
+        assert isinstance(new_node, ast.Call)  # `_getattr_(value, "readable_dunder")`
+        new_node.args[1] = ast.copy_location(ast.Constant(attr), new_node.args[1])
+        return new_node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        """A plain class: no keywords (metaclasses), and of the dunder methods only `__init__`. RestrictedPython
+        makes every class statement call `__metaclass__`, which the guards bind (`Guards.make_class`)."""
+        if node.keywords:
+            self.error(node, "class keywords (metaclass=...) are not allowed in plan code")
+        for statement in node.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._methods.add(id(statement))
+        return super().visit_ClassDef(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        if node.name.startswith("_") and not (node.name == "__init__" and id(node) in self._methods):
+            self.error(node, f'"{node.name}" is not allowed: of the special methods, a class may only define __init__')
+            return node
+        return super().visit_FunctionDef(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         """`x: T = v` runs as `x = v` (annotations are never evaluated); a bare `x: T` does nothing."""
@@ -65,45 +131,38 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        """`d[k] += v`, `a[1:] += v` and `obj.attr += v` (in a class of the run) become guard calls that check the
+        container or object as a plain write would; RestrictedPython refuses them."""
         target = node.target
-        if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
-            call = ast.Call(
-                func=ast.Name("_inplace_item_", ast.Load()),
-                args=[
-                    ast.Constant(IOPERATOR_TO_STR[type(node.op)]),
-                    self.visit(target.value),
-                    self.visit(target.slice),
-                    self.visit(node.value),
-                ],
-                keywords=[],
-            )
-            statement = ast.Expr(value=call)
-            copy_locations(statement, node)
-            return ast.fix_missing_locations(statement)
+        if isinstance(target, ast.Subscript):
+            return self._inplace_call(node, "_inplace_item_", target.value, self._key(target.slice))
+        if isinstance(target, ast.Attribute):
+            self.check_name(node, target.attr)
+            return self._inplace_call(node, "_inplace_attr_", target.value, ast.Constant(target.attr))
         return super().visit_AugAssign(node)
+
+    def _key(self, key: ast.expr) -> ast.expr:
+        """A subscript as a value: `a[1:, 0]` indexes with `(slice(1, None), 0)`."""
+        if isinstance(key, ast.Slice):
+            parts = (key.lower, key.upper, key.step)
+            bounds = [ast.Constant(None) if part is None else self.visit(part) for part in parts]
+            return ast.copy_location(ast.Call(func=ast.Name("_slice_", ast.Load()), args=bounds, keywords=[]), key)
+        if isinstance(key, ast.Tuple) and any(isinstance(item, ast.Slice) for item in key.elts):
+            return ast.copy_location(ast.Tuple(elts=[self._key(item) for item in key.elts], ctx=ast.Load()), key)
+        return self.visit(key)
+
+    def _inplace_call(self, node: ast.AugAssign, guard: str, container: ast.expr, key: ast.expr) -> ast.stmt:
+        call = ast.Call(
+            func=ast.Name(guard, ast.Load()),
+            args=[ast.Constant(IOPERATOR_TO_STR[type(node.op)]), self.visit(container), key, self.visit(node.value)],
+            keywords=[],
+        )
+        statement = ast.Expr(value=call)
+        copy_locations(statement, node)
+        return ast.fix_missing_locations(statement)
 
 
 # --- guards: the only objects model code reaches besides the API ------------------------------------------------------
-
-
-def _module_view(module: types.ModuleType) -> types.SimpleNamespace:
-    """A module's public functions and constants, without the modules it imported (`re.enum.sys` and the like are
-    the classic way out of a sandbox)."""
-    return types.SimpleNamespace(
-        **{
-            name: value
-            for name, value in vars(module).items()
-            if not name.startswith("_") and not isinstance(value, types.ModuleType)
-        }
-    )
-
-
-# Pure modules whose import the reference's unsandboxed `exec` would allow and model code plausibly uses; each is
-# handed over as a view without module attributes. The reference's executor also exposes `re` without an import.
-IMPORTABLE_MODULES: dict[str, types.SimpleNamespace] = {
-    module.__name__: _module_view(module) for module in (math, re, itertools)
-}
-_IMPORTABLE_TEXT = ", ".join(sorted(IMPORTABLE_MODULES))
 
 
 class PolicyViolation(Exception):
@@ -117,11 +176,13 @@ _SAFE_BUILTINS = (
     "bool",
     "callable",
     "chr",
+    "classmethod",
     "dict",
     "divmod",
     "enumerate",
     "filter",
     "float",
+    "format",
     "frozenset",
     "hash",
     "id",
@@ -137,6 +198,7 @@ _SAFE_BUILTINS = (
     "next",
     "ord",
     "pow",
+    "property",
     "range",
     "repr",
     "reversed",
@@ -144,8 +206,10 @@ _SAFE_BUILTINS = (
     "set",
     "slice",
     "sorted",
+    "staticmethod",
     "str",
     "sum",
+    "super",
     "tuple",
     "zip",
 )
@@ -182,17 +246,15 @@ _REFUSED_BUILTINS = (
     "memoryview",
     "setattr",
     "delattr",
-    "super",
-    "classmethod",
-    "staticmethod",
-    "property",
     "object",
     "bytearray",
 )
 _HARMLESS_BUILTINS: dict[str, Any] = {
     name: getattr(builtins, name) for name in (*_SAFE_BUILTINS, *_SAFE_EXCEPTIONS)
-}  # copied for each run
+} | {"__build_class__": builtins.__build_class__}  # copied for each run; classes call `__metaclass__` (the guards)
 _EXCEPTION_ATTRIBUTES = frozenset({"args", "name", "value"})
+_EXCEPTION_BASES = frozenset(getattr(builtins, name) for name in _SAFE_EXCEPTIONS)
+_CLASS_NAMESPACE = frozenset({"__module__", "__qualname__", "__doc__", "__init__", "__classcell__"})
 _INPLACE = {
     "+=": operator.iadd,
     "-=": operator.isub,
@@ -209,15 +271,25 @@ _INPLACE = {
     "@=": operator.imatmul,
 }
 _MISSING = object()
+#: Kinds whose attributes need none of the checks below: none is text, an exception, a numpy or typing object or a
+#: class, and none of their attributes is a module or a class of edsb or numpy.
+_WRITABLE = frozenset({list, dict, Area, *CONTAINERS.values()})
+_READABLE_DUNDERS = frozenset({"__name__", "__class__"})
+_PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
+_PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
 
 
 class Guards:
-    """Per-run guard functions and printed-text buffer; remembers the first policy violation."""
+    """Per-run guard functions, views and printed-text buffer; remembers the first policy violation."""
 
     def __init__(self, max_printed_chars: int) -> None:
         self.violation: str | None = None
         self._printed: list[str] = []
         self._printed_room = max_printed_chars
+        self._modules: dict[str, ModuleView] = {}
+        self._views: dict[type, ClassView] = {}
+        self._classes: set[type] = set()  # the classes the run's code defined
+        self._refused = {name: _Refused(self, name) for name in _REFUSED_BUILTINS}
 
     def refuse(self, message: str) -> NoReturn:
         if self.violation is None:
@@ -232,10 +304,10 @@ class Guards:
         return "".join(self._printed)
 
     def namespace(self) -> dict[str, Any]:
-        """A fresh global namespace and builtins for one run (the model may rebind names in either)."""
+        """A fresh global namespace and builtins for one run (the model may rebind names in either), with the names
+        the reference's executor module has bound: `re`, `np` and some `typing` names."""
         allowed = dict(_HARMLESS_BUILTINS)
-        for name in _REFUSED_BUILTINS:
-            allowed[name] = self._refusing(name)
+        allowed.update(self._refused)
         allowed.update(
             getattr=self.getattr_builtin,
             hasattr=self.hasattr_builtin,
@@ -245,8 +317,11 @@ class Guards:
         return {
             "__builtins__": allowed,
             "__name__": "plan_code",
+            "__metaclass__": self.make_class,
             "Area": Area,
-            "re": IMPORTABLE_MODULES["re"],
+            "re": self.module("re"),
+            "np": self.module("numpy"),
+            **_PREBOUND_TYPING,
             "_getattr_": self.getattr,
             "_getitem_": _getitem,
             "_getiter_": iter,
@@ -255,37 +330,85 @@ class Guards:
             "_write_": self.write,
             "_inplacevar_": _inplacevar,
             "_inplace_item_": self.inplace_item,
+            "_inplace_attr_": self.inplace_attr,
+            "_slice_": slice,
             "_apply_": _apply,
             "_print_": self.print_collector,
         }
 
-    def _refusing(self, name: str) -> Callable[..., NoReturn]:
-        def refused(*args: Any, **kwargs: Any) -> NoReturn:
-            self.refuse(f"{name}() is not available in plan code")
+    def module(self, name: str) -> ModuleView:
+        """The run's view of an importable module (one per run, so `np is numpy`)."""
+        view = self._modules.get(name)
+        if view is None:
+            view = self._modules[name] = ModuleView(SPECS[name], self)
+        return view
 
-        return refused
+    def public(self, value: Any) -> Any:
+        """`value` as model code may hold it: a class of edsb or numpy becomes its `ClassView`."""
+        if not isinstance(value, type) or value is Area or not needs_view(value):
+            return value
+        view = self._views.get(value)
+        if view is None:
+            view = self._views[value] = ClassView(value, self)
+        return view
 
     def getattr(self, obj: Any, name: Any, default: Any = _MISSING) -> Any:
         if not isinstance(name, str):
             raise TypeError("attribute name must be string")
-        if name.startswith("_") or name in INSPECT_ATTRIBUTES:
+        if name in _READABLE_DUNDERS:
+            return self._dunder(obj, name, default)
+        special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
+        if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
+        if type(obj) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
+            return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
+        if type(obj) is ClassView:
+            self.refuse(f"the attributes of the class {obj.name()} are not available in plan code")
         if name in ("format", "format_map") and _is_text(obj):
-            self.refuse("str.format is not allowed in plan code (use f-strings)")
-        if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES:
+            return SafeFormat(obj if isinstance(obj, str) else None, name, self)
+        if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES and not self._own(obj, name):
             self.refuse(f"access to the attribute {name!r} of an exception is not allowed")
+        numpy = is_numpy_object(obj)
+        if numpy:
+            if name not in NUMPY_ATTRIBUTES:
+                self.refuse(f"the attribute {name!r} of numpy objects is not available in plan code")
+            if is_object_array(obj):
+                self.refuse(OBJECT_ARRAY_MESSAGE)
+        elif _is_typing_object(obj):
+            self.refuse(f"the attribute {name!r} of a typing object is not available in plan code")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if isinstance(value, types.ModuleType):
             self.refuse(f"access to the module {name!r} is not allowed")
-        return value
+        if numpy and callable(value) and not isinstance(value, type):
+            return NumpyFunction(value, self)  # a bound array method: checked like numpy's functions
+        return self.public(value)
+
+    def _dunder(self, obj: Any, name: str, default: Any) -> Any:
+        """`obj.__class__` is `type(obj)`; `obj.__name__` is the name of a class, function or module, a string."""
+        if name == "__class__":
+            return self.type_builtin(obj)
+        found = getattr(obj, "__name__", None)
+        if isinstance(found, str):
+            return found
+        if default is not _MISSING:
+            return default
+        raise AttributeError(f"'{type(obj).__name__}' object has no attribute '__name__'")
+
+    def _own(self, obj: Any, name: str) -> bool:
+        """Whether `name` is an attribute the run's own code gave `obj` (an instance of a class it defined)."""
+        if type(obj) not in self._classes:
+            return False
+        if name in getattr(obj, "__dict__", {}):
+            return True
+        return any(name in vars(cls) for cls in type(obj).__mro__ if cls in self._classes)
 
     def import_builtin(
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-    ) -> types.SimpleNamespace:
-        view = IMPORTABLE_MODULES.get(name) if level == 0 else None
-        if view is None:
-            self.refuse(f"importing {name!r} is not allowed (only {_IMPORTABLE_TEXT})")
-        return view
+    ) -> ModuleView:
+        if level != 0 or name not in SPECS:
+            self.refuse(f"importing {name!r} is not allowed (only {IMPORTABLE_TEXT})")
+        # `import numpy.linalg` binds `numpy`; `from numpy.linalg import norm` takes from `numpy.linalg`.
+        return self.module(name if fromlist else name.split(".")[0])
 
     def getattr_builtin(self, obj: Any, name: Any, *default: Any) -> Any:
         if len(default) > 1:
@@ -299,22 +422,53 @@ class Guards:
             return False
         return True
 
-    def type_builtin(self, *args: Any) -> type:
+    def type_builtin(self, *args: Any) -> Any:
+        """The class of a value, as model code may hold it: a `ClassView` for edsb's and numpy's classes (so that no
+        API object, handle or array can be forged), never the real `type` (which makes classes)."""
         if len(args) != 1:
             self.refuse("type() with three arguments (making a class) is not allowed in plan code")
         kind = type(args[0])
         if issubclass(kind, type):  # the real `type` would make classes: `type(type(1))('S', (str,), {...})`
             self.refuse("type() of a class is not available in plan code")
-        return kind
+        return self.public(kind)
+
+    def make_class(self, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **keywords: Any) -> type:
+        """What a class statement of plan code calls (RestrictedPython's `__metaclass__`): a plain class whose bases
+        are the run's own classes, the exceptions plan code may raise, or nothing (`object`)."""
+        if keywords:
+            self.refuse("class keywords are not allowed in plan code")
+        kept = []
+        for base in bases:
+            if base is self._refused["object"]:
+                continue  # `class X(object):`
+            if not (isinstance(base, type) and (base in self._classes or base in _EXCEPTION_BASES)):
+                self.refuse(
+                    f"the class {name} may only derive from classes the plan code defined or from the builtin "
+                    "exceptions"
+                )
+            kept.append(base)
+        extra = sorted(key for key in namespace if key.startswith("__") and key not in _CLASS_NAMESPACE)
+        if extra:
+            self.refuse(f"the class {name} defines {extra[0]}, which plan code may not define")
+        cls = type(name, tuple(kept), dict(namespace))
+        self._classes.add(cls)
+        return cls
 
     def write(self, obj: Any) -> Any:
-        if type(obj) in (list, dict, Area):
+        kind = type(obj)
+        if kind in _WRITABLE or kind in self._classes or (kind is type and obj in self._classes):
             return obj
-        self.refuse(f"changing a {type(obj).__name__} object is not allowed in plan code")
+        if kind is np.ndarray:
+            return ArrayItems(obj)  # `a[i] = v`, as numpy code does; not `a.shape = ...` or `a.strides = ...`
+        self.refuse(f"changing a {kind.__name__} object is not allowed in plan code")
 
     def inplace_item(self, op: str, container: Any, key: Any, value: Any) -> None:
         target = self.write(container)
         target[key] = _inplacevar(op, target[key], value)
+
+    def inplace_attr(self, op: str, obj: Any, name: str, value: Any) -> None:
+        target = self.write(obj)
+        setattr(target, name, _inplacevar(op, self.getattr(target, name), value))
 
     def print_collector(self, _getattr_: Any = None) -> _Printer:
         return _Printer(self)
@@ -324,6 +478,42 @@ class Guards:
             kept = text[: self._printed_room]
             self._printed.append(kept)
             self._printed_room -= len(kept)
+
+
+class ArrayItems:
+    """What `_write_` hands back for a numpy array: its items can be set and deleted, its attributes not (they
+    would reinterpret its memory: `strides`, `dtype`, `shape`)."""
+
+    __slots__ = ("_array",)
+    _array: np.ndarray[Any, Any]  # set once in __init__ (the class refuses attribute writes)
+
+    def __init__(self, array: np.ndarray[Any, Any]) -> None:
+        object.__setattr__(self, "_array", array)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._array[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._array[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        raise ValueError("cannot delete array elements")  # numpy's own answer to `del a[i]`
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"numpy array attributes cannot be set in plan code ({name})")
+
+
+class _Refused:
+    """A refused builtin (`open`, `eval`, ...) as plan code sees it: calling it is a policy violation."""
+
+    __slots__ = ("_guards", "_name")
+
+    def __init__(self, guards: Guards, name: str) -> None:
+        self._guards = guards
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._guards.refuse(f"{self._name}() is not available in plan code")
 
 
 class _Printer:
@@ -352,6 +542,11 @@ def _is_text(obj: Any) -> bool:
     return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
 
 
+def _is_typing_object(obj: Any) -> bool:
+    """`List`, `Optional[int]`, `Any`...: inert in plan code (their attributes forward to shared classes)."""
+    return type(obj).__module__ == "typing" or (isinstance(obj, type) and obj.__module__ == "typing")
+
+
 def _getitem(obj: Any, key: Any) -> Any:
     return obj[key]
 
@@ -370,22 +565,33 @@ def _inplacevar(op: str, target: Any, value: Any) -> Any:
 #: The code of the guards that perform the model's own operations for it (RestrictedPython turns `a.b`, `a[b]`,
 #: `f(*args)`, unpacking, `print` and `d[k] += v` into their calls): an exception raised in one of them is the model's,
 #: as if the operation had been written plainly (see `edsb.sandbox.blame`).
-MODEL_OPERATIONS: frozenset[types.CodeType] = frozenset(
-    function.__code__
-    for function in (
-        Guards.getattr,
-        Guards.getattr_builtin,
-        Guards.hasattr_builtin,
-        Guards.type_builtin,
-        Guards.import_builtin,
-        Guards.write,
-        Guards.inplace_item,
-        _Printer._call_print,
-        _Printer.__call__,
-        _getitem,
-        _apply,
-        _inplacevar,
-        guarded_unpack_sequence,
-        guarded_iter_unpack_sequence,
+MODEL_OPERATIONS: frozenset[types.CodeType] = (
+    frozenset(
+        function.__code__
+        for function in (
+            Guards.getattr,
+            Guards.getattr_builtin,
+            Guards._dunder,
+            Guards.hasattr_builtin,
+            Guards.type_builtin,
+            Guards.import_builtin,
+            Guards.make_class,
+            Guards.public,
+            Guards.write,
+            ArrayItems.__getitem__,
+            ArrayItems.__setitem__,
+            ArrayItems.__delitem__,
+            ArrayItems.__setattr__,
+            Guards.inplace_item,
+            Guards.inplace_attr,
+            _Printer._call_print,
+            _Printer.__call__,
+            _getitem,
+            _apply,
+            _inplacevar,
+            guarded_unpack_sequence,
+            guarded_iter_unpack_sequence,
+        )
     )
+    | MODULE_OPERATIONS
 )

@@ -432,9 +432,11 @@ class _Worker:
         status = response.get("status")
         try:
             if status == "ok":
-                return decode_raw_plan(response["plan"], response.get("output", ""))
+                return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
             if status == "error":
-                raise CodeError(response["kind"], str(response["message"]))
+                error = CodeError(response["kind"], str(response["message"]))
+                error.repaired = response.get("repaired") is True
+                raise error
             if status == "fault":
                 raise EdsbFault(str(response["message"]))
         except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:

@@ -4,6 +4,7 @@ set as plain values (JSON, never pickle, on the way back).
 Requests go down pickled (the parent's own data: the reply text, the scene, the limits); answers come back as JSON
 objects of bounded size, so nothing a run's code creates is ever unpickled in the parent. What the code stored in a
 character's plan is reduced to `Plain` values in the worker; anything else travels as an `Opaque` type name and repr.
+Every string a worker sends is valid Unicode (`replace_surrogates`), and the answer says whether one had to be repaired.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import select
 import struct
 import time
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+import numpy as np
 
 from edsb.sandbox.errors import SandboxError
 
@@ -62,13 +66,54 @@ class RawCharacterPlan:
 class RawPlan:
     characters: tuple[RawCharacterPlan, ...]  # in order of each character's first setter call
     output: str = ""  # what the code printed, capped
+    repaired: bool = False  # the worker replaced lone surrogates in a value or in the printed text
+
+
+# --- valid Unicode --------------------------------------------------------------------------------------------------
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")  # one code point per match: linear
+
+
+def replace_surrogates(text: str) -> str:
+    """`text` with every surrogate code point (`'\\ud800'`, which UTF-8 cannot encode) replaced by U+FFFD; the same
+    object when there is none. Model code can put lone surrogates in exception messages, printed text and the values
+    it sets; the worker sends none, and flags its answer `"repaired": true` when it replaced any (`RawPlan.repaired`,
+    `CodeError.repaired` in the parent), so that the result can say so."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def clean_plain(value: Plain) -> tuple[Plain, bool]:
+    """A plain value with every string passed through `replace_surrogates`, and whether any changed."""
+    if isinstance(value, str):
+        cleaned = replace_surrogates(value)
+        return cleaned, cleaned is not value
+    if isinstance(value, Opaque):
+        type_name, text = replace_surrogates(value.type_name), replace_surrogates(value.text)
+        changed = type_name is not value.type_name or text is not value.text
+        return (Opaque(type_name, text, value.hashable) if changed else value), changed
+    if isinstance(value, list | tuple):
+        items = [clean_plain(item) for item in value]
+        if not any(changed for _, changed in items):
+            return value, False
+        kept = [item for item, _ in items]
+        return (kept if isinstance(value, list) else tuple(kept)), True
+    return value, False
+
+
+# --- plain values, continued ------------------------------------------------------------------------------------------
 
 
 def to_plain(value: Any, depth: int = 0) -> Plain:
-    """What the code stored, as plain data the parent can rebuild (containers to a small depth)."""
+    """What the code stored, as plain data the parent can rebuild (containers to a small depth). A numpy scalar
+    counts as the Python value it stands for (`np.float64(1.5)` is a float, as the reference's code would use it)."""
     kind = type(value)
     if value is None or kind in (bool, float, str):
         return value
+    if isinstance(value, np.generic) and isinstance(value, np.bool_ | np.integer | np.floating | np.str_):
+        return to_plain(value.item(), depth)
     if kind is int:
         return value if -(1 << 63) <= value < (1 << 63) else Opaque("int", "<a very large int>", True)
     if kind in (list, tuple) and depth < 4:
@@ -109,7 +154,7 @@ def decode_plain(value: Any) -> Plain:
     raise SandboxError(f"malformed value from the sandbox worker: {type(value).__name__}")
 
 
-def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
+def decode_raw_plan(characters: list[dict[str, Any]], output: str, repaired: bool = False) -> RawPlan:
     return RawPlan(
         tuple(
             RawCharacterPlan(
@@ -121,6 +166,7 @@ def decode_raw_plan(characters: list[dict[str, Any]], output: str) -> RawPlan:
             for c in characters
         ),
         str(output),
+        bool(repaired),
     )
 
 

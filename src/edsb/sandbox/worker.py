@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import types
+import typing
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,16 @@ from edsb.sandbox.code_api import ApiScene, CodeApi
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
 from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
-from edsb.sandbox.wire import HEADER, encode_plain, frame, read_blocking, scene_key, to_plain
+from edsb.sandbox.wire import (
+    HEADER,
+    clean_plain,
+    encode_plain,
+    frame,
+    read_blocking,
+    replace_surrogates,
+    scene_key,
+    to_plain,
+)
 
 
 def template_main() -> None:
@@ -177,6 +187,14 @@ def _freeze_long_lived_objects() -> None:
     gc.freeze()
 
 
+def _clear_shared_caches() -> None:
+    """Empty the caches of the modules plan code reaches that keep its values: `typing`'s (`Literal[g]` keeps `g`,
+    `List[X]` keeps the run's class `X`), so that nothing of a run outlives it and none of its code (a generator's
+    `finally`) runs during a later run."""
+    for clear in typing._cleanups:  # type: ignore[attr-defined]  # the cache_clear of every typing cache
+        clear()
+
+
 def _collect_run_garbage() -> None:
     """Finalise everything a run left behind (generators suspended in `try/finally`, reference cycles) now, inside
     the run's own deadline. A finaliser that creates new garbage forever keeps this loop busy until the parent's
@@ -218,6 +236,7 @@ def _serve(
     guards = Guards(int(request["max_printed_chars"]))
     response = _execute(request, program, api_scene, guards)
     try:
+        _clear_shared_caches()
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
@@ -236,20 +255,32 @@ def _execute(
         if isinstance(program, Exception):
             raise program  # compiling failed: reported like any failure of the run
         _run(program, api, guards)
+        repaired = False
+
+        def plain(value: Any) -> Any:
+            nonlocal repaired
+            cleaned, changed = clean_plain(to_plain(value))
+            repaired = repaired or changed
+            return encode_plain(cleaned)
+
         characters = [
             {
-                "character": encode_plain(to_plain(entry.character)),
-                "position": encode_plain(to_plain(entry.position)),
-                "target_action": encode_plain(to_plain(entry.target_action)),
-                "orientation": None if entry.orientation is None else [str(o) for o in entry.orientation],
+                "character": plain(entry.character),
+                "position": plain(entry.position),
+                "target_action": plain(entry.target_action),
+                "orientation": None if entry.orientation is None else [plain(str(o)) for o in entry.orientation],
             }
             for entry in api._plan_entries()
         ]
+        printed = guards.printed()
+        output = replace_surrogates(printed)
+        repaired = repaired or output is not printed
         plan = json.dumps(characters, allow_nan=True)
         if len(plan) > int(request["max_plan_bytes"]):
             return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
         # The JSON of {"status": "ok", "plan": ..., "output": ...}, the plan encoded once.
-        response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(guards.printed())}}}'
+        flag = ', "repaired": true' if repaired else ""
+        response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(output)}{flag}}}'
         if len(response) > int(request["max_result_bytes"]):
             return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
         return response
@@ -268,17 +299,24 @@ def _execute(
 _MAX_MESSAGE_CHARS = 2000
 
 
-def _error(kind: str, message: str, *, recycle: bool = False) -> dict[str, Any]:
+def _bounded(message: str) -> tuple[str, bool]:
+    """A message as the worker sends it: at most `_MAX_MESSAGE_CHARS` characters, valid Unicode (and whether it
+    had to be repaired)."""
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[:_MAX_MESSAGE_CHARS] + "…"
-    return {"status": "error", "kind": str(kind), "message": message, "recycle": recycle}
+    cleaned = replace_surrogates(message)
+    return cleaned, cleaned is not message
+
+
+def _error(kind: str, message: str, *, recycle: bool = False) -> dict[str, Any]:
+    message, repaired = _bounded(message)
+    answer = {"status": "error", "kind": str(kind), "message": message, "recycle": recycle}
+    return {**answer, "repaired": True} if repaired else answer
 
 
 def _fault(message: str) -> dict[str, Any]:
     """A fault of edsb, not of the model: the parent raises EdsbFault; the worker is replaced, to be safe."""
-    if len(message) > _MAX_MESSAGE_CHARS:
-        message = message[:_MAX_MESSAGE_CHARS] + "…"
-    return {"status": "fault", "message": message, "recycle": True}
+    return {"status": "fault", "message": _bounded(message)[0], "recycle": True}
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
@@ -376,8 +414,9 @@ def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
         entry = _entry_point(top_level, namespace, api)
         with MODEL_OPERATION:  # calling what the model bound to `parse_event` fails as the reference's call does
             entry(api)
-    except PolicyViolation:
-        pass  # recorded by the guard, reported below
+    except PolicyViolation as exc:
+        if guards.violation is None:  # not a guard's refusal: the model raised the class itself (`raise type(e)()`)
+            raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
     except CodeError:
         raise
     except MemoryError:
