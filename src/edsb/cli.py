@@ -254,6 +254,21 @@ def run_command(
     ] = None,
     code_timeout: Annotated[float | None, typer.Option(help="Seconds model code may run (default 10).")] = None,
     code_memory: Annotated[int | None, typer.Option(help="MiB of memory model code may use (default 1024).")] = None,
+    max_plan_characters: Annotated[
+        int | None, typer.Option(min=1, help="Characters a plan may set (default 64; more is code_output).")
+    ] = None,
+    max_plan_relationships: Annotated[
+        int | None, typer.Option(min=1, help="Relationships per character in a plan (default 64).")
+    ] = None,
+    max_plan_string_chars: Annotated[
+        int | None, typer.Option(min=1, help="Characters of any string in a plan (default 1000).")
+    ] = None,
+    max_error_chars: Annotated[
+        int | None, typer.Option(min=100, help="Characters of an error message kept in a result (default 2000).")
+    ] = None,
+    max_text_chars: Annotated[
+        int | None, typer.Option(min=100, help="Characters of each reply string kept in a result (default 2000).")
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help="TOML file with any of these options.")] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (rerun with the same one to resume).")] = None,
@@ -282,6 +297,11 @@ def run_command(
         "max_retries": max_retries,
         "code_timeout": code_timeout,
         "code_memory_mb": code_memory,
+        "max_plan_characters": max_plan_characters,
+        "max_plan_relationships": max_plan_relationships,
+        "max_plan_string_chars": max_plan_string_chars,
+        "max_error_chars": max_error_chars,
+        "max_text_chars": max_text_chars,
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }

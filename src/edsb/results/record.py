@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
+from pydantic_core import PydanticSerializationError
 
 from edsb.results.kinds import ErrorKind, RunStatus
+from edsb.text import TextRepairs, clean_text, truncate
 
 
 @dataclass(frozen=True, order=True)
@@ -41,6 +43,11 @@ class RunKey:
         return cls(variant, int(case.removeprefix("tc")), int(level.removeprefix("d")), int(repeat.removeprefix("r")))
 
 
+def internal_error_message(fault: str) -> str:
+    """The error text of a run that edsb itself failed (`internal_error`): the fault, and whose it is."""
+    return f"{ErrorKind.INTERNAL_ERROR}: {fault}. This is a bug of edsb, not the model's error: please report it."
+
+
 class RunResult(BaseModel):
     """What one run produced. Field order is the order of the JSON line; unknown fields of a line written by
     another edsb version are ignored on reading."""
@@ -67,6 +74,10 @@ class RunResult(BaseModel):
     wall_s: float = 0.0
     model: str | None = None
     sampler: dict[str, Any] | None = None  # how positions were sampled, for PI runs
+    # Where lone surrogates sent by the model or server were replaced by U+FFFD (`narrator`, `event_parser`, `event`,
+    # `code`, `error`, ...), and which fields were cut to their size limit (`error`, `reason`, `event`, `plan`).
+    surrogates_replaced: list[StrictStr] = []
+    truncated: list[StrictStr] = []
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
     @property
@@ -87,5 +98,31 @@ class RunResult(BaseModel):
         return RunKey(self.variant, self.case, self.distraction, self.repeat)
 
     def to_line(self) -> bytes:
-        """The record as one line of results.jsonl."""
-        return self.model_dump_json().encode("utf-8") + b"\n"
+        """The record as one line of results.jsonl. Never fails on content: a string UTF-8 cannot hold (a lone
+        surrogate that slipped past the cleaning where text enters) is replaced, and the record says so."""
+        try:
+            return self.model_dump_json().encode("utf-8") + b"\n"
+        except (PydanticSerializationError, UnicodeEncodeError):
+            data = self.model_dump(exclude={"passed"})
+            repairs = TextRepairs(set(self.surrogates_replaced))
+            data = repairs.json(data, "record")
+            data["surrogates_replaced"] = sorted(repairs.surrogates)
+            return RunResult.model_validate(data).model_dump_json().encode("utf-8") + b"\n"
+
+    def unwritable(self, reason: str) -> RunResult:
+        """This run as `incomplete` / `internal_error` when its record cannot be written: the sweep goes on, and the
+        next pass retries the run."""
+        reason = clean_text(truncate(reason, 1_000))
+        return RunResult(
+            key=self.key,
+            variant=self.variant,
+            case=self.case,
+            distraction=self.distraction,
+            repeat=self.repeat,
+            scene=self.scene,
+            tags=self.tags,
+            status=RunStatus.INCOMPLETE,
+            error_kind=ErrorKind.INTERNAL_ERROR,
+            error=internal_error_message(f"the result could not be written ({reason})"),
+            model=self.model,
+        )

@@ -130,6 +130,8 @@ def run_benchmark(
         seed=config.seed,
         limits=limits,
         transcripts=transcripts,
+        plan_limits=config.plan_limits,
+        text_limits=config.text_limits,
     )
 
     wanted = {key.id for key in keys}
