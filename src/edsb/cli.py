@@ -264,7 +264,7 @@ def run_command(
         int | None, typer.Option(min=1, help="Characters of any string in a plan (default 1000).")
     ] = None,
     max_error_chars: Annotated[
-        int | None, typer.Option(min=100, help="Characters of an error message kept in a result (default 2000).")
+        int | None, typer.Option(min=100, help="Characters of an error message kept in a result (default 4000).")
     ] = None,
     max_text_chars: Annotated[
         int | None, typer.Option(min=100, help="Characters of each reply string kept in a result (default 2000).")

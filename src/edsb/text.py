@@ -111,5 +111,5 @@ class TextRepairs:
 class TextLimits:
     """How much model-sent text one result keeps (the transcript keeps the replies whole)."""
 
-    error_chars: int = 2_000  # an error message: `<kind>: <message>`
+    error_chars: int = 4_000  # an error message: `<kind>: <message>`
     text_chars: int = 2_000  # each string taken from a reply: the event's activity, a plan string, a failure reason
