@@ -113,16 +113,15 @@ class RunResult(BaseModel):
         """This run as `incomplete` / `internal_error` when its record cannot be written: the sweep goes on, and the
         next pass retries the run."""
         reason = clean_text(truncate(reason, 1_000))
-        return RunResult(
-            key=self.key,
-            variant=self.variant,
-            case=self.case,
-            distraction=self.distraction,
-            repeat=self.repeat,
-            scene=self.scene,
-            tags=self.tags,
-            status=RunStatus.INCOMPLETE,
-            error_kind=ErrorKind.INTERNAL_ERROR,
-            error=internal_error_message(f"the result could not be written ({reason})"),
-            model=self.model,
+        identity = self.model_dump(include=_IDENTITY)  # what names the run; everything it produced is dropped
+        return RunResult.model_validate(
+            identity
+            | {
+                "status": RunStatus.INCOMPLETE,
+                "error_kind": ErrorKind.INTERNAL_ERROR,
+                "error": internal_error_message(f"the result could not be written ({reason})"),
+            }
         )
+
+
+_IDENTITY = {"key", "variant", "case", "distraction", "repeat", "scene", "tags", "model"}
