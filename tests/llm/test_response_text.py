@@ -77,3 +77,27 @@ def test_a_transcript_holding_hostile_text_stays_valid_utf8_json(tmp_path: Path)
     records = list(read_transcript(tmp_path / "requests.jsonl"))
     assert records[0].response is not None and records[0].response.text == "\ufffd"
     assert records[1].error is not None and records[1].error.message == "\ufffd"
+
+
+def test_a_record_built_without_validation_is_still_written_as_valid_utf8(tmp_path: Path) -> None:
+    """The net under the cleaning: a response that skipped its validator (built by `model_construct`)."""
+    writer = TranscriptWriter(tmp_path)
+    request = ChatRequest(messages=(Message(role="user", content="q"),), temperature=0.0)
+    response = ChatResponse.model_construct(**(_response().model_dump() | {"text": "\ud800 raw"}))
+    now = datetime.now(UTC)
+    writer.record(
+        TranscriptRecord.model_construct(
+            key="k",
+            run="r",
+            module="narrator",
+            model="m",
+            request=request,
+            response=response,
+            error=None,
+            started_at=now,
+            finished_at=now,
+        )
+    )
+    writer.close()
+    (record,) = read_transcript(tmp_path / "requests.jsonl")
+    assert record.response is not None and record.response.text == "\ufffd raw"
