@@ -37,27 +37,27 @@ def truncate(text: str, limit: int) -> str:
 
 def map_strings(value: Any, change: Callable[[str], str]) -> tuple[Any, bool]:
     """Apply `change` to every string of a JSON-like value (dict keys included), in place where it can; returns
-    the value and whether any string changed. Iterative, so data nested as deep as a parser allows is no problem."""
+    the value and whether any string changed (`change` returns its argument itself when it has nothing to do).
+    Iterative, so data nested as deep as a parser allows is no problem."""
     if isinstance(value, str):
         changed = change(value)
         return changed, changed is not value
-    if not isinstance(value, list | dict):
-        return value, False
     any_changed = False
-    stack: list[list[Any] | dict[Any, Any]] = [value]
+    stack: list[Any] = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            keys = [change(k) if isinstance(k, str) else k for k in node]
-            if any(new is not old for new, old in zip(keys, node, strict=True)):
-                items = list(zip(keys, node.values(), strict=True))
+            if any(isinstance(key, str) and change(key) is not key for key in node):
+                items = [(change(k) if isinstance(k, str) else k, v) for k, v in node.items()]
                 node.clear()
                 node.update(items)
                 any_changed = True
             slots: Any = node.items()
-        else:
+        elif isinstance(node, list):
             slots = enumerate(node)
-        for slot, item in list(slots):
+        else:
+            continue
+        for slot, item in slots:  # assigning to an existing key or index is safe while iterating
             if isinstance(item, str):
                 new = change(item)
                 if new is not item:
