@@ -170,6 +170,11 @@ PARSER_COMPLEXITY = [
         check=activity_is("eat"),
     ),
     Attack(
+        "format_string_activity",  # the query is built with f-strings: the activity is data, never a template
+        narrator=narrator_json("format_string_activity", "eat {0.__class__} {x} %s {{ }} {{{{"),
+        check=activity_is("eat {0.__class__} {x} %s {{ }} {{{{"),
+    ),
+    Attack(
         "narrator_deep_nesting",
         narrator=narrator_json("narrator_deep_nesting")[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
         status="error",
@@ -291,6 +296,27 @@ INVALID_UNICODE = [
         '"event": {"characters": ["David"], "activity": "eat"}}',
         surrogates=("event",),
         check=activity_is("eat"),
+    ),
+    Attack(
+        "surrogate_in_names_string",
+        narrator='{"reasoning": "surrogate_in_names_string", '
+        '"event": {"characters": "\\ud800David", "activity": "eat"}}',
+        surrogates=("event",),
+        check=activity_is("eat"),  # Python's `in` on the cleaned string still finds David
+    ),
+    Attack(
+        "surrogate_in_a_skip",
+        narrator='{"reasoning": "surrogate_in_a_skip", "event": {"characters": [], "activity": "\\ud800"}}',
+        status="error",
+        kind="missing_character",
+        error="missing_character: David not found in the planning result",
+        surrogates=("event",),
+        check=lambda record: (record["plan"], record["event"]) == ({}, None),
+    ),
+    Attack(
+        "surrogate_printed",
+        program=code("surrogate_printed", "print('\\ud800', '\\udfff' * 1000)\n" + BENIGN_BODY),
+        check=plan_is(BENIGN_PLAN),  # printed text is not part of the result
     ),
     Attack(
         "valid_surrogate_pair",
