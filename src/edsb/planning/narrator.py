@@ -97,7 +97,7 @@ def _named(name: str, characters: Any) -> bool:
         raise NarratorFormatError(f"event characters must be a list of names, got {_SHOWN.repr(characters)}") from None
 
 
-def read_reply_json(reply: str) -> Any:
+def _read_json(reply: str) -> Any:
     """The JSON value of a reply, or NarratorFormatError for everything `json.loads` can raise on it: malformed
     JSON, nesting too deep to decode, a number with more digits than Python converts (a plain ValueError)."""
     try:
@@ -116,7 +116,7 @@ def parse_narrator_reply(
     """The event proposed by `reply`, None for a skip; `character_names` are the kept characters in case order.
     Strings of the parsed JSON are made valid Unicode (noted in `repairs` as `event`): JSON can spell a lone
     surrogate even when the reply text holds none."""
-    data = (repairs or TextRepairs()).json(read_reply_json(reply), "event")
+    data = (repairs or TextRepairs()).json(_read_json(reply), "event")
     if not isinstance(data, dict):
         raise NarratorFormatError(f"reply must be a JSON object, got {type(data).__name__}")
     event = data.get("event")
