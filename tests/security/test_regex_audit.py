@@ -14,6 +14,7 @@ AUDITED = {
     # Model text, linear: one quantifier over a character class, or an alternation of literals.
     ("sandbox/source.py", r"\s+"): "reply text (the code block scan): a single class, linear",
     ("text.py", "[\ud800-\udfff]"): "any text: one code point per match",
+    ("planning/narrator.py", r"\s\("): "the Narrator's activity: two fixed characters, no quantifier",
     # Not model text.
     ("llm/transcripts.py", r"[A-Za-z0-9][A-Za-z0-9._-]*"): "run ids edsb makes",
     ("llm/oracle/model.py", r"\[(?P<title>[^\]\n]+)\]\n(?P<body>.*?)(?=\n\n\[[^\]\n]+\]\n|\Z)"): "edsb's prompts",

@@ -7,6 +7,7 @@ Three outcomes: an event of kept characters, a skip (`None`: the model proposes 
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import Any
 from edsb.results import ErrorKind, RunError
 from edsb.text import TextRepairs
 
+# Whitespace then `(`: a fixed two-character pattern, no quantifier, so a search is linear.
+_OPENING = re.compile(r"\s\(")
 # How much of a value the model sent an error message shows (the message is bounded again where it is stored).
 _SHOWN = reprlib.Repr()
 _SHOWN.maxlist = _SHOWN.maxdict = 12
@@ -79,14 +82,10 @@ def drop_trailing_group(text: str) -> str:
         end = len(text) - 1
     else:
         return text
-    closing = end - 1  # the `)`; the group's content is text[start + 2 : closing], free of newlines
+    closing = end - 1  # the `)`; the group's content lies between the `(` and it, free of newlines
     first = max(text.rfind("\n", 0, closing), 0)  # the whitespace itself may be that newline
-    opening = text.find("(", first + 1, closing)
-    while opening >= 0:
-        if text[opening - 1].isspace():  # `\s` of a str pattern is str.isspace()
-            return text[: opening - 1] + text[end:]
-        opening = text.find("(", opening + 1, closing)
-    return text
+    opening = _OPENING.search(text, first, closing)
+    return text if opening is None else text[: opening.start()] + text[end:]
 
 
 def _named(name: str, characters: Any) -> bool:
