@@ -384,6 +384,24 @@ def run_command(
     code_memory: Annotated[
         int | None, typer.Option(metavar="MIB", help="MiB of memory model code may use (default 1024).")
     ] = None,
+    max_plan_characters: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="Characters a plan may set (default 64; more is code_output)."),
+    ] = None,
+    max_plan_relationships: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Relationships per character in a plan (default 64).")
+    ] = None,
+    max_plan_string_chars: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Characters of any string in a plan (default 1000).")
+    ] = None,
+    max_error_chars: Annotated[
+        int | None,
+        typer.Option(min=100, metavar="N", help="Characters of an error message kept in a result (default 4000)."),
+    ] = None,
+    max_text_chars: Annotated[
+        int | None,
+        typer.Option(min=100, metavar="N", help="Characters of each reply string kept in a result (default 2000)."),
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     config: Annotated[
         Path | None, typer.Option("--config", metavar="FILE", help="TOML file with any of these options.")
@@ -418,6 +436,11 @@ def run_command(
         "max_retries": max_retries,
         "code_timeout": code_timeout,
         "code_memory_mb": code_memory,
+        "max_plan_characters": max_plan_characters,
+        "max_plan_relationships": max_plan_relationships,
+        "max_plan_string_chars": max_plan_string_chars,
+        "max_error_chars": max_error_chars,
+        "max_text_chars": max_text_chars,
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 
 import pytest
 
@@ -10,10 +12,12 @@ from edsb.planning.narrator import (
     NarratorFormatError,
     NarratorNoCharacterError,
     clean_activity,
+    drop_trailing_group,
     make_event,
     parse_narrator_reply,
 )
 from edsb.results import RunError
+from edsb.text import TextRepairs
 
 KEPT = ["Ann", "Bob", "Cid"]
 
@@ -131,3 +135,95 @@ def test_an_unterminated_string_says_where_in_plain_words() -> None:
     message = str(caught.value)
     assert "Unterminated string starting at: line 2 column 2" in message
     assert "at at" not in message
+
+
+# --- hostile replies (issue 22) ----------------------------------------------------------------------------------
+
+_REFERENCE_GROUP = re.compile(r"\s\(.*?\)$")  # the reference's cleaning: the oracle of the linear scan
+
+
+def test_the_trailing_group_scan_answers_as_the_reference_regex_on_every_short_string() -> None:
+    """Every string of up to 7 characters over the characters that matter (and an ideographic space)."""
+    alphabet = [" ", "(", ")", "\n", "x", "\u3000", "\t"]
+    for length in range(8):
+        for chars in itertools.product(alphabet, repeat=length):
+            text = "".join(chars)
+            assert drop_trailing_group(text) == _REFERENCE_GROUP.sub("", text), repr(text)
+
+
+def test_the_trailing_group_scan_treats_every_whitespace_character_as_the_regex_does() -> None:
+    for point in range(0x110000):
+        if 0xD800 <= point < 0xE000:
+            continue
+        text = f"a{chr(point)}(b)"
+        assert drop_trailing_group(text) == _REFERENCE_GROUP.sub("", text), hex(point)
+
+
+@pytest.mark.parametrize(
+    ("text", "cleaned"),
+    [
+        ("Ryan texts" + " (" * 60_000 + "x", "Ryan texts" + " (" * 60_000 + "x"),  # the issue's 49 s: no final group
+        ("Ryan texts" + " (" * 60_000 + "x)", "Ryan texts"),
+        ("a(" * 100_000 + ")", "a(" * 100_000 + ")"),  # no whitespace before any `(`
+        ("go" + " (\n" * 50_000 + " (x)", "go" + " (\n" * 50_000),
+        ("go" + " (" * 50_000 + "x)\n", "go\n"),
+        ("\t(" * 70_000 + ")", ""),
+    ],
+    ids=["unclosed", "closed", "no-space", "newlines", "final-newline", "tabs"],
+)
+def test_long_adversarial_activities_are_cleaned_as_the_reference_would(text: str, cleaned: str) -> None:
+    assert drop_trailing_group(text) == cleaned
+    short = text[:3000] + text[-3000:]  # the regex itself only on a size it handles in reasonable time
+    assert drop_trailing_group(short) == _REFERENCE_GROUP.sub("", short)
+
+
+def test_the_narrator_runs_no_regex_with_a_quantifier_on_model_text() -> None:
+    import edsb.planning.narrator as narrator
+
+    patterns = [value.pattern for value in vars(narrator).values() if isinstance(value, re.Pattern)]
+    assert patterns == [r"\s\("]
+
+
+@pytest.mark.parametrize(
+    ("number", "message"),
+    [
+        (
+            "7" * 5001,
+            "reply is JSON that cannot be read (Exceeds the limit (4300 digits) for integer string conversion",
+        ),
+        ("-" + "1" * 10_000, "reply is JSON that cannot be read (Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_a_number_too_long_to_convert_is_a_format_error(number: str, message: str) -> None:
+    text = reply({"characters": ["Ann"], "activity": "wave"})[:-1] + f', "n": {number}}}'
+    with pytest.raises(NarratorFormatError) as error:
+        parse_narrator_reply(text, KEPT)
+    assert str(error.value).startswith(message)
+    assert len(str(error.value)) < 300
+
+
+def test_numbers_python_can_read_are_fine() -> None:
+    text = reply({"characters": ["Ann"], "activity": "wave"})[:-1] + ', "n": [' + "9" * 4300 + ", 1e999999]}"
+    assert parse_narrator_reply(text, KEPT) == make_event(["Ann"], "wave", "because")
+
+
+def test_lone_surrogates_in_the_json_are_replaced_and_noted() -> None:
+    repairs = TextRepairs()
+    text = '{"reasoning": "\\ud800", "\\udfff": 1, "event": {"characters": ["Ann", "\\udc00"], "activity": "w\\ud800"}}'
+    event = parse_narrator_reply(text, KEPT, repairs)
+    assert event == make_event(["Ann"], "w\ufffd", "\ufffd")
+    assert repairs.surrogates == {"event"}
+    clean = TextRepairs()
+    assert parse_narrator_reply(reply({"characters": ["Ann"], "activity": "\\ud83d\\ude00"}), KEPT, clean)
+    assert clean.surrogates == set()
+
+
+def test_messages_quote_a_bounded_part_of_what_the_model_sent() -> None:
+    names = [f"name{i}" for i in range(200_001)]
+    with pytest.raises(NarratorNoCharacterError) as error:
+        parse_narrator_reply(reply({"characters": names, "activity": "wave"}), KEPT)
+    assert str(error.value).startswith("no kept character in the event's characters ['name0', 'name1', ")
+    assert len(str(error.value)) < 300
+    with pytest.raises(NarratorFormatError) as error:
+        parse_narrator_reply(reply({"characters": 10**4000, "activity": "wave"}), KEPT)
+    assert len(str(error.value)) < 300

@@ -44,6 +44,11 @@ timeout = 12.5
 max-retries = 1
 code-timeout = 4.0
 code-memory = 512
+max-plan-characters = 10
+max-plan-relationships = 11
+max-plan-string-chars = 120
+max-error-chars = 500
+max-text-chars = 600
 no-cache = true
 data = "{DATA}"
 out = "runs/from-file"
@@ -71,6 +76,11 @@ NO_OPTIONS: dict[str, object] = {
         "max_retries",
         "code_timeout",
         "code_memory_mb",
+        "max_plan_characters",
+        "max_plan_relationships",
+        "max_plan_string_chars",
+        "max_error_chars",
+        "max_text_chars",
         "cache",
         "data",
     )
@@ -93,6 +103,12 @@ def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
     assert config.distraction == [0, 1]
     assert (config.repeats, config.temperature, config.seed, config.concurrency) == (2, 0.3, 7, 3)
     assert (config.timeout, config.max_retries, config.code_timeout, config.code_memory_mb) == (12.5, 1, 4.0, 512)
+    assert (config.plan_limits.characters, config.plan_limits.relationships, config.plan_limits.string_chars) == (
+        10,
+        11,
+        120,
+    )
+    assert (config.text_limits.error_chars, config.text_limits.text_chars) == (500, 600)
     assert config.cache is False
     assert config.data == str(Path(DATA).resolve())
     assert load_session_options(_write(tmp_path, FULL_FILE)) == {"out": "runs/from-file", "quiet": True}

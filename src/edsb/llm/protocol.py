@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_json
+
+from edsb.text import clean_text, has_surrogates
 
 ResponseSource = Literal["model", "cache", "replay"]
 
@@ -22,6 +24,13 @@ class _Frozen(BaseModel):
 class Message(_Frozen):
     role: Literal["system", "user", "assistant"]
     content: str
+
+    @field_validator("content")
+    @classmethod
+    def _valid_unicode(cls, content: str) -> str:
+        """A message quotes earlier replies (the Narrator's event in the Event Parser's query): always valid Unicode,
+        so hashing, sending and recording it cannot fail."""
+        return clean_text(content)
 
 
 class ChatRequest(_Frozen):
@@ -51,6 +60,21 @@ class ChatResponse(_Frozen):
     finish_reason: str | None
     attempts: int = 1
     source: ResponseSource = "model"
+    surrogates_replaced: bool = False  # the server sent lone surrogates (made U+FFFD here, where text enters edsb)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        """Every string the server sent becomes valid Unicode once, here, whichever client built the response: a
+        lone surrogate (JSON can spell one) would fail every writer downstream."""
+        if isinstance(data, dict):
+            dirty = [name for name in _SERVER_TEXT if isinstance(data.get(name), str) and has_surrogates(data[name])]
+            if dirty:
+                data = {**data, **{name: clean_text(data[name]) for name in dirty}, "surrogates_replaced": True}
+        return data
+
+
+_SERVER_TEXT = ("text", "model", "finish_reason")
 
 
 @runtime_checkable

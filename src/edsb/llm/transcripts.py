@@ -25,17 +25,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from edsb.llm.errors import ReplayError, TransportError, TransportKind
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key, text_id
 from edsb.results.rundir import open_appending
+from edsb.text import TextLimits, clean_text, map_strings, truncate
 
 FORMAT: Final = "edsb.transcript/2"
 FORMAT_1: Final = "edsb.transcript/1"
 TRANSCRIPTS_DIR = "transcripts"
 TRANSCRIPT_FILE = "requests.jsonl"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MESSAGE_CHARS = TextLimits().error_chars  # a transport error's message kept in a transcript
 
 
 class TranscriptFailure(BaseModel):
@@ -46,9 +48,16 @@ class TranscriptFailure(BaseModel):
     status: int | None = None
     attempts: int
 
+    truncated: bool = False  # the message was cut to `MESSAGE_CHARS`
+
     @classmethod
     def of(cls, error: TransportError) -> TranscriptFailure:
-        return cls(kind=error.kind, message=error.message, status=error.status, attempts=error.attempts)
+        """The failure as recorded: its message (which may quote the server) valid Unicode and bounded."""
+        message = clean_text(error.message)
+        kept = truncate(message, MESSAGE_CHARS)
+        return cls(
+            kind=error.kind, message=kept, status=error.status, attempts=error.attempts, truncated=kept is not message
+        )
 
     def to_error(self) -> TransportError:
         return TransportError(self.kind, self.message, attempts=self.attempts, status=self.status)
@@ -103,20 +112,22 @@ class TranscriptWriter:
             {"role": message.role, "text_id": tid}
             for message, (tid, _) in zip(record.request.messages, texts, strict=True)
         ]
-        line = to_json(
-            {
-                "format": FORMAT,
-                "key": record.key,
-                "run": record.run,
-                "module": record.module,
-                "model": record.model,
-                "request": request,
-                "response": record.response,
-                "error": record.error,
-                "started_at": record.started_at,
-                "finished_at": record.finished_at,
-            }
-        )
+        payload = {
+            "format": FORMAT,
+            "key": record.key,
+            "run": record.run,
+            "module": record.module,
+            "model": record.model,
+            "request": request,
+            "response": record.response,
+            "error": record.error,
+            "started_at": record.started_at,
+            "finished_at": record.finished_at,
+        }
+        try:
+            line = to_json(payload)
+        except PydanticSerializationError:  # text that entered uncleaned: the transcript stays valid UTF-8 JSON
+            line = to_json(map_strings(to_jsonable_python(payload), clean_text)[0])
         self._pending.setdefault(record.run, []).append((line + b"\n", texts))
 
     def write_run(self, run: str) -> None:

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edsb.errors import json_error_message
 from edsb.results import ErrorKind, RunError
+from edsb.text import TextRepairs
 
-# A final parenthesised group such as ` (ongoing)`, which models copy from the event history.
-_TRAILING_GROUP = re.compile(r"\s\(.*?\)$")
+# Whitespace then `(`: a fixed two-character pattern, no quantifier, so a search is linear.
+_OPENING = re.compile(r"\s\(")
+# How much of a value the model sent an error message shows (the message is bounded again where it is stored).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlist = _SHOWN.maxdict = 12
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 80
 
 
 class NarratorFormatError(RunError):
@@ -60,7 +66,27 @@ def make_event(characters: Sequence[str], activity: str, reasoning: str | None =
 
 def clean_activity(activity: str) -> str:
     """Drop square brackets and a final ` (...)` group (a state the model echoed from the history)."""
-    return _TRAILING_GROUP.sub("", activity.replace("[", "").replace("]", ""))
+    return drop_trailing_group(activity.replace("[", "").replace("]", ""))
+
+
+def drop_trailing_group(text: str) -> str:
+    """`text` without its final parenthesised group: what `re.sub(r"\\s\\(.*?\\)$", "", text)` does (the reference's
+    cleaning), in linear time; that regex backtracks quadratically on a long run of ` (` (a 120 KB activity took
+    49 s, on the event loop).
+
+    The regex removes one span at most: it must end at `$` (the end, or before a final newline) just after a `)`,
+    and `.` crosses no newline, so the span starts at the leftmost whitespace + `(` after the last earlier newline.
+    """
+    if text.endswith(")"):
+        end = len(text)
+    elif text.endswith(")\n"):
+        end = len(text) - 1
+    else:
+        return text
+    closing = end - 1  # the `)`; the group's content lies between the `(` and it, free of newlines
+    first = max(text.rfind("\n", 0, closing), 0)  # the whitespace itself may be that newline
+    opening = _OPENING.search(text, first, closing)
+    return text if opening is None else text[: opening.start()] + text[end:]
 
 
 def _named(name: str, characters: Any) -> bool:
@@ -68,17 +94,29 @@ def _named(name: str, characters: Any) -> bool:
     try:
         return name in characters
     except TypeError:
-        raise NarratorFormatError(f"event characters must be a list of names, got {characters!r}") from None
+        raise NarratorFormatError(f"event characters must be a list of names, got {_SHOWN.repr(characters)}") from None
 
 
-def parse_narrator_reply(reply: str, character_names: Sequence[str]) -> NarratorEvent | None:
-    """The event proposed by `reply`, None for a skip; `character_names` are the kept characters in case order."""
+def _read_json(reply: str) -> Any:
+    """The JSON value of a reply, or NarratorFormatError for everything `json.loads` can raise on it: malformed
+    JSON, nesting too deep to decode, a number with more digits than Python converts (a plain ValueError)."""
     try:
-        data = json.loads(reply)
+        return json.loads(reply)
     except json.JSONDecodeError as exc:
         raise NarratorFormatError(f"reply is not valid JSON ({json_error_message(exc)})") from None
     except RecursionError:
         raise NarratorFormatError("reply is JSON nested too deeply to read") from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise NarratorFormatError(f"reply is JSON that cannot be read ({str(exc)[:200]})") from None
+
+
+def parse_narrator_reply(
+    reply: str, character_names: Sequence[str], repairs: TextRepairs | None = None
+) -> NarratorEvent | None:
+    """The event proposed by `reply`, None for a skip; `character_names` are the kept characters in case order.
+    Strings of the parsed JSON are made valid Unicode (noted in `repairs` as `event`): JSON can spell a lone
+    surrogate even when the reply text holds none."""
+    data = (repairs or TextRepairs()).json(_read_json(reply), "event")
     if not isinstance(data, dict):
         raise NarratorFormatError(f"reply must be a JSON object, got {type(data).__name__}")
     event = data.get("event")
@@ -99,6 +137,6 @@ def parse_narrator_reply(reply: str, character_names: Sequence[str]) -> Narrator
         return None
     names = [name for name in character_names if _named(name, listed)]
     if not names:
-        raise NarratorNoCharacterError(f"no kept character in the event's characters {listed!r}")
+        raise NarratorNoCharacterError(f"no kept character in the event's characters {_SHOWN.repr(listed)}")
     reasoning = data.get("reasoning")
     return make_event(names, activity, reasoning if isinstance(reasoning, str) else None)

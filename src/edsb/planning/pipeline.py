@@ -24,14 +24,15 @@ from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
-from edsb.planning.plans import run_plan_code
+from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import generator_for, sample_positions
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
-from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus
-from edsb.sandbox import CodeContext, SandboxLimits, fault_text, sandbox_threads
+from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
+from edsb.sandbox import CodeContext, CodeError, SandboxLimits, fault_text, sandbox_threads
 from edsb.scoring.judge import Judge
+from edsb.text import TextLimits, TextRepairs
 
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
 
@@ -48,6 +49,8 @@ class RunServices:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     transcripts: TranscriptWriter | None = None
     pack: PromptPack | None = None
+    plan_limits: PlanLimits = field(default_factory=PlanLimits)
+    text_limits: TextLimits = field(default_factory=TextLimits)
 
     def __post_init__(self) -> None:
         if self.pack is None:
@@ -69,8 +72,11 @@ class RunTrace:
     latency_s: float = 0.0
     model: str | None = None
     event: dict[str, Any] | None = None
+    repairs: TextRepairs = field(default_factory=TextRepairs)
 
     def add(self, module: str, response: ChatResponse) -> None:
+        if response.surrogates_replaced:
+            self.repairs.surrogates.add(module)
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
@@ -111,26 +117,38 @@ async def plan_run(
     context = CodeContext.for_benchmark(benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb)
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
-        plan = await _run_code(services, narration, context, variant.planning_mode)
+        plan = await _run_code(services, narration, context, variant.planning_mode, trace)
         if not any(name in plan for name in scenario.character_names):
             return {}  # a plan naming no kept character is the reference's way to skip a turn
     else:
-        event = parse_narrator_reply(narration, scenario.character_names)
+        event = parse_narrator_reply(narration, scenario.character_names, trace.repairs)
         if event is None:
             return {}
         trace.event = {"characters": list(event.characters), "activity": event.activity}
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
-        plan = await _run_code(services, code_reply, context, variant.planning_mode)
+        plan = await _run_code(services, code_reply, context, variant.planning_mode, trace)
     if samples_positions(scenario):
         plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan, services.sampler)
     return plan
 
 
-async def _run_code(services: RunServices, reply: str, context: CodeContext, mode: PlanningMode) -> dict[str, Any]:
+async def _run_code(
+    services: RunServices, reply: str, context: CodeContext, mode: PlanningMode, trace: RunTrace
+) -> dict[str, Any]:
+    """The plan of the reply's code. What the code handed back (the plan's strings, the text of its exception)
+    enters edsb here, from the worker: made valid Unicode, noted as `code`."""
     threads = sandbox_threads(services.limits)
-    return await asyncio.get_running_loop().run_in_executor(
-        threads, run_plan_code, reply, context, mode, services.limits
-    )
+    try:
+        plan, repaired = await asyncio.get_running_loop().run_in_executor(
+            threads, run_plan_code_noting_repairs, reply, context, mode, services.limits, services.plan_limits
+        )
+    except CodeError as exc:
+        if exc.repaired:  # the worker already replaced them
+            trace.repairs.surrogates.add("code")
+        raise CodeError(exc.kind, trace.repairs.text(exc.message, "code")) from None
+    if repaired:
+        trace.repairs.surrogates.add("code")
+    return trace.repairs.json(plan, "code")
 
 
 def samples_positions(scenario: Scenario) -> bool:
@@ -183,9 +201,22 @@ def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     return RunStatus.INCOMPLETE, kind, f"{kind}: {exc}"
 
 
+def _kept(services: RunServices, trace: RunTrace, **fields: Any) -> dict[str, Any]:
+    """The fields of a result that hold text from the model or server, as the record keeps them: valid Unicode
+    (the error message may quote a server; the rest was cleaned where it entered) and cut to `text_limits`."""
+    limits, repairs = services.text_limits, trace.repairs
+    if fields["error"] is not None:
+        fields["error"] = repairs.bounded(repairs.text(fields["error"], "error"), limits.error_chars, "error")
+    if fields["reason"] is not None:
+        fields["reason"] = repairs.bounded(repairs.text(fields["reason"], "reason"), limits.text_chars, "reason")
+    for name in ("plan", "event"):
+        if fields[name] is not None:
+            fields[name] = repairs.bounded_json(fields[name], limits.text_chars, name)
+    return fields
+
+
 def _internal_error(exc: Exception) -> str:
-    kind = ErrorKind.INTERNAL_ERROR
-    return f"{kind}: {fault_text(exc)}. This is a bug of edsb, not the model's error: please report it."
+    return internal_error_message(fault_text(exc))
 
 
 async def execute_run(services: RunServices, key: RunKey) -> RunResult:
@@ -223,6 +254,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
         # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
         status, error_kind, message = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR, _internal_error(exc)
+    kept = _kept(services, trace, error=message, reason=reason, plan=plan, event=trace.event)
     return RunResult(
         key=key.id,
         variant=key.variant,
@@ -233,10 +265,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         tags=list(case.tags),
         status=status,
         error_kind=error_kind,
-        error=message,
-        reason=reason,
-        plan=plan,
-        event=trace.event,
+        **kept,
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
         tokens=trace.tokens,
@@ -245,4 +274,6 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         model=trace.model or services.model.identity,
         sampler=_sampler_record(services, scenario),
         sampler_miss=sampler_miss,
+        surrogates_replaced=sorted(trace.repairs.surrogates),
+        truncated=sorted(trace.repairs.truncated),
     )

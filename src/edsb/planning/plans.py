@@ -11,6 +11,7 @@ is one of the orders the reference can produce and never changes a verdict (the 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from edsb.planning.variants import PlanningMode
@@ -74,9 +75,64 @@ def _relationship_plan(raw: RawPlan, *, concatenate: bool) -> Plan:
     return plan
 
 
-def run_plan_code(reply: str, context: CodeContext, mode: PlanningMode, limits: SandboxLimits | None = None) -> Plan:
-    """The reply's code run in a sandbox worker (`execute_plan_code`), then converted for the planning mode."""
-    return plan_from_raw(execute_plan_code(reply, context, limits), mode)
+@dataclass(frozen=True)
+class PlanLimits:
+    """How big a plan model code may set. Honest plans name a few characters with a few short conditions; the
+    parent samples a position per character and relationship and the judge reads every string, so a plan beyond
+    these is the model's `code_output` error (the sandbox's `max_plan_bytes` bounds its JSON size as well)."""
+
+    characters: int = 64  # characters in the plan
+    relationships: int = 64  # relationships (position and orientation conditions) per character
+    string_chars: int = 1_000  # characters of any one string: a name, an action, a condition
+
+    def check(self, plan: Plan) -> Plan:
+        """`plan`, or CodeError(`code_output`) naming the first limit it exceeds and the option that raises it."""
+        if len(plan) > self.characters:
+            raise self._over(f"sets {len(plan):,} characters", self.characters, "max-plan-characters")
+        for name, entry in plan.items():
+            if len(name) > self.string_chars:
+                raise self._over(f"names a character of {len(name):,} characters", self.string_chars)
+            relationships = entry.get("relationships", ())
+            if len(relationships) > self.relationships:
+                raise self._over(
+                    f"gives {len(relationships):,} relationships to one character",
+                    self.relationships,
+                    "max-plan-relationships",
+                )
+            for values in entry.values():
+                for value in values if isinstance(values, list) else (values,):
+                    if isinstance(value, str) and len(value) > self.string_chars:
+                        raise self._over(f"holds a string of {len(value):,} characters", self.string_chars)
+        return plan
+
+    @staticmethod
+    def _over(what: str, limit: int, option: str = "max-plan-string-chars") -> CodeError:
+        return CodeError(ErrorKind.CODE_OUTPUT, f"the plan {what}; the limit is {limit:,} (--{option})")
+
+
+def run_plan_code(
+    reply: str,
+    context: CodeContext,
+    mode: PlanningMode,
+    limits: SandboxLimits | None = None,
+    plan_limits: PlanLimits | None = None,
+) -> Plan:
+    """The reply's code run in a sandbox worker (`execute_plan_code`), then converted for the planning mode and
+    checked against `plan_limits`."""
+    return run_plan_code_noting_repairs(reply, context, mode, limits, plan_limits)[0]
+
+
+def run_plan_code_noting_repairs(
+    reply: str,
+    context: CodeContext,
+    mode: PlanningMode,
+    limits: SandboxLimits | None = None,
+    plan_limits: PlanLimits | None = None,
+) -> tuple[Plan, bool]:
+    """`run_plan_code`, and whether the worker had to replace lone surrogates in what the code handed back (the
+    result records it)."""
+    raw = execute_plan_code(reply, context, limits)
+    return (plan_limits or PlanLimits()).check(plan_from_raw(raw, mode)), raw.repaired
 
 
 def _direct_plan(raw: RawPlan) -> Plan:

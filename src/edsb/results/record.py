@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
+from pydantic_core import PydanticSerializationError
 
 from edsb.results.kinds import ErrorKind, RunStatus
+from edsb.text import TextRepairs, clean_text, truncate
 
 
 @dataclass(frozen=True, order=True)
@@ -41,6 +43,11 @@ class RunKey:
         return cls(variant, int(case.removeprefix("tc")), int(level.removeprefix("d")), int(repeat.removeprefix("r")))
 
 
+def internal_error_message(fault: str) -> str:
+    """The error text of a run that edsb itself failed (`internal_error`): the fault, and whose it is."""
+    return f"{ErrorKind.INTERNAL_ERROR}: {fault}. This is a bug of edsb, not the model's error: please report it."
+
+
 class RunResult(BaseModel):
     """What one run produced. Field order is the order of the JSON line; unknown fields of a line written by
     another edsb version are ignored on reading."""
@@ -70,6 +77,10 @@ class RunResult(BaseModel):
     # A judged PI run sampled by the reference annealer: true when it failed but the optimal sampler, given the same
     # relationships, would have passed (the model was right, the annealer unlucky); None for every other run.
     sampler_miss: bool | None = None
+    # Where lone surrogates sent by the model or server were replaced by U+FFFD (`narrator`, `event_parser`, `event`,
+    # `code`, `error`, ...), and which fields were cut to their size limit (`error`, `reason`, `event`, `plan`).
+    surrogates_replaced: list[StrictStr] = []
+    truncated: list[StrictStr] = []
 
     @computed_field  # type: ignore[prop-decorator]  # pydantic's documented pattern
     @property
@@ -98,5 +109,30 @@ class RunResult(BaseModel):
         return RunKey(self.variant, self.case, self.distraction, self.repeat)
 
     def to_line(self) -> bytes:
-        """The record as one line of results.jsonl."""
-        return self.model_dump_json().encode("utf-8") + b"\n"
+        """The record as one line of results.jsonl. Never fails on content: a string UTF-8 cannot hold (a lone
+        surrogate that slipped past the cleaning where text enters) is replaced, and the record says so."""
+        try:
+            return self.model_dump_json().encode("utf-8") + b"\n"
+        except (PydanticSerializationError, UnicodeEncodeError):
+            data = self.model_dump(exclude={"passed"})
+            repairs = TextRepairs(set(self.surrogates_replaced))
+            data = repairs.json(data, "record")
+            data["surrogates_replaced"] = sorted(repairs.surrogates)
+            return RunResult.model_validate(data).model_dump_json().encode("utf-8") + b"\n"
+
+    def unwritable(self, reason: str) -> RunResult:
+        """This run as `incomplete` / `internal_error` when its record cannot be written: the sweep goes on, and the
+        next pass retries the run."""
+        reason = clean_text(truncate(reason, 1_000))
+        identity = self.model_dump(include=_IDENTITY)  # what names the run; everything it produced is dropped
+        return RunResult.model_validate(
+            identity
+            | {
+                "status": RunStatus.INCOMPLETE,
+                "error_kind": ErrorKind.INTERNAL_ERROR,
+                "error": internal_error_message(f"the result could not be written ({reason})"),
+            }
+        )
+
+
+_IDENTITY = {"key", "variant", "case", "distraction", "repeat", "scene", "tags", "model"}

@@ -138,14 +138,33 @@ class ResultStore:
         """Batches made durable (for benchmarks and tests)."""
         return self._lines.batches
 
-    async def commit(self, result: RunResult) -> None:
-        """Append one record; returns once it is on disk. Records committed while a batch is being written join
-        the next batch, which is written with one write and one fsync in the store's own thread."""
+    def prepare(self, result: RunResult) -> tuple[RunResult, bytes]:
+        """Write what belongs to the run (`before_line`) and serialise its record: the record that will be written
+        and its line. A run whose record or transcript cannot be serialised (never expected: text is cleaned where
+        it enters) is recorded as `internal_error` with the reason, so one run never stops the sweep; an OSError (a
+        full disk) propagates."""
         # Written here, on the event loop, before the line is queued: a system call. In the writer thread each call
         # would first wait for the busy loop to hand over the GIL.
-        if self._before_line is not None:
-            self._before_line(result)
-        await self._lines.submit(result.to_line())
+        try:
+            if self._before_line is not None:
+                self._before_line(result)
+            return result, result.to_line()
+        except OSError:
+            raise
+        except Exception as exc:
+            failed = result.unwritable(f"{type(exc).__name__}: {exc}")
+            return failed, failed.to_line()
+
+    async def append(self, line: bytes) -> None:
+        """Append one prepared line; returns once it is on disk. Lines appended while a batch is being written join
+        the next batch, which is written with one write and one fsync in the store's own thread."""
+        await self._lines.submit(line)
+
+    async def commit(self, result: RunResult) -> RunResult:
+        """`prepare` then `append`: returns the record as written, once it is on disk."""
+        result, line = self.prepare(result)
+        await self.append(line)
+        return result
 
     def _write_batch(self, lines: list[bytes]) -> list[None]:
         """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""

@@ -14,13 +14,27 @@ from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
+from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
 # (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
 # (variants, cases, levels, repeats) may grow: a directory can be resumed at a moved endpoint and extended.
-IDENTITY_FIELDS = ("model", "temperature", "seed", "sampler", "code_timeout", "code_memory_mb", "perturb")
+# The plan limits change verdicts (a plan beyond them is an execution error); the text limits only what is stored.
+IDENTITY_FIELDS = (
+    "model",
+    "temperature",
+    "seed",
+    "sampler",
+    "code_timeout",
+    "code_memory_mb",
+    "perturb",
+    "max_plan_characters",
+    "max_plan_relationships",
+    "max_plan_string_chars",
+)
 # The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
 SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
@@ -49,12 +63,25 @@ class RunConfig(BaseModel):
     code_timeout: float = Field(default=10.0, gt=0)
     code_memory_mb: int = Field(default=1024, ge=64)
     perturb: int = Field(default=0, ge=0)  # the robustness suite's renaming seed; 0 = the benchmark (older dirs)
+    max_plan_characters: int = Field(default=PlanLimits().characters, ge=1)
+    max_plan_relationships: int = Field(default=PlanLimits().relationships, ge=1)
+    max_plan_string_chars: int = Field(default=PlanLimits().string_chars, ge=1)
+    max_error_chars: int = Field(default=TextLimits().error_chars, ge=100)
+    max_text_chars: int = Field(default=TextLimits().text_chars, ge=100)
     data: str | None = None
     edsb_version: str = __version__
 
     def identity(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         return {name: data[name] for name in IDENTITY_FIELDS}
+
+    @property
+    def plan_limits(self) -> PlanLimits:
+        return PlanLimits(self.max_plan_characters, self.max_plan_relationships, self.max_plan_string_chars)
+
+    @property
+    def text_limits(self) -> TextLimits:
+        return TextLimits(self.max_error_chars, self.max_text_chars)
 
 
 # Command-line spellings that differ from the field they set, and options that belong to one invocation only.

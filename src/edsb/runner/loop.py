@@ -251,7 +251,8 @@ async def run_keys(
                 result = await execute(key)
             finally:
                 stats.in_flight -= 1
-            commit = asyncio.ensure_future(store.commit(result))
+            result, line = store.prepare(result)  # a record that cannot be serialised becomes internal_error
+            commit = asyncio.ensure_future(store.append(line))
             commits.add(commit)
             commit.add_done_callback(written)
             stats.note(result)

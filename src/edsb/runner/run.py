@@ -133,6 +133,8 @@ def run_benchmark(
         sampler=config.sampler,
         limits=limits,
         transcripts=transcripts,
+        plan_limits=config.plan_limits,
+        text_limits=config.text_limits,
     )
 
     wanted = {key.id for key in keys}

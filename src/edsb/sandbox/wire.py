@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import select
 import struct
 import time
@@ -22,6 +21,11 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from edsb.sandbox.errors import SandboxError
+
+# The one repair of lone surrogates. Model code can put them in exception messages, printed text and the values it
+# sets; the worker sends none, and flags its answer `"repaired": true` when it replaced any (`RawPlan.repaired`,
+# `CodeError.repaired` in the parent), so that the result can say so.
+from edsb.text import clean_text as replace_surrogates
 
 HEADER = struct.Struct(">I")  # the byte length of the frame that follows
 
@@ -70,19 +74,6 @@ class RawPlan:
 
 
 # --- valid Unicode --------------------------------------------------------------------------------------------------
-
-REPLACEMENT = "\ufffd"
-_SURROGATE = re.compile("[\ud800-\udfff]")  # one code point per match: linear
-
-
-def replace_surrogates(text: str) -> str:
-    """`text` with every surrogate code point (`'\\ud800'`, which UTF-8 cannot encode) replaced by U+FFFD; the same
-    object when there is none. Model code can put lone surrogates in exception messages, printed text and the values
-    it sets; the worker sends none, and flags its answer `"repaired": true` when it replaced any (`RawPlan.repaired`,
-    `CodeError.repaired` in the parent), so that the result can say so."""
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub(REPLACEMENT, text)
 
 
 def clean_plain(value: Plain) -> tuple[Plain, bool]:
