@@ -233,7 +233,7 @@ def stage_breakdown(work: Path, smoke: bool, threaded: bool) -> None:
         (openai_client.OpenAIChatModel, "complete", "request", False),
         (openai_client, "parse_completion", "parse", False),
         (pipeline, "parse_narrator_reply", "parse", False),
-        (pipeline, "run_plan_code", "sandbox", True),
+        (pipeline, "run_plan_code_noting_repairs", "sandbox", True),
         (pipeline, "_sample_positions", "sampler", False),
         (pipeline, "_judge", "judge", False),
         (transcripts.TranscriptWriter, "record", "write", False),
