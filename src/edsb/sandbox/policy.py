@@ -275,6 +275,9 @@ _MISSING = object()
 #: class, and none of their attributes is a module or a class of edsb or numpy.
 _WRITABLE = frozenset({list, dict, Area, *CONTAINERS.values()})
 _READABLE_DUNDERS = frozenset({"__name__", "__class__"})
+#: Besides underscore names: frames, code and generator internals, and `mro` (a class's bases, never vetted: `object`,
+#: `BaseException`, and `enum.Enum` behind `re.RegexFlag`, whose functional API makes classes with any dunder method).
+_REFUSED_ATTRIBUTES = INSPECT_ATTRIBUTES | {"mro"}
 _PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
 _PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
 
@@ -358,7 +361,7 @@ class Guards:
         if name in _READABLE_DUNDERS:
             return self._dunder(obj, name, default)
         special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
-        if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
+        if (name.startswith("_") or name in _REFUSED_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
         if type(obj) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
