@@ -240,8 +240,11 @@ def _serve(
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
-    if isinstance(response, str) and guards.violation is not None:  # a finaliser tried something refused
-        return _error(ErrorKind.CODE_POLICY, guards.violation)
+    if guards.violation is not None and (isinstance(response, str) or response["status"] == "error"):
+        # A refusal the run's own check came too early for: in a finaliser, or in model code that rendering the
+        # exception or packing the plan ran (`repr` of a `Counter` calls its `most_common`, which the code may set).
+        recycle = isinstance(response, dict) and bool(response.get("recycle"))
+        return _error(ErrorKind.CODE_POLICY, guards.violation, recycle=recycle)
     return response
 
 
