@@ -326,3 +326,28 @@ def test_an_odd_entry_point_is_the_models_error(pool: SandboxPool, context: Code
     as the model's errors, never as edsb's."""
     code = f"from collections import Counter\nimport itertools\nparse_event = {entry}\n"
     assert verdict(pool, context, code) == ENTRY_POINTS[entry]
+
+
+# --- deeply nested code -----------------------------------------------------------------------------------------------
+
+ELIF_CHAIN = "n = 399\nif n == 0:\n    k = 0\n" + "".join(f"elif n == {i}:\n    k = {i}\n" for i in range(1, 400))
+DEEP = {
+    "a sum of 300 terms": ("print(" + " + ".join(["1"] * 300) + ")", ("ok", "300\n")),
+    "a 400-branch elif chain": (ELIF_CHAIN + "print(k)", ("ok", "399\n")),
+    "900 unary minus signs": ("print(" + "-" * 900 + "1)", ("ok", "1\n")),
+    "a concatenation of 300 strings": ("print(len(" + " + ".join(["'a'"] * 300) + "))", ("ok", "300\n")),
+    "3000 unary minus signs": ("x = " + "-" * 3000 + "1", ("code_syntax", "RecursionError: the code is nested x")),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP), ids=list(DEEP))
+def test_code_that_compiles_is_not_refused_for_its_nesting(pool: SandboxPool, context: CodeContext, name: str) -> None:
+    """The policy's transformer needs a few frames per level of nesting where `compile` needs one: code that
+    compiles failed there, as the model's `RecursionError`, though the reference runs it. Code too deep for
+    `compile` itself is still a syntax error."""
+    body, (kind, message) = DEEP[name]
+    found = verdict(pool, context, body_code(body))
+    if message.endswith(" x"):
+        assert (found[0], found[1].startswith(message[:-2])) == (kind, True), found
+    else:
+        assert found == (kind, message)

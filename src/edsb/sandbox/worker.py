@@ -381,6 +381,10 @@ def _compiled(reply: str) -> _Compiled:
     return found
 
 
+_TOO_DEEP = "RecursionError: the code is nested too deeply to compile"
+_TRANSFORM_DEPTH_FACTOR = 20
+
+
 def _compile(reply: str) -> _Compiled:
     source = prepare_code(extract_code(reply))
     try:
@@ -389,8 +393,18 @@ def _compile(reply: str) -> _Compiled:
     except (SyntaxError, ValueError) as exc:
         raise CodeError(ErrorKind.CODE_SYNTAX, exception_text(exc)) from None
     except RecursionError:
-        raise CodeError(ErrorKind.CODE_SYNTAX, "RecursionError: the code is nested too deeply to compile") from None
-    compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
+        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
+    # The policy's transformer spends a few Python frames per level of nesting where `compile` spends one: code that
+    # compiles (a sum of 300 terms, a 300-branch `elif` chain) would fail there, as the model's RecursionError. The
+    # depth is bounded by the `compile` above, so a higher limit for the transform costs no stack risk.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit * _TRANSFORM_DEPTH_FACTOR)
+    try:
+        compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
+    except RecursionError:
+        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
+    finally:
+        sys.setrecursionlimit(limit)
     if compiled.errors or compiled.code is None:
         errors = list(compiled.errors) or ["the code could not be compiled"]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
