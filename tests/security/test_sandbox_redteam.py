@@ -21,6 +21,10 @@ import pytest
 
 from edsb.sandbox import CodeContext, CodeError, EdsbFault, RawPlan, SandboxLimits, SandboxPool
 from tests.support.data import DATA, require_data
+from tests.support.edsb_cli import child_env, edsb_child
+from tests.support.openai_server import OpenAIServer
+from tests.support.run_dir import read_results
+from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
 
 LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
 
@@ -351,3 +355,85 @@ def test_code_that_compiles_is_not_refused_for_its_nesting(pool: SandboxPool, co
         assert (found[0], found[1].startswith(message[:-2])) == (kind, True), found
     else:
         assert found == (kind, message)
+
+
+# --- a crash of the worker ------------------------------------------------------------------------------------------
+
+DEEP_TUPLE = "t = ()\nfor i in range(10 ** 6):\n    t = (t,)\n"
+CRASHES = {
+    "hash of a deeply nested tuple": DEEP_TUPLE + "hash(t)",
+    "a deeply nested tuple as a character name": DEEP_TUPLE + "get_character(t).set_target_action('eat')",
+    "a deeply nested tuple in the plan (hashed while packing)": DEEP_TUPLE
+    + "get_character('A').set_position([[[[t]]]])",
+}
+
+
+@pytest.mark.parametrize("name", list(CRASHES), ids=list(CRASHES))
+def test_a_crash_in_c_code_is_the_models_and_the_next_run_is_unaffected(
+    pool: SandboxPool, context: CodeContext, name: str
+) -> None:
+    """CPython hashes tuples recursively without a depth check: the worker dies of a segmentation fault, which is
+    the model's `code_crash` (never edsb's), and a fresh worker serves the next run."""
+    assert verdict(pool, context, body_code(CRASHES[name])) == (
+        "code_crash",
+        "the sandbox worker died (end of output, exit status -11)",
+    )
+    [entry] = plan(
+        pool, context, "get_character('A').set_target_action(get_closest_object('table_1', 'chair'))"
+    ).characters
+    assert (entry.character, entry.target_action) == ("A", "chair_1")
+
+
+# --- through the real pipeline ----------------------------------------------------------------------------------------
+
+PLAN_OF_CASE = "david = get_character('David')\ndavid.set_target_action('eat')\n"
+PIPELINE = {
+    "enum_hash_in_packing": (FIXED["enum __hash__ failing in the packing (was internal_error)"][0], "code_policy"),
+    "enum_repr_base_exception": (
+        FIXED["enum __repr__ raising BaseException in the packing (killed the worker)"][0],
+        "code_policy",
+    ),
+    "refusal_while_rendering": (FIXED["refusal while the exception is rendered"][0], "code_policy"),
+    "deep_tuple_hash": (CRASHES["hash of a deeply nested tuple"], "code_crash"),
+    "long_double_seat": (
+        PLAN_OF_CASE + "david.set_position(get_area_to_sit_on('chair_2'))\ndavid.set_target_action(np.str_('eat'))\n"
+        "get_character(np.longdouble(1.5)).set_target_action('idle')",
+        None,
+    ),
+    "sum_of_300_terms": (
+        "n = " + " + ".join(["1"] * 300) + "\n" + PLAN_OF_CASE + "david.set_position(get_area_to_sit_on('chair_' + "
+        "str(n - 298)))",
+        None,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """One `edsb run` of every program above, each followed by a benign one: program name → its run's record."""
+    require_data()
+    root = tmp_path_factory.mktemp("redteam-pipeline")
+    targets, out = root / "targets", root / "run"
+    targets.mkdir()
+    script = []
+    for name, (body, _) in PIPELINE.items():
+        script += [program(name, body.replace("TARGET", str(targets / name))), program(f"benign-{name}", BENIGN_BODY)]
+    with OpenAIServer(ProgramScript(script)) as server:
+        args = run_args(server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5")
+        process = edsb_child(args, env=child_env(root / "cache"), cwd=root)
+    assert process.returncode == 0, process.stderr
+    assert "internal_error" not in process.stderr and "Traceback" not in process.stderr
+    assert list(targets.iterdir()) == []
+    records = {record["key"]: record for record in read_results(out)}
+    return {name: records[key] for key, name in programs_by_run(out).items()}
+
+
+@pytest.mark.parametrize("name", list(PIPELINE), ids=list(PIPELINE))
+def test_through_the_pipeline_the_verdict_is_the_models(pipeline: dict[str, dict], name: str) -> None:
+    record, kind = pipeline[name], PIPELINE[name][1]
+    if kind is None:  # code the reference runs: judged like any plan
+        assert (record["status"], record["error_kind"]) == ("passed", None), record["error"]
+    else:
+        assert (record["status"], record["error_kind"]) == ("error", kind), record["error"]
+    following = pipeline[f"benign-{name}"]
+    assert (following["status"], following["error"]) == ("passed", None)
