@@ -112,6 +112,26 @@ FIXED = {
 }
 
 
+COUNTER = "from collections import Counter\nc = Counter('ab')\nc.most_common = lambda *a: [(1, 2, 3)]\n"
+COUNTER_ERROR = "ValueError: dictionary update sequence element #0 has length 3; 2 is required"
+#: A `Counter` whose `most_common` (called by its `repr`) returns what `dict()` rejects: the ValueError is raised in
+#: `collections`, below the API's (or `print`'s) operation on the model's value. It was edsb's `internal_error`.
+FORMATTED_BY_EDSB = {
+    "an area of it": "get_area_to_sit_on(c)",
+    "an orientation to it": "get_character('A').set_orientation(c)",
+    "the objects close to it": "get_objects_close_to(c)",
+    "printing it": "print(c)",
+    "the repr of an area holding it": "repr(Area([c]))",
+}
+
+
+@pytest.mark.parametrize("name", list(FORMATTED_BY_EDSB), ids=list(FORMATTED_BY_EDSB))
+def test_a_failure_in_the_library_code_of_a_models_value_is_the_models(
+    pool: SandboxPool, context: CodeContext, name: str
+) -> None:
+    assert verdict(pool, context, body_code(COUNTER + FORMATTED_BY_EDSB[name])) == ("code_runtime", COUNTER_ERROR)
+
+
 @pytest.mark.parametrize("name", list(FIXED), ids=list(FIXED))
 def test_a_fixed_attack_is_refused(pool: SandboxPool, context: CodeContext, target: Path, name: str) -> None:
     body, message = FIXED[name]

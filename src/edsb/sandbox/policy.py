@@ -26,6 +26,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 from edsb.results import ErrorKind
+from edsb.sandbox.blame import program_code
 from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
 from edsb.sandbox.modules import (
@@ -569,31 +570,33 @@ def _inplacevar(op: str, target: Any, value: Any) -> Any:
 #: `f(*args)`, unpacking, `print` and `d[k] += v` into their calls): an exception raised in one of them is the model's,
 #: as if the operation had been written plainly (see `edsb.sandbox.blame`).
 MODEL_OPERATIONS: frozenset[types.CodeType] = (
-    frozenset(
-        function.__code__
-        for function in (
-            Guards.getattr,
-            Guards.getattr_builtin,
-            Guards._dunder,
-            Guards.hasattr_builtin,
-            Guards.type_builtin,
-            Guards.import_builtin,
-            Guards.make_class,
-            Guards.public,
-            Guards.write,
-            ArrayItems.__getitem__,
-            ArrayItems.__setitem__,
-            ArrayItems.__delitem__,
-            ArrayItems.__setattr__,
-            Guards.inplace_item,
-            Guards.inplace_attr,
-            _Printer._call_print,
-            _Printer.__call__,
-            _getitem,
-            _apply,
-            _inplacevar,
-            guarded_unpack_sequence,
-            guarded_iter_unpack_sequence,
+    frozenset().union(
+        *(
+            program_code(function.__code__)  # with the code nested in it (`print`'s generator expression)
+            for function in (
+                Guards.getattr,
+                Guards.getattr_builtin,
+                Guards._dunder,
+                Guards.hasattr_builtin,
+                Guards.type_builtin,
+                Guards.import_builtin,
+                Guards.make_class,
+                Guards.public,
+                Guards.write,
+                ArrayItems.__getitem__,
+                ArrayItems.__setitem__,
+                ArrayItems.__delitem__,
+                ArrayItems.__setattr__,
+                Guards.inplace_item,
+                Guards.inplace_attr,
+                _Printer._call_print,
+                _Printer.__call__,
+                _getitem,
+                _apply,
+                _inplacevar,
+                guarded_unpack_sequence,
+                guarded_iter_unpack_sequence,
+            )
         )
     )
     | MODULE_OPERATIONS
