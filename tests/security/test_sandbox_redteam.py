@@ -139,6 +139,16 @@ def test_a_fixed_attack_is_refused(pool: SandboxPool, context: CodeContext, targ
     assert list(target.iterdir()) == []
 
 
+def test_an_area_without_conditions_is_the_models_error(pool: SandboxPool, context: CodeContext) -> None:
+    """`del area.conditions`, then `set_position(area)`: the AttributeError was raised in the API's own frame,
+    unmarked, and so recorded as edsb's `internal_error`."""
+    body = "a = Area()\ndel a.conditions\nget_character('A').set_position(a)"
+    assert verdict(pool, context, body_code(body)) == (
+        "code_runtime",
+        "AttributeError: 'Area' object has no attribute 'conditions'",
+    )
+
+
 def test_long_doubles_in_a_plan_count_as_floats(pool: SandboxPool, context: CodeContext) -> None:
     """`np.longdouble(x).item()` is a long double again: the packing recursed until RecursionError, which was
     reported as the model's runtime error."""
