@@ -243,6 +243,15 @@ REFUSED = {
         "np.array([1, 2]).__array__()",
         'Line 2: "__array__" is an invalid attribute name because it starts with "_".',
     ),
+    "an exception group handler": (
+        "try:\n    raise ValueError(1)\nexcept* ValueError:\n    pass",
+        "Line 2: TryStar statements are not allowed.",
+    ),
+    "deleting a handle's name": (
+        "del get_character('A').name",
+        "changing a Character object is not allowed in plan code",
+    ),
+    "deleting a numpy function": ("del np.array", "changing a ModuleView object is not allowed in plan code"),
     "timedelta64 scalar type": ("np.timedelta64(3, 'D')", "numpy.timedelta64 is not available in plan code (it is x"),
 }
 
@@ -349,6 +358,14 @@ ENTRY_POINTS = {
     "np.float64": ("code_runtime", "TypeError: float() argument must be a string or a real number, not 'CodeApi'"),
     "open": ("code_policy", "open() is not available in plan code"),
     "np.frompyfunc(len, 1, 1)": ("code_runtime", "TypeError: object of type 'CodeApi' has no len()"),
+    "type(re.I)": (
+        "code_runtime",
+        "ValueError: <edsb.sandbox.code_api.CodeApi object at 0x",
+    ),
+    "type(lambda: 0)": ("code_no_entry", "TypeError: function() missing required argument 'globals' (pos 2)"),
+    "type(iter([]))": ("code_no_entry", "TypeError: cannot create 'list_iterator' instances"),
+    "re.compile": ("code_runtime", "TypeError: first argument must be string or compiled pattern"),
+    "List": ("code_runtime", "TypeError: Type List cannot be instantiated; use list() instead"),
     "classmethod(len)": ("code_no_entry", "TypeError: first argument must be callable"),
     "itertools.count": ("code_runtime", "TypeError: a number is required"),
 }
@@ -359,7 +376,9 @@ def test_an_odd_entry_point_is_the_models_error(pool: SandboxPool, context: Code
     """`parse_event` bound to a builtin, a numpy callable, a class view...: `inspect.signature` and the call fail
     as the model's errors, never as edsb's."""
     code = f"from collections import Counter\nimport itertools\nparse_event = {entry}\n"
-    assert verdict(pool, context, code) == ENTRY_POINTS[entry]
+    kind, message = ENTRY_POINTS[entry]
+    found = verdict(pool, context, code)
+    assert (found[0], found[1].startswith(message) if message.endswith("0x") else found[1] == message) == (kind, True)
 
 
 # --- deeply nested code -----------------------------------------------------------------------------------------------
@@ -385,6 +404,33 @@ def test_code_that_compiles_is_not_refused_for_its_nesting(pool: SandboxPool, co
         assert (found[0], found[1].startswith(message[:-2])) == (kind, True), found
     else:
         assert found == (kind, message)
+
+
+# --- recursion through library callbacks --------------------------------------------------------------------------
+
+RECURSIONS = {
+    "frompyfunc": "def f(x):\n    return u(x)\nu = np.frompyfunc(f, 1, 1)\nu(1)",
+    "vectorize": "def f(x):\n    return v(x)\nv = np.vectorize(f)\nv(1)",
+    "sorted key": "def f(x):\n    return sorted([x], key=f)\nf(1)",
+    "re.sub callback": "def f(m):\n    return re.sub('a', f, 'a')\nf(1)",
+    "apply_along_axis": "def f(x):\n    return np.apply_along_axis(f, 0, np.ones(1))\nf(1)",
+    "array2string formatter": "def f(x):\n    return np.array2string(np.ones(1), formatter={'all': f})\nf(1)",
+    "defaultdict factory": (
+        "from collections import defaultdict\nd = defaultdict()\ndef f():\n    return d['x']\n"
+        "d.default_factory = f\nd['y']"
+    ),
+    "fromfunction": "def f(x):\n    return np.fromfunction(f, (1,))\nf(1)",
+    "piecewise": "def f(*a):\n    return np.piecewise(np.ones(1), [True], [f])\nf(1)",
+}
+
+
+@pytest.mark.parametrize("name", list(RECURSIONS), ids=list(RECURSIONS))
+def test_recursion_through_a_library_callback_is_the_models_runtime_error(
+    pool: SandboxPool, context: CodeContext, name: str
+) -> None:
+    """Each level passes through C code (numpy's loops, `sorted`, `re`): the stack holds until Python's limit."""
+    kind, message = verdict(pool, context, body_code(RECURSIONS[name]))
+    assert (kind, message.startswith("RecursionError: maximum recursion depth exceeded")) == ("code_runtime", True)
 
 
 # --- a crash of the worker ------------------------------------------------------------------------------------------
