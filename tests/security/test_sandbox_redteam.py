@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, EdsbFault, RawPlan, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, RawPlan, SandboxLimits, SandboxPool
 from tests.support.data import DATA, require_data
 from tests.support.edsb_cli import child_env, edsb_child
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import read_results
+from tests.support.sandbox_runs import body_code, verdict
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
 
 LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
@@ -45,21 +46,6 @@ def pool() -> Iterator[SandboxPool]:
 def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory no attack may write into (checked after every attack)."""
     return tmp_path_factory.mktemp("redteam")
-
-
-def body_code(body: str) -> str:
-    return "def parse_event():\n" + "".join(f"    {line}\n" for line in body.strip("\n").splitlines())
-
-
-def verdict(pool: SandboxPool, context: CodeContext, code: str) -> tuple[str, str]:
-    """(kind, message) of a failing program, or ("ok", printed text); an edsb fault fails the test."""
-    try:
-        raw = pool.execute(code, context)
-    except CodeError as exc:
-        return str(exc.kind), exc.message
-    except EdsbFault as fault:  # pragma: no cover - what these tests exist to catch
-        pytest.fail(f"blamed on edsb: {fault}")
-    return "ok", raw.output
 
 
 def plan(pool: SandboxPool, context: CodeContext, body: str) -> RawPlan:
