@@ -238,6 +238,14 @@ REFUSED = {
         "changing a Character object is not allowed in plan code",
     ),
     "deleting a numpy function": ("del np.array", "changing a ModuleView object is not allowed in plan code"),
+    "a class whose dtype attribute asks numpy for objects": (
+        "class D:\n    dtype = np.dtype('O')\nnp.zeros(2, dtype=D())",
+        OBJECT_ARRAY,
+    ),
+    "a method numpy calls by name (np.sum calls .sum)": (
+        "class D:\n    def sum(self, *a, **k):\n        return open('TARGET', 'w')\nnp.sum(D())",
+        "open() is not available in plan code",
+    ),
     "timedelta64 scalar type": ("np.timedelta64(3, 'D')", "numpy.timedelta64 is not available in plan code (it is x"),
 }
 
@@ -283,6 +291,19 @@ CONTAINED = {
         "np.issubdtype(np.float64, type(self))",
         ("code_runtime", "TypeError: Cannot interpret '<class 'CodeApi'>' as a data type"),
     ),
+    "format_map with a mapping of its own": (
+        "class M:\n    def keys(self):\n        return ['a']\n'{a}'.format_map(M())",
+        ("code_runtime", "TypeError: 'M' object is not subscriptable"),
+    ),
+    "keyword unpacking of a mapping of its own": (
+        "class M:\n    def keys(self):\n        return ['a']\ndict(**M())",
+        ("code_runtime", "TypeError: 'M' object is not subscriptable"),
+    ),
+    "numpy calling a module view's method by name": (
+        "np.round(np)",
+        ("code_runtime", "TypeError: rint() takes from 1 to 2 positional arguments but 0 were given"),
+    ),
+    "bytes of an array's buffer": ("bytes(np.zeros(1))", ("code_runtime", "NameError: name 'bytes' is not defined")),
     "a defaultdict factory that needs an argument": (
         "from collections import defaultdict\nd = defaultdict(list)\nd.default_factory = get_character\nd['A']",
         ("code_runtime", "TypeError: CodeApi.get_character() missing 1 required positional argument: 'name'"),
