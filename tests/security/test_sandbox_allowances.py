@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, EdsbFault, LatestPlan, RawPlan, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, CodeError, LatestPlan, RawPlan, SandboxLimits, SandboxPool
 from tests.support.data import DATA, require_data
+from tests.support.sandbox_runs import body_code
+from tests.support.sandbox_runs import verdict as code_verdict
 
 LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
 
@@ -36,23 +38,13 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("targets")
 
 
-def body_code(body: str) -> str:
-    return "def parse_event():\n" + "".join(f"    {line}\n" for line in body.strip("\n").splitlines())
-
-
 def run(pool: SandboxPool, context: CodeContext, code: str) -> RawPlan:
     return pool.execute(code, context)
 
 
 def verdict(pool: SandboxPool, context: CodeContext, body: str) -> tuple[str, str]:
     """(kind, message) of a failing body; an edsb fault fails the test."""
-    try:
-        raw = pool.execute(body_code(body), context)
-    except CodeError as exc:
-        return str(exc.kind), exc.message
-    except EdsbFault as fault:  # pragma: no cover - what these tests exist to catch
-        pytest.fail(f"blamed on edsb: {fault}")
-    return "ok", raw.output
+    return code_verdict(pool, context, body_code(body))
 
 
 # --- the allowances ---------------------------------------------------------------------------------------------------

@@ -36,8 +36,10 @@ def caused_by_model(exc: E) -> E:
 
 class _ModelOperation:
     """`with MODEL_OPERATION:` around an operation on values the model's code passed. An exception the operation
-    itself raises (in this frame: a failed dict lookup, slice or format) is the model's; one raised by an edsb
-    function the operation calls is not marked here, and is judged where it was raised."""
+    itself raises is the model's: in this frame (a failed dict lookup, slice or format), or in what Python or a
+    library runs for it on those values (the `repr` of a `Counter`, which calls the `most_common` the code may have
+    set). One raised in an edsb function the operation reaches is not marked here, and is judged where it was
+    raised."""
 
     __slots__ = ()
 
@@ -45,7 +47,7 @@ class _ModelOperation:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: types.TracebackType | None) -> Literal[False]:
-        if exc is not None and tb is not None and tb.tb_next is None:
+        if exc is not None and tb is not None and not _reaches_edsb(tb.tb_next):
             caused_by_model(exc)
         return False
 
@@ -66,6 +68,15 @@ def _edsb_module(frame: types.FrameType) -> str | None:
     """The edsb module a frame runs in (`edsb.sandbox.code_api`), None outside edsb (model code runs as `plan_code`)."""
     name = frame.f_globals.get("__name__")
     return name if isinstance(name, str) and (name == "edsb" or name.startswith("edsb.")) else None
+
+
+def _reaches_edsb(tb: types.TracebackType | None) -> bool:
+    """Whether a traceback passes through a frame of edsb's own code."""
+    while tb is not None:
+        if _edsb_module(tb.tb_frame):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def is_models_fault(exc: BaseException, model_code: Collection[types.CodeType]) -> bool:

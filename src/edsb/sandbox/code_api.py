@@ -191,7 +191,8 @@ class CharacterHandle:
         if isinstance(position, list | tuple):
             entry.position = position
         elif isinstance(position, Area):
-            entry.position = position.conditions
+            with MODEL_OPERATION:  # the model may have deleted them (`del area.conditions`)
+                entry.position = position.conditions
         else:  # the model passed something else: the reference raises the same
             raise caused_by_model(ValueError(f"set_position expects an Area or a list, not {type(position)}"))
 

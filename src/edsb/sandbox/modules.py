@@ -36,6 +36,8 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
+from edsb.sandbox.blame import program_code
+
 
 class Guarding(Protocol):
     """What a view needs of the run's guards (`policy.Guards`)."""
@@ -385,20 +387,22 @@ class SafeFormat:
 
 
 #: The code of the methods above that perform the model's own operations (see the module notes).
-MODULE_OPERATIONS: frozenset[types.CodeType] = frozenset(
-    function.__code__
-    for function in (
-        ModuleView.__getattr__,
-        ModuleView.__setattr__,
-        NumpyFunction.__call__,
-        NumpyFunction.__getattr__,
-        numpy_result,
-        ClassView.__call__,
-        ClassView.__instancecheck__,
-        ClassView.__subclasscheck__,
-        ClassView.dtype.fget,  # type: ignore[attr-defined]
-        unwrap_class,
-        check_format_string,
-        SafeFormat.__call__,
+MODULE_OPERATIONS: frozenset[types.CodeType] = frozenset().union(
+    *(
+        program_code(function.__code__)
+        for function in (
+            ModuleView.__getattr__,
+            ModuleView.__setattr__,
+            NumpyFunction.__call__,
+            NumpyFunction.__getattr__,
+            numpy_result,
+            ClassView.__call__,
+            ClassView.__instancecheck__,
+            ClassView.__subclasscheck__,
+            ClassView.dtype.fget,  # type: ignore[attr-defined]
+            unwrap_class,
+            check_format_string,
+            SafeFormat.__call__,
+        )
     )
 )

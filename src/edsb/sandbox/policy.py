@@ -26,6 +26,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 from edsb.results import ErrorKind
+from edsb.sandbox.blame import program_code
 from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
 from edsb.sandbox.modules import (
@@ -275,6 +276,9 @@ _MISSING = object()
 #: class, and none of their attributes is a module or a class of edsb or numpy.
 _WRITABLE = frozenset({list, dict, Area, *CONTAINERS.values()})
 _READABLE_DUNDERS = frozenset({"__name__", "__class__"})
+#: Besides underscore names: frames, code and generator internals, and `mro` (a class's bases, never vetted: `object`,
+#: `BaseException`, and `enum.Enum` behind `re.RegexFlag`, whose functional API makes classes with any dunder method).
+_REFUSED_ATTRIBUTES = INSPECT_ATTRIBUTES | {"mro"}
 _PREBOUND_TYPING = {name: SPECS["typing"].members[name] for name in PREBOUND_TYPING}
 _PLAIN_KINDS = frozenset({CodeApi, CharacterHandle, SceneObject, Area, ModuleView, list, dict, tuple, set, int, float})
 
@@ -358,7 +362,7 @@ class Guards:
         if name in _READABLE_DUNDERS:
             return self._dunder(obj, name, default)
         special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
-        if (name.startswith("_") or name in INSPECT_ATTRIBUTES) and not special:
+        if (name.startswith("_") or name in _REFUSED_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
         if type(obj) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
@@ -566,31 +570,33 @@ def _inplacevar(op: str, target: Any, value: Any) -> Any:
 #: `f(*args)`, unpacking, `print` and `d[k] += v` into their calls): an exception raised in one of them is the model's,
 #: as if the operation had been written plainly (see `edsb.sandbox.blame`).
 MODEL_OPERATIONS: frozenset[types.CodeType] = (
-    frozenset(
-        function.__code__
-        for function in (
-            Guards.getattr,
-            Guards.getattr_builtin,
-            Guards._dunder,
-            Guards.hasattr_builtin,
-            Guards.type_builtin,
-            Guards.import_builtin,
-            Guards.make_class,
-            Guards.public,
-            Guards.write,
-            ArrayItems.__getitem__,
-            ArrayItems.__setitem__,
-            ArrayItems.__delitem__,
-            ArrayItems.__setattr__,
-            Guards.inplace_item,
-            Guards.inplace_attr,
-            _Printer._call_print,
-            _Printer.__call__,
-            _getitem,
-            _apply,
-            _inplacevar,
-            guarded_unpack_sequence,
-            guarded_iter_unpack_sequence,
+    frozenset().union(
+        *(
+            program_code(function.__code__)  # with the code nested in it (`print`'s generator expression)
+            for function in (
+                Guards.getattr,
+                Guards.getattr_builtin,
+                Guards._dunder,
+                Guards.hasattr_builtin,
+                Guards.type_builtin,
+                Guards.import_builtin,
+                Guards.make_class,
+                Guards.public,
+                Guards.write,
+                ArrayItems.__getitem__,
+                ArrayItems.__setitem__,
+                ArrayItems.__delitem__,
+                ArrayItems.__setattr__,
+                Guards.inplace_item,
+                Guards.inplace_attr,
+                _Printer._call_print,
+                _Printer.__call__,
+                _getitem,
+                _apply,
+                _inplacevar,
+                guarded_unpack_sequence,
+                guarded_iter_unpack_sequence,
+            )
         )
     )
     | MODULE_OPERATIONS

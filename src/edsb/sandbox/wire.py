@@ -104,7 +104,8 @@ def to_plain(value: Any, depth: int = 0) -> Plain:
     if value is None or kind in (bool, float, str):
         return value
     if isinstance(value, np.generic) and isinstance(value, np.bool_ | np.integer | np.floating | np.str_):
-        return to_plain(value.item(), depth)
+        item = value.item()  # `np.longdouble` stays itself: it becomes the float it rounds to
+        return to_plain(float(item) if isinstance(item, np.floating) else item, depth)
     if kind is int:
         return value if -(1 << 63) <= value < (1 << 63) else Opaque("int", "<a very large int>", True)
     if kind in (list, tuple) and depth < 4:

@@ -240,8 +240,11 @@ def _serve(
         _collect_run_garbage()
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
-    if isinstance(response, str) and guards.violation is not None:  # a finaliser tried something refused
-        return _error(ErrorKind.CODE_POLICY, guards.violation)
+    if guards.violation is not None and (isinstance(response, str) or response["status"] == "error"):
+        # A refusal the run's own check came too early for: in a finaliser, or in model code that rendering the
+        # exception or packing the plan ran (`repr` of a `Counter` calls its `most_common`, which the code may set).
+        recycle = isinstance(response, dict) and bool(response.get("recycle"))
+        return _error(ErrorKind.CODE_POLICY, guards.violation, recycle=recycle)
     return response
 
 
@@ -378,6 +381,10 @@ def _compiled(reply: str) -> _Compiled:
     return found
 
 
+_TOO_DEEP = "RecursionError: the code is nested too deeply to compile"
+_TRANSFORM_DEPTH_FACTOR = 20
+
+
 def _compile(reply: str) -> _Compiled:
     source = prepare_code(extract_code(reply))
     try:
@@ -386,8 +393,18 @@ def _compile(reply: str) -> _Compiled:
     except (SyntaxError, ValueError) as exc:
         raise CodeError(ErrorKind.CODE_SYNTAX, exception_text(exc)) from None
     except RecursionError:
-        raise CodeError(ErrorKind.CODE_SYNTAX, "RecursionError: the code is nested too deeply to compile") from None
-    compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
+        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
+    # The policy's transformer spends a few Python frames per level of nesting where `compile` spends one: code that
+    # compiles (a sum of 300 terms, a 300-branch `elif` chain) would fail there, as the model's RecursionError. The
+    # depth is bounded by the `compile` above, so a higher limit for the transform costs no stack risk.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit * _TRANSFORM_DEPTH_FACTOR)
+    try:
+        compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
+    except RecursionError:
+        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
+    finally:
+        sys.setrecursionlimit(limit)
     if compiled.errors or compiled.code is None:
         errors = list(compiled.errors) or ["the code could not be compiled"]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
