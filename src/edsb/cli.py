@@ -252,6 +252,9 @@ def run_command(
     max_retries: Annotated[
         int | None, typer.Option(min=0, help="Retries per request on 429/5xx/timeouts/connection errors (default 6).")
     ] = None,
+    max_response_mb: Annotated[
+        int | None, typer.Option(min=1, help="MiB a model server's reply may hold; larger ones fail (default 16).")
+    ] = None,
     code_timeout: Annotated[float | None, typer.Option(help="Seconds model code may run (default 10).")] = None,
     code_memory: Annotated[int | None, typer.Option(help="MiB of memory model code may use (default 1024).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
@@ -280,6 +283,7 @@ def run_command(
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,
+        "max_response_mb": max_response_mb,
         "code_timeout": code_timeout,
         "code_memory_mb": code_memory,
         "cache": False if no_cache else None,

@@ -1,14 +1,16 @@
-"""edsb's HTTP/1.1 client (`edsb.llm.http`) under `openai:<model>`, against real sockets on loopback: TLS verified
-against a certificate made for the test, a CONNECT tunnel through a proxy, every body framing a server may choose,
-and connections the server closes."""
+"""`openai:<model>` over aiohttp against real sockets on loopback: TLS verified against a certificate made for the
+test, a CONNECT tunnel through a proxy, every body framing a server may choose, connections the server closes; each
+way a server can fail mapped onto its transport kind; and the limits on what a server may send back."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import select
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -164,6 +166,7 @@ class ConnectProxy(_Listener):
 
     def __init__(self) -> None:
         self.tunnels: list[str] = []
+        self.heads: list[bytes] = []
         super().__init__()
 
     def handle(self, client: socket.socket) -> None:
@@ -173,6 +176,7 @@ class ConnectProxy(_Listener):
                 head += client.recv(4096)
             target = head.split(b" ")[1].decode()
             self.tunnels.append(target)
+            self.heads.append(head)
             host, _, port = target.rpartition(":")
             with socket.create_connection((host, int(port))) as upstream:
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -193,13 +197,19 @@ def test_https_goes_through_a_connect_tunnel(
     proxy = ConnectProxy()
     try:
         monkeypatch.setenv("SSL_CERT_FILE", str(certificate[1]))
-        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("HTTPS_PROXY", f"http://edsb:tunnel%20pw@127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-for-the-server-only")
         model = OpenAIChatModel("m", base_url=f"https://localhost:{tls_server.port}/v1", retry=NO_RETRIES)
         assert _ask(model, times=2) == ["over TLS", "over TLS"]
     finally:
         proxy.close()
     assert proxy.tunnels == [f"localhost:{tls_server.port}"]  # one tunnel, kept alive; TLS inside it
     assert tls_server.heads[0].startswith(b"POST /v1/chat/completions HTTP/1.1")
+    assert b"Authorization: Bearer sk-for-the-server-only" in tls_server.heads[0]
+    # The key goes inside the tunnel only (aiohttp sends a session's default headers to the proxy as well).
+    assert b"sk-for-the-server-only" not in b"".join(proxy.heads)
+    assert b"Proxy-Authorization: Basic " + base64.b64encode(b"edsb:tunnel pw") in proxy.heads[0]
+    assert b"Proxy-Authorization" not in tls_server.heads[0]
 
 
 def _chunked(body: bytes) -> bytes:
@@ -248,7 +258,7 @@ def test_a_reply_that_is_not_http_is_a_broken_connection() -> None:
             _ask(OpenAIChatModel("m", base_url=f"http://127.0.0.1:{server.port}/v1", retry=NO_RETRIES))
     finally:
         server.close()
-    assert caught.value.kind == "connection" and "HttpParserError" in str(caught.value)
+    assert caught.value.kind == "connection" and "not valid HTTP: Bad status line" in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -256,9 +266,10 @@ def test_a_reply_that_is_not_http_is_a_broken_connection() -> None:
     [
         ("ftp://models.example/v1", {}, r"not an http\(s\) URL"),
         ("https://models.example/v1", {"HTTPS_PROXY": "https://proxy.example:3128"}, "only http:// proxies"),
+        ("http://models.example/v1", {"HTTP_PROXY": "https://user:secret@proxy.example:3128"}, "only http:// proxies"),
         ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": "sk-line\r\nX-Injected: 1"}, "character HTTP does not allow"),
     ],
-    ids=["not-http", "https-proxy", "key-with-a-line-break"],
+    ids=["not-http", "https-proxy", "https-proxy-for-http", "key-with-a-line-break"],
 )
 def test_an_address_a_proxy_or_a_key_that_cannot_work_is_a_usage_error(
     base_url: str, environment: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
@@ -267,4 +278,202 @@ def test_an_address_a_proxy_or_a_key_that_cannot_work_is_a_usage_error(
         monkeypatch.setenv(name, value)
     with pytest.raises(ModelSpecError, match=message) as caught:
         OpenAIChatModel("m", base_url=base_url)
-    assert "sk-line" not in str(caught.value)  # the key is never shown
+    assert "sk-line" not in str(caught.value) and "secret" not in str(caught.value)  # secrets are never shown
+
+
+# --- every way a server can fail, as the transport kind it is recorded with --------------------------------------
+
+
+class Scripted(_Listener):
+    """A loopback server that does `serve(connection)` with every connection it accepts (`released` frees the ones
+    that wait forever, so the test ends at once)."""
+
+    def __init__(self, serve: Callable[[socket.socket, threading.Event], None]) -> None:
+        self.serve = serve
+        self.released = threading.Event()
+        super().__init__()
+
+    def handle(self, connection: socket.socket) -> None:
+        try:
+            self.serve(connection, self.released)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        self.released.set()
+        super().close()
+
+
+def _reset(connection: socket.socket) -> None:
+    """Close with a TCP reset (RST) instead of an orderly close."""
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _reset_mid_body(connection: socket.socket, released: threading.Event) -> None:
+    _read_request(connection)
+    connection.sendall(_with_length(COMPLETION)[: -len(COMPLETION) // 2])
+    released.wait(0.05)  # the head and half the body are on their way; then the reset
+    _reset(connection)
+
+
+def _truncated_chunked(connection: socket.socket, released: threading.Event) -> None:
+    _read_request(connection)
+    whole = _chunked(COMPLETION)
+    connection.sendall(whole[: len(whole) - 20])  # the last chunk cut short, no terminating chunk
+    connection.shutdown(socket.SHUT_RDWR)
+
+
+def _closed_without_reply(connection: socket.socket, released: threading.Event) -> None:
+    _read_request(connection)
+
+
+def _never_answers(connection: socket.socket, released: threading.Event) -> None:
+    _read_request(connection)
+    released.wait()
+
+
+def _head(lines: bytes) -> Callable[[socket.socket, threading.Event], None]:
+    def serve(connection: socket.socket, released: threading.Event) -> None:
+        _read_request(connection)
+        connection.sendall(b"HTTP/1.1 200 OK\r\n" + lines + f"Content-Length: {len(COMPLETION)}\r\n\r\n".encode())
+        connection.sendall(COMPLETION)
+
+    return serve
+
+
+def _refusing_proxy(connection: socket.socket, released: threading.Event) -> None:
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += connection.recv(4096)
+    assert head.startswith(b"CONNECT ")
+    connection.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+FAILURES: dict[str, tuple[Callable[[socket.socket, threading.Event], None] | None, str, str]] = {
+    # name: (server, kind, words of the message)
+    "refused-port": (None, "unreachable", "Connect call failed"),
+    "reset-mid-body": (_reset_mid_body, "connection", "ClientPayloadError"),
+    "truncated-chunked-body": (_truncated_chunked, "connection", "TransferEncodingError"),
+    "closed-without-a-reply": (_closed_without_reply, "connection", "ServerDisconnectedError"),
+    "never-answers": (_never_answers, "timeout", "no complete response within 0.3 s"),
+    "200000-headers": (_head(b"X-Filler: a\r\n" * 200_000), "oversized", "Too many headers"),
+    "a-header-line-too-long": (_head(b"X-Filler: " + b"a" * 9000 + b"\r\n"), "oversized", "8190 bytes"),
+}
+
+
+@pytest.mark.parametrize("name", list(FAILURES))
+def test_each_way_a_server_fails_is_its_own_kind(name: str) -> None:
+    serve, kind, words = FAILURES[name]
+    server = Scripted(serve) if serve is not None else None
+    port = server.port if server is not None else _free_port()
+    try:
+        with pytest.raises(TransportError) as caught:
+            _ask(OpenAIChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", retry=NO_RETRIES, timeout_s=0.3))
+    finally:
+        if server is not None:
+            server.close()
+    assert caught.value.kind == kind, str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = Scripted(_refusing_proxy)
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+        with pytest.raises(TransportError) as caught:
+            _ask(OpenAIChatModel("m", base_url="https://models.invalid/v1", retry=NO_RETRIES))
+    finally:
+        proxy.close()
+    assert caught.value.kind == "unreachable"
+    assert "the proxy refused the tunnel (HTTP 403" in str(caught.value)
+    assert proxy.connections == 1
+
+
+def test_the_proxy_and_its_netrc_credentials_are_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As aiohttp's `trust_env` finds them (credentials for the proxy from `~/.netrc`), but when the model is built:
+    a `.netrc` that changes afterwards is never read again."""
+    proxy = RawServer(lambda index: (_with_length(COMPLETION), False))
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login edsb password from-netrc\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    try:
+        model = OpenAIChatModel("m", base_url="http://models.invalid/v1", retry=NO_RETRIES)
+        netrc.write_text("machine 127.0.0.1 login edsb password changed\n")
+        assert _ask(model, times=2) == ["over TLS", "over TLS"]
+    finally:
+        proxy.close()
+    assert all(head.startswith(b"POST http://models.invalid/v1/chat/completions HTTP/1.1") for head in proxy.heads)
+    expected = b"Proxy-Authorization: Basic " + base64.b64encode(b"edsb:from-netrc")
+    assert len(proxy.heads) == 2 and all(expected in head for head in proxy.heads), proxy.heads
+
+
+# --- the limits on what a server may send back -------------------------------------------------------------------
+
+
+def _endless(framing: str, total: int = 1 << 30) -> Callable[[socket.socket, threading.Event], None]:
+    """A reply whose body runs to `total` bytes (1 GiB) in 1 MiB pieces, sent only as fast as it is read:
+    announced by Content-Length, chunked, or ending where the connection does."""
+    piece = b"x" * (1 << 20)
+
+    def serve(connection: socket.socket, released: threading.Event) -> None:
+        _read_request(connection)
+        if framing == "content-length":
+            connection.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n".encode())
+        elif framing == "chunked":
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        else:
+            connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n")
+        for _ in range(total // len(piece)):
+            if released.is_set():
+                return
+            if framing == "chunked":
+                connection.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            else:
+                connection.sendall(piece)
+
+    return serve
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked", "read-to-close"])
+def test_a_body_over_the_limit_is_oversized_and_not_asked_for_again(framing: str) -> None:
+    server = Scripted(_endless(framing))
+    try:
+        model = OpenAIChatModel(
+            "m", base_url=f"http://127.0.0.1:{server.port}/v1", retry=RetryPolicy(max_retries=3, initial_delay_s=0)
+        )
+        with pytest.raises(TransportError) as caught:
+            _ask(model)
+    finally:
+        server.close()
+    assert (caught.value.kind, caught.value.attempts) == ("oversized", 1)
+    assert f"limit of {16 << 20:,}" in str(caught.value)
+    assert server.connections == 1
+
+
+def test_the_body_limit_is_an_option_and_the_connection_is_not_reused_after_it() -> None:
+    """A completion of 2 KiB against a 1 KiB limit, then the same server with the limit raised: the first
+    model's connection was dropped mid-body (its rest would have been read as the next reply)."""
+    padded = json.dumps(
+        {"choices": [{"message": {"content": "x" * 2048}, "finish_reason": "stop"}], "model": "m", "usage": {}}
+    ).encode()
+    server = RawServer(lambda index: (_chunked(padded), False))
+    try:
+        small = OpenAIChatModel("m", base_url=f"http://127.0.0.1:{server.port}/v1", max_response_bytes=1024)
+        with pytest.raises(TransportError) as caught:
+            _ask(small)
+        assert caught.value.kind == "oversized"
+        large = OpenAIChatModel("m", base_url=f"http://127.0.0.1:{server.port}/v1", max_response_bytes=4096)
+        assert _ask(large, times=2) == ["x" * 2048] * 2
+    finally:
+        server.close()
+    assert server.connections == 2
