@@ -13,9 +13,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from edsb.data.benchmark import Benchmark
 from edsb.llm import RetryPolicy
-from tests.support.edsb_cli import child_env, scripted_config, scripted_run_args
+from tests.support.edsb_cli import child_env, isolate_environment, run_edsb, scripted_config, scripted_run_args
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 from tests.support.run_dir import content, records_by_key
 from tests.support.scripted_planner import ScriptedPlanner
@@ -155,3 +157,27 @@ def test_a_gigabyte_body_costs_no_more_memory_than_the_limit(benchmark: Benchmar
     assert server.sent < 1 << 30  # the client stopped reading
     assert peak < baseline + 64 * 1024, (peak, baseline)
     assert json.loads((tmp_path / "healthy" / "results.jsonl").read_text())["status"] != "incomplete"
+
+
+def test_the_body_limit_is_an_option_of_edsb_run_and_not_part_of_the_identity(
+    benchmark: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1.5 MiB Narrator reply is over `--max-response-mb 1` and within the default: the rerun with the default
+    resumes the same directory and completes the run."""
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    planner = ScriptedPlanner(benchmark, flaws=False)
+
+    def padded(request: RecordedRequest) -> Reply:
+        reply = planner(request)
+        return Reply(reply.status, reply.body[:-1] + b" " * (3 << 19) + b"}", reply.headers)
+
+    out = tmp_path / "run"
+    selection = ("--cases", "0", "--distraction", "0", "--no-cache", "--quiet")
+    with OpenAIServer(padded) as server:
+        assert run_edsb(*scripted_run_args(server.base_url, out, *selection, "--max-response-mb", "1")) != 0
+        [record] = records_by_key(out).values()
+        assert (record["status"], record["error_kind"]) == ("incomplete", "transport_oversized")
+        assert json.loads((out / "config.json").read_text())["max_response_mb"] == 1
+        assert run_edsb(*scripted_run_args(server.base_url, out, *selection)) == 0
+    [record] = records_by_key(out).values()
+    assert record["status"] == "passed"
