@@ -265,11 +265,12 @@ def test_a_reply_that_is_not_http_is_a_broken_connection() -> None:
     ("base_url", "environment", "message"),
     [
         ("ftp://models.example/v1", {}, r"not an http\(s\) URL"),
+        ("http://models.example:99999/v1", {}, "out of range"),
         ("https://models.example/v1", {"HTTPS_PROXY": "https://proxy.example:3128"}, "only http:// proxies"),
         ("http://models.example/v1", {"HTTP_PROXY": "https://user:secret@proxy.example:3128"}, "only http:// proxies"),
         ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": "sk-line\r\nX-Injected: 1"}, "character HTTP does not allow"),
     ],
-    ids=["not-http", "https-proxy", "https-proxy-for-http", "key-with-a-line-break"],
+    ids=["not-http", "port-out-of-range", "https-proxy", "https-proxy-for-http", "key-with-a-line-break"],
 )
 def test_an_address_a_proxy_or_a_key_that_cannot_work_is_a_usage_error(
     base_url: str, environment: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch
@@ -398,8 +399,8 @@ def test_a_proxy_that_refuses_the_tunnel_is_unreachable(monkeypatch: pytest.Monk
 
 
 def test_the_proxy_and_its_netrc_credentials_are_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As aiohttp's `trust_env` finds them (credentials for the proxy from `~/.netrc`), but when the model is built:
-    a `.netrc` that changes afterwards is never read again."""
+    """As aiohttp's `trust_env` finds them (credentials for the proxy from `~/.netrc`), but once per model: a
+    `.netrc` that changes after the first request is never read again."""
     proxy = RawServer(lambda index: (_with_length(COMPLETION), False))
     netrc = tmp_path / "netrc"
     netrc.write_text("machine 127.0.0.1 login edsb password from-netrc\n")
@@ -408,8 +409,15 @@ def test_the_proxy_and_its_netrc_credentials_are_read_once(tmp_path: Path, monke
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     try:
         model = OpenAIChatModel("m", base_url="http://models.invalid/v1", retry=NO_RETRIES)
-        netrc.write_text("machine 127.0.0.1 login edsb password changed\n")
-        assert _ask(model, times=2) == ["over TLS", "over TLS"]
+
+        async def twice() -> list[str]:
+            first = await model.complete(_request(0))
+            netrc.write_text("machine 127.0.0.1 login edsb password changed\n")
+            second = await model.complete(_request(1))
+            await model.aclose()
+            return [first.text, second.text]
+
+        assert asyncio.run(twice()) == ["over TLS", "over TLS"]
     finally:
         proxy.close()
     assert all(head.startswith(b"POST http://models.invalid/v1/chat/completions HTTP/1.1") for head in proxy.heads)

@@ -14,7 +14,8 @@ Everything a server sends is bounded: the body by `max_response_bytes` (read a p
 over, so an endless body costs no more memory than the limit), the head by aiohttp's parser limits on header count
 and line length. The raw body is parsed here because compatible servers differ in what they leave out (usage, model)
 and a 200 whose body is not a completion must be reported as such. The pool holds a connection for every request in
-flight. aiohttp is imported when the first such model is built: other commands do not pay for its import.
+flight. aiohttp is imported with the first request: other commands do not pay for its import, and `edsb run` has
+started its sandbox pool by then.
 """
 
 from __future__ import annotations
@@ -213,16 +214,20 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
     )
 
 
+def _refuse_https_proxy(scheme: str, host: str) -> None:
+    """ValueError when the environment names an https:// proxy for this endpoint: aiohttp's `trust_env` would skip it
+    with a logged warning and connect directly, which is not what the user asked for."""
+    named = urllib.request.getproxies().get(scheme, "")
+    if named.lower().startswith("https://") and not urllib.request.proxy_bypass(host):
+        raise ValueError(f"the {scheme} proxy from the environment is https://: only http:// proxies are supported")
+
+
 def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
     """The proxy for `url` as aiohttp's `trust_env` finds it (`HTTP_PROXY` / `HTTPS_PROXY` unless `NO_PROXY`
-    exempts the host, credentials from the proxy URL or `~/.netrc`), looked up once: with `trust_env` itself,
-    aiohttp reads `~/.netrc` and the environment in a worker thread for every request."""
+    exempts the host, credentials from the proxy URL or `~/.netrc`). With `trust_env` itself, aiohttp reads
+    `~/.netrc` and the environment in a worker thread for every request; edsb asks once per model."""
     from aiohttp.helpers import get_env_proxy_for_url
 
-    named = urllib.request.getproxies().get(url.scheme, "")
-    if named.lower().startswith("https://") and not urllib.request.proxy_bypass(url.host or ""):
-        # aiohttp's trust_env would skip it with a logged warning and connect directly: say so instead.
-        raise ValueError(f"the {url.scheme} proxy from the environment is https://: only http:// proxies are supported")
     try:
         return get_env_proxy_for_url(url)
     except LookupError:  # no proxy for this scheme, or NO_PROXY exempts the host
@@ -269,8 +274,6 @@ class OpenAIChatModel:
             raise ValueError("max_in_flight must be at least 1")
         if max_response_bytes < 1:
             raise ValueError("max_response_bytes must be at least 1")
-        from yarl import URL  # aiohttp's own URL type, a dependency of aiohttp
-
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.timeout_s = timeout_s
@@ -285,23 +288,21 @@ class OpenAIChatModel:
             "User-Agent": f"edsb/{__version__}",
         }
         # An address, proxy or key that cannot work is a usage error now, not a failure of every run.
+        parts = urlsplit(self.base_url)
         try:
-            parts = urlsplit(self.base_url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError("not an http(s) URL")
-            self._url = URL(self.base_url + CHAT_PATH)  # parsed once, not per request
-            self._proxy, proxy_auth = _env_proxy(self._url)  # the environment does not change under a run
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+            _refuse_https_proxy(parts.scheme, parts.hostname)
             for name, value in self._headers.items():
                 _check_header(name, value)
         except ValueError as exc:
             raise ModelSpecError(f"{self.base_url}: {exc}") from None
-        # The proxy's credentials go on the tunnel's CONNECT for https, on each request for http (which aiohttp only
-        # does itself for its deprecated `proxy_auth`).
+        # aiohttp (0.1-0.2 s to import) is imported with the first session, after `edsb run` has started the sandbox
+        # pool; the URL and the proxy are resolved then, once.
+        self._url: URL | None = None
+        self._proxy: URL | None = None
         self._proxy_headers: dict[str, str] | None = None
-        if proxy_auth is not None and parts.scheme == "https":
-            self._proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
-        elif proxy_auth is not None:
-            self._headers["Proxy-Authorization"] = proxy_auth.encode()
         # Loading the trust store costs tens of milliseconds: only for https, once per model.
         self._tls: ssl.SSLContext | bool = _tls_context() if parts.scheme == "https" else True
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -316,11 +317,27 @@ class OpenAIChatModel:
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
 
+    def _resolve(self) -> None:
+        """The endpoint's URL, parsed once, and its proxy with the proxy's credentials, looked up once. They go on
+        the tunnel's CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
+        `proxy_auth`)."""
+        from yarl import URL  # aiohttp's own URL type
+
+        self._url = URL(self.base_url + CHAT_PATH)
+        self._proxy, proxy_auth = _env_proxy(self._url)  # the environment does not change under a run
+        if proxy_auth is not None and self._url.scheme == "https":
+            self._proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
+        elif proxy_auth is not None:
+            self._headers["Proxy-Authorization"] = proxy_auth.encode()
+
     def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         """The session and the in-flight limit of the running loop (connections belong to one loop)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._gate is None or self._loop is not loop:
             import aiohttp
+
+            if self._url is None:
+                self._resolve()
 
             self._http = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(
@@ -374,6 +391,8 @@ class OpenAIChatModel:
 
     async def _attempt(self, http: aiohttp.ClientSession, body: bytes) -> tuple[bytes, float]:
         import aiohttp
+
+        assert self._url is not None  # resolved with the session
 
         started = time.perf_counter()
         try:
