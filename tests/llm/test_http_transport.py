@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import select
 import socket
@@ -64,9 +65,10 @@ def _read_request(connection: socket.socket, buffered: bytes = b"") -> tuple[byt
 class _Listener:
     """A loopback listener that hands each accepted connection to `handle` in a thread of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.connections = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, 0), family=family)
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -90,11 +92,13 @@ class RawServer(_Listener):
     """A loopback server whose `answer(index)` gives the raw bytes of the index-th reply (across connections) and
     whether to close the connection after it; it counts the connections it accepted."""
 
-    def __init__(self, answer: Callable[[int], tuple[bytes, bool]], tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, answer: Callable[[int], tuple[bytes, bool]], tls: ssl.SSLContext | None = None, host: str = "127.0.0.1"
+    ) -> None:
         self.answer = answer
         self.tls = tls
         self.heads: list[bytes] = []
-        super().__init__()
+        super().__init__(host)
 
     def handle(self, connection: socket.socket) -> None:
         try:
@@ -485,3 +489,29 @@ def test_the_body_limit_is_an_option_and_the_connection_is_not_reused_after_it()
     finally:
         server.close()
     assert server.connections == 2
+
+
+def test_a_compressed_body_counts_as_decompressed() -> None:
+    """A gzip'd body of 17 KB that inflates to 17 MiB is over the limit; one that inflates to a completion is read."""
+    bomb = gzip.compress(b"{" + b" " * (17 << 20) + b"}")
+    small = gzip.compress(COMPLETION)
+    replies = [_with_length(body, "Content-Encoding: gzip\r\n") for body in (bomb, small)]
+    server = RawServer(lambda index: (replies[min(index, 1)], False))
+    try:
+        with pytest.raises(TransportError) as caught:
+            _ask(OpenAIChatModel("m", base_url=f"http://127.0.0.1:{server.port}/v1", retry=NO_RETRIES))
+        assert _ask(OpenAIChatModel("m", base_url=f"http://127.0.0.1:{server.port}/v1")) == ["over TLS"]
+    finally:
+        server.close()
+    assert len(bomb) < 100_000 and caught.value.kind == "oversized"
+    assert b"accept-encoding: gzip" in server.heads[0].lower()
+
+
+def test_an_ipv6_literal_endpoint_is_asked() -> None:
+    server = RawServer(lambda index: (_with_length(COMPLETION), False), host="::1")
+    try:
+        assert _ask(OpenAIChatModel("m", base_url=f"http://[::1]:{server.port}/v1"), times=2) == ["over TLS"] * 2
+    finally:
+        server.close()
+    assert server.heads[0].startswith(b"POST /v1/chat/completions HTTP/1.1")
+    assert f"Host: [::1]:{server.port}".encode() in server.heads[0]
