@@ -230,8 +230,9 @@ def _chunked(body: bytes) -> bytes:
         (_chunked(COMPLETION), False, 1),
         (_with_length(COMPLETION, "Connection: close\r\n"), True, 3),  # the server asked to close: a new one each time
         (b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + COMPLETION, True, 3),  # body ends at close
+        (b"HTTP/1.1 100 Continue\r\n\r\n" + _with_length(COMPLETION), False, 1),  # an interim reply first
     ],
-    ids=["content-length", "chunked", "connection-close", "read-to-close"],
+    ids=["content-length", "chunked", "connection-close", "read-to-close", "100-continue"],
 )
 def test_every_body_framing_is_read(reply: bytes, close: bool, connections: int) -> None:
     server = RawServer(lambda index: (reply, close))
