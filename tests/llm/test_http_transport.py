@@ -21,6 +21,7 @@ import pytest
 
 from edsb.llm import ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
 from edsb.llm.errors import ModelSpecError
+from tests.support.network import LoopbackListener, closed_port
 
 COMPLETION = json.dumps(
     {"choices": [{"message": {"content": "over TLS"}, "finish_reason": "stop"}], "model": "m", "usage": {}}
@@ -62,33 +63,7 @@ def _read_request(connection: socket.socket, buffered: bytes = b"") -> tuple[byt
     return head, rest[length:]
 
 
-class _Listener:
-    """A loopback listener that hands each accepted connection to `handle` in a thread of its own."""
-
-    def __init__(self, host: str = "127.0.0.1") -> None:
-        self.connections = 0
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, 0), family=family)
-        self.port = self._listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self.handle, args=(connection,), daemon=True).start()
-
-    def handle(self, connection: socket.socket) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        self._listener.close()
-
-
-class RawServer(_Listener):
+class RawServer(LoopbackListener):
     """A loopback server whose `answer(index)` gives the raw bytes of the index-th reply (across connections) and
     whether to close the connection after it; it counts the connections it accepted."""
 
@@ -165,7 +140,7 @@ def test_https_is_verified_against_the_trust_store(
     assert tls_server.heads[0].startswith(b"POST /v1/chat/completions HTTP/1.1")
 
 
-class ConnectProxy(_Listener):
+class ConnectProxy(LoopbackListener):
     """An HTTP proxy that only tunnels (CONNECT), recording each tunnel's target."""
 
     def __init__(self) -> None:
@@ -290,7 +265,7 @@ def test_an_address_a_proxy_or_a_key_that_cannot_work_is_a_usage_error(
 # --- every way a server can fail, as the transport kind it is recorded with --------------------------------------
 
 
-class Scripted(_Listener):
+class Scripted(LoopbackListener):
     """A loopback server that does `serve(connection)` with every connection it accepts (`released` frees the ones
     that wait forever, so the test ends at once)."""
 
@@ -357,12 +332,6 @@ def _refusing_proxy(connection: socket.socket, released: threading.Event) -> Non
     connection.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 FAILURES: dict[str, tuple[Callable[[socket.socket, threading.Event], None] | None, str, str]] = {
     # name: (server, kind, words of the message)
     "refused-port": (None, "unreachable", "Connect call failed"),
@@ -379,7 +348,7 @@ FAILURES: dict[str, tuple[Callable[[socket.socket, threading.Event], None] | Non
 def test_each_way_a_server_fails_is_its_own_kind(name: str) -> None:
     serve, kind, words = FAILURES[name]
     server = Scripted(serve) if serve is not None else None
-    port = server.port if server is not None else _free_port()
+    port = server.port if server is not None else closed_port()
     try:
         with pytest.raises(TransportError) as caught:
             _ask(OpenAIChatModel("m", base_url=f"http://127.0.0.1:{port}/v1", retry=NO_RETRIES, timeout_s=0.3))

@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.llm import RetryPolicy
 from tests.support.edsb_cli import child_env, isolate_environment, run_edsb, scripted_config, scripted_run_args
+from tests.support.network import LoopbackListener
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 from tests.support.run_dir import content, records_by_key
 from tests.support.scripted_planner import ScriptedPlanner
@@ -103,22 +103,16 @@ def _run_measured(base_url: str, out: Path, cache: Path, *options: str) -> int:
     return int(lines[-1].split()[1])
 
 
-class GigabyteServer:
+class GigabyteServer(LoopbackListener):
     """Answers every request with a 1 GiB chunked body, 1 MiB a chunk, sent only as fast as the client reads."""
 
     def __init__(self) -> None:
         self.sent = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+    def handle(self, connection: socket.socket) -> None:
+        self._serve(connection)
 
     def _serve(self, connection: socket.socket) -> None:
         piece = b"x" * (1 << 20)
@@ -137,9 +131,6 @@ class GigabyteServer:
                 connection.sendall(b"0\r\n\r\n")
             except OSError:
                 pass
-
-    def close(self) -> None:
-        self._listener.close()
 
 
 def test_a_gigabyte_body_costs_no_more_memory_than_the_limit(benchmark: Benchmark, tmp_path: Path) -> None:
