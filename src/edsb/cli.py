@@ -402,6 +402,10 @@ def run_command(
         int | None,
         typer.Option(min=100, metavar="N", help="Characters of each reply string kept in a result (default 2000)."),
     ] = None,
+    max_response_mb: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="MIB", help="MiB a model server's reply may hold; larger ones fail (default 16)."),
+    ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     config: Annotated[
         Path | None, typer.Option("--config", metavar="FILE", help="TOML file with any of these options.")
@@ -434,6 +438,7 @@ def run_command(
         "concurrency": concurrency,
         "timeout": timeout,
         "max_retries": max_retries,
+        "max_response_mb": max_response_mb,
         "code_timeout": code_timeout,
         "code_memory_mb": code_memory,
         "max_plan_characters": max_plan_characters,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import socket
 import threading
 import time
@@ -12,7 +13,7 @@ import warnings
 import pytest
 
 from edsb.llm import ApiKeyError, ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 
 FAST_RETRIES = RetryPolicy(max_retries=2, initial_delay_s=0.01, max_delay_s=5.0, jitter=0.0)
 KEY = "sk-test-not-a-real-key"
@@ -84,6 +85,34 @@ def test_missing_usage_and_model_fall_back(openai_server: OpenAIServer) -> None:
     assert (response.text, response.prompt_tokens, response.completion_tokens) == ("hi", 0, 0)
     assert response.model == "gpt-test"
     assert response.finish_reason is None
+
+
+@pytest.mark.parametrize("value", ["lots", 1e400, [1], -1, True, 2.5, {"n": 1}], ids=repr)
+def test_a_usage_field_that_is_no_count_is_an_invalid_response_and_retried(
+    openai_server: OpenAIServer, value: object
+) -> None:
+    """`int()` of these raised (ValueError, OverflowError for the infinity 1e400 parses to, TypeError) and the run
+    was recorded as edsb's own fault; they are a body that is no completion, asked for again like any other."""
+    payload = completion_payload("hi", 3, 1, "stop", "gpt-test")
+    payload["usage"]["prompt_tokens"] = value
+    body = json.dumps(payload).replace("Infinity", "1e400").encode()  # as the server wrote it, not Python's token
+    bad = Reply(200, body, {"Content-Type": "application/json"})
+    openai_server.enqueue(bad, bad)
+    with pytest.raises(TransportError) as caught:
+        complete(make_model(openai_server, retry=RetryPolicy(max_retries=1, initial_delay_s=0.01)))
+    assert (caught.value.kind, caught.value.attempts) == ("invalid_response", 2)
+    assert "usage.prompt_tokens is not a token count" in str(caught.value)
+    openai_server.enqueue(bad, Reply.completion("second time", prompt_tokens=7))
+    response = complete(make_model(openai_server))
+    assert (response.text, response.prompt_tokens, response.attempts) == ("second time", 7, 2)
+
+
+def test_whole_numbers_and_null_are_token_counts(openai_server: OpenAIServer) -> None:
+    payload = completion_payload("hi", 3, 1, "stop", "gpt-test")
+    payload["usage"].update(prompt_tokens=12.0, completion_tokens=None)
+    openai_server.enqueue(Reply.json(payload))
+    response = complete(make_model(openai_server))
+    assert (response.prompt_tokens, response.completion_tokens) == (12, 0)
 
 
 def test_bad_model_output_is_still_a_completion(openai_server: OpenAIServer) -> None:

@@ -1,9 +1,11 @@
-"""Network conditions for tests: a port where nothing listens, and a guard that blocks any connection or lookup."""
+"""Network conditions for tests: a port where nothing listens, a raw loopback listener for servers that misbehave
+below HTTP, and a guard that blocks any connection or lookup."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from typing import Any
 
 import pytest
@@ -18,6 +20,33 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+class LoopbackListener:
+    """A listener on loopback (`host` 127.0.0.1 or ::1) that hands each accepted connection to `handle` in a thread
+    of its own and counts them: the base of test servers that answer with raw bytes, faults included."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.connections = 0
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, 0), family=family)
+        self.port: int = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self.handle, args=(connection,), daemon=True).start()
+
+    def handle(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._listener.close()
 
 
 def _is_loopback(host: Any) -> bool:

@@ -11,8 +11,9 @@ from typing import Literal
 
 from edsb.errors import EdsbError, UsageError
 
-# `unreachable`: no connection could be opened (nothing listens, wrong host); `connection`: one broke after opening.
-TransportKind = Literal["timeout", "unreachable", "connection", "http", "invalid_response", "rejected"]
+# `unreachable`: no connection could be opened (nothing listens, wrong host); `connection`: one broke after opening;
+# `oversized`: the reply's body or head is over edsb's size limits.
+TransportKind = Literal["timeout", "unreachable", "connection", "http", "oversized", "invalid_response", "rejected"]
 
 
 class ModelSpecError(UsageError):

@@ -10,7 +10,12 @@ from edsb.errors import EdsbError, UsageError
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.errors import TransportError
 from edsb.llm.local import LocalChatModel
-from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_TIMEOUT_S, OpenAIChatModel
+from edsb.llm.openai_client import (
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    OpenAIChatModel,
+)
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
@@ -36,6 +41,7 @@ def build_model(
     timeout: float = DEFAULT_TIMEOUT_S,
     max_retries: int = DEFAULT_MAX_RETRIES,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     cache: bool | Path | str = True,
     retry: RetryPolicy | None = None,
     data: Path | str | None = None,
@@ -68,6 +74,7 @@ def build_model(
             timeout_s=timeout,
             retry=retry or RetryPolicy(max_retries=max_retries),
             max_in_flight=max_in_flight,
+            max_response_bytes=max_response_bytes,
         )
     else:
         model = LocalChatModel(parsed.target)

@@ -1,32 +1,37 @@
-"""`openai:<model>`: any server that speaks the OpenAI chat completions API, over `edsb.llm.http`.
+"""`openai:<model>`: any server that speaks the OpenAI chat completions API, over aiohttp.
 
-edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) directly rather than through
-the openai SDK or a general HTTP library: measured side by side against the same loopback server, the SDK's request
-path cost about 1.4 ms of CPU per request and aiohttp's about 0.35 ms more than edsb's own client (`edsb.llm.http`),
-and at benchmark concurrency that difference is most of the harness's CPU (benchmarks/bench_sweep.py). What the SDK
-added beyond the bytes is kept here: base URL and key resolution, retries with backoff and Retry-After, and errors
-sorted into `TransportError` kinds by what failed (no connection at all, a connection broken after opening, a
-timeout, an HTTP status, a body that is no completion).
+edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
+lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
+building, httpx's pool) cost about 1.4 ms of CPU per request against aiohttp's 0.3 (benchmarks/README.md). What the
+SDK adds beyond the bytes is kept here: base URL and key resolution, retries with backoff and Retry-After, and errors
+sorted into `TransportError` kinds by what failed. Each aiohttp exception is mapped explicitly (`_client_failure`):
+no connection at all (`unreachable`: refused, name resolution, TLS verification, a proxy that refuses the tunnel), a
+connection broken after opening (`connection`: a reset, a body cut short, a reply that is not HTTP), a `timeout`, an
+HTTP status (`http`), a reply over edsb's size limits (`oversized`), a body that is no completion
+(`invalid_response`).
 
-The raw body is parsed here because compatible servers differ in what they leave out (usage, model) and a 200 whose
-body is not a completion must be reported as such. Every admitted request has a connection of its own.
+Everything a server sends is bounded: the body by `max_response_bytes` (read a piece at a time and abandoned once
+over, so an endless body costs no more memory than the limit), the head by aiohttp's parser limits on header count
+and line length. The raw body is parsed here because compatible servers differ in what they leave out (usage, model)
+and a 200 whose body is not a completion must be reported as such. The pool holds a connection for every request in
+flight. aiohttp is imported with the first request: other commands do not pay for its import, and `edsb run` has
+started its sandbox pool by then.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
+import ssl
 import time
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic_core import from_json, to_json
 
 from edsb import __version__
 from edsb.llm.errors import ApiKeyError, ModelSpecError, TransportError, TransportKind
-from edsb.llm.http import ConnectFailed, ConnectionBroken, HttpClient
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.retry import RetryPolicy, is_retryable_status, retry_after_s
 
@@ -42,6 +47,17 @@ DEFAULT_MAX_IN_FLIGHT = 16
 UNREACHED_MAX_RETRIES = 2
 _SNIPPET = 160
 CHAT_PATH = "/chat/completions"
+# What a server may send back. The body limit has an option (`--max-response-mb`); the head's are aiohttp's parser
+# limits, set here so that the documented values do not move with aiohttp's defaults.
+DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
+MAX_RESPONSE_HEADERS = 128
+MAX_HEADER_LINE_BYTES = 8190
+# A token count beyond any context window (and beyond what a JSON reader in a browser holds exactly).
+_MAX_TOKEN_COUNT = 2**53
+
+if TYPE_CHECKING:
+    import aiohttp
+    from yarl import URL
 
 
 def resolve_base_url(base_url: str | None = None) -> str:
@@ -94,6 +110,10 @@ class _Failure(Exception):
 
     @property
     def retryable(self) -> bool:
+        """Oversized replies are not asked for again within a run (a second one would cost as much); the run stays
+        incomplete, and a resume asks again."""
+        if self.kind == "oversized":
+            return False
         return self.status is None or is_retryable_status(self.status)
 
 
@@ -101,8 +121,8 @@ def _error_message(body: bytes, status: int) -> str:
     """The server's own words for a failed request: OpenAI's `{"error": {"message": ...}}`, else the body."""
     text = body.decode("utf-8", "replace")
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = from_json(body)
+    except ValueError:  # not JSON, too deep, a number too long to convert
         data = None
     if isinstance(data, dict):
         error = data.get("error", data)
@@ -113,12 +133,53 @@ def _error_message(body: bytes, status: int) -> str:
     return _flat(text) or f"HTTP {status} with an empty body"
 
 
-def _connection_failure(exc: ConnectFailed | ConnectionBroken | OSError) -> _Failure:
-    """`unreachable` when no connection could be opened at all, `connection` when one broke after opening
-    (a reset, a disconnect, a body cut short): only the first suggests a wrong address or a server that is down."""
-    kind: TransportKind = "unreachable" if isinstance(exc, ConnectFailed) else "connection"
-    detail = str(exc) or repr(exc)
-    return _Failure(kind, _flat(f"{type(exc).__name__}: {detail}"))
+def _over_header_limits(exc: BaseException) -> bool:
+    """Whether aiohttp refused a reply's head for edsb's limits: a line too long, or too many headers. aiohttp
+    reports both as a `ClientResponseError` whose cause's cause is its parser's error."""
+    from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, LineTooLong):
+            return True
+        if isinstance(seen, BadHttpMessage) and "too many headers" in str(seen.message).lower():
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def _client_failure(exc: aiohttp.ClientError | OSError) -> _Failure:
+    """An aiohttp exception as a transport kind. `unreachable` only when no connection could be opened at all
+    (it suggests a wrong address or a server that is down, and stops a sweep that meets it run after run);
+    `connection` when one broke after opening or what came back was not HTTP."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ClientResponseError) and _over_header_limits(exc):
+        limits = f"{MAX_RESPONSE_HEADERS} headers, {MAX_HEADER_LINE_BYTES:,} bytes a line"
+        return _Failure("oversized", f"the response's head is over edsb's limits ({limits}): {exc.message}")
+    if isinstance(exc, aiohttp.ClientHttpProxyError):  # an https target's tunnel (CONNECT) refused by the proxy
+        return _Failure("unreachable", f"the proxy refused the tunnel (HTTP {exc.status} {exc.message})")
+    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, name resolution, TLS handshake or certificate
+        return _Failure("unreachable", _flat(f"{type(exc).__name__}: {exc}"))
+    if isinstance(exc, aiohttp.ClientResponseError):  # the parser's verdict on the reply, not an HTTP status
+        return _Failure("connection", _flat(f"the reply is not valid HTTP: {exc.message}"))
+    # ServerDisconnectedError, ClientPayloadError (a body cut short), ClientOSError (a reset), other OSErrors.
+    return _Failure("connection", _flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
+
+
+def _token_count(usage: dict[str, Any], name: str) -> int:
+    """A usage field as a count: absent or null is 0; anything but a whole non-negative number is no completion."""
+    value = usage.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKEN_COUNT:
+        shown = _one_line(to_json(value).decode("utf-8", "replace"), 40)
+        raise _Failure("invalid_response", f"usage.{name} is not a token count: {shown}")
+    return value
 
 
 def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
@@ -133,7 +194,7 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = data.get("error")
-        detail = f" (error: {_flat(json.dumps(error))})" if error else ""
+        detail = f" (error: {_one_line(to_json(error).decode('utf-8', 'replace'))})" if error else ""
         raise _Failure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
     message = first.get("message")
@@ -144,8 +205,8 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
     reported_model = data.get("model")
     return ChatResponse(
         text=content if isinstance(content, str) else "",
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        prompt_tokens=_token_count(usage, "prompt_tokens"),
+        completion_tokens=_token_count(usage, "completion_tokens"),
         latency_s=latency_s,
         model=reported_model if isinstance(reported_model, str) and reported_model else requested_model,
         finish_reason=first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
@@ -153,14 +214,42 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
     )
 
 
-def _env_proxy(url: str) -> str | None:
-    """The proxy `HTTP_PROXY` / `HTTPS_PROXY` name for this URL, unless `NO_PROXY` exempts its host."""
-    parts = urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
-    proxy = proxies.get(parts.scheme)
-    if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
-        return proxy
-    return None
+def _refuse_https_proxy(scheme: str, host: str) -> None:
+    """ValueError when the environment names an https:// proxy for this endpoint: aiohttp's `trust_env` would skip it
+    with a logged warning and connect directly, which is not what the user asked for."""
+    named = urllib.request.getproxies().get(scheme, "")
+    if named.lower().startswith("https://") and not urllib.request.proxy_bypass(host):
+        raise ValueError(f"the {scheme} proxy from the environment is https://: only http:// proxies are supported")
+
+
+def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy for `url` as aiohttp's `trust_env` finds it (`HTTP_PROXY` / `HTTPS_PROXY` unless `NO_PROXY`
+    exempts the host, credentials from the proxy URL or `~/.netrc`). With `trust_env` itself, aiohttp reads
+    `~/.netrc` and the environment in a worker thread for every request; edsb asks once per model."""
+    from aiohttp.helpers import get_env_proxy_for_url
+
+    try:
+        return get_env_proxy_for_url(url)
+    except LookupError:  # no proxy for this scheme, or NO_PROXY exempts the host
+        return None, None
+
+
+def _check_header(name: str, value: str) -> None:
+    """A value from the environment (a key) must not smuggle in a header or break the request."""
+    if any(character in value for character in "\r\n\0") or not value.isprintable():
+        raise ValueError(f"header {name!r} has a character HTTP does not allow")
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(f"header {name!r} has a character HTTP does not allow") from None
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The system's trust store as OpenSSL finds it now (so `SSL_CERT_FILE` / `SSL_CERT_DIR` apply), HTTP/1.1 by
+    ALPN: what aiohttp builds once at import, built per model so a variable set after that import still counts."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class OpenAIChatModel:
@@ -179,22 +268,45 @@ class OpenAIChatModel:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
+        if max_response_bytes < 1:
+            raise ValueError("max_response_bytes must be at least 1")
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.max_in_flight = max_in_flight
+        self.max_response_bytes = max_response_bytes
         self._api_key = resolve_api_key(self.base_url, api_key_env)
-        self._proxy = _env_proxy(self.base_url)  # read once: the environment does not change under a run
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._path = urlsplit(self.base_url).path + CHAT_PATH
-        try:  # an address, proxy or key that cannot work is a usage error now, not a failure of every run
-            self._http: HttpClient | None = self._new_client()
+        self._headers = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"edsb/{__version__}",
+        }
+        # An address, proxy or key that cannot work is a usage error now, not a failure of every run.
+        parts = urlsplit(self.base_url)
+        try:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError("not an http(s) URL")
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+            _refuse_https_proxy(parts.scheme, parts.hostname)
+            for name, value in self._headers.items():
+                _check_header(name, value)
         except ValueError as exc:
             raise ModelSpecError(f"{self.base_url}: {exc}") from None
+        # aiohttp (0.1-0.2 s to import) is imported with the first session, after `edsb run` has started the sandbox
+        # pool; the URL and the proxy are resolved then, once.
+        self._url: URL | None = None
+        self._proxy: URL | None = None
+        self._proxy_headers: dict[str, str] | None = None
+        # Loading the trust store costs tens of milliseconds: only for https, once per model.
+        self._tls: ssl.SSLContext | bool = _tls_context() if parts.scheme == "https" else True
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._http: aiohttp.ClientSession | None = None
         self._gate: asyncio.Semaphore | None = None
         self._answered = False  # has any request reached the server (any HTTP response)?
 
@@ -205,21 +317,41 @@ class OpenAIChatModel:
     def identity(self) -> str:
         return f"openai:{self.model}@{self.base_url}"
 
-    def _new_client(self) -> HttpClient:
-        headers = {
-            "Authorization": f"Bearer {self._api_key}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"edsb/{__version__}",
-        }
-        return HttpClient(self.base_url, headers, proxy=self._proxy)
+    def _resolve(self) -> None:
+        """The endpoint's URL, parsed once, and its proxy with the proxy's credentials, looked up once. They go on
+        the tunnel's CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
+        `proxy_auth`)."""
+        from yarl import URL  # aiohttp's own URL type
 
-    def _session(self) -> tuple[HttpClient, asyncio.Semaphore]:
-        """The client and the in-flight limit of the running loop (connections belong to one loop)."""
+        self._url = URL(self.base_url + CHAT_PATH)
+        self._proxy, proxy_auth = _env_proxy(self._url)  # the environment does not change under a run
+        if proxy_auth is not None and self._url.scheme == "https":
+            self._proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
+        elif proxy_auth is not None:
+            self._headers["Proxy-Authorization"] = proxy_auth.encode()
+
+    def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+        """The session and the in-flight limit of the running loop (connections belong to one loop)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._gate is None or self._loop is not loop:
-            if self._http is None or self._loop is not None:  # the first loop uses the client built with the model
-                self._http = self._new_client()
+            import aiohttp
+
+            if self._url is None:
+                self._resolve()
+
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=self.max_in_flight, limit_per_host=self.max_in_flight, ssl=self._tls
+                ),
+                # The whole attempt is bounded by `timeout_s` (`_attempt`); aiohttp's own 5-minute default must not
+                # cut a longer --timeout short.
+                timeout=aiohttp.ClientTimeout(total=None),
+                cookie_jar=aiohttp.DummyCookieJar(),  # an API server's cookies are never sent back
+                trust_env=False,  # the proxy is looked up once (`_env_proxy`)
+                max_line_size=MAX_HEADER_LINE_BYTES,
+                max_field_size=MAX_HEADER_LINE_BYTES,
+                max_headers=MAX_RESPONSE_HEADERS,
+            )
             self._gate = asyncio.Semaphore(self.max_in_flight)
             self._loop = loop
         return self._http, self._gate
@@ -238,21 +370,54 @@ class OpenAIChatModel:
                 params[name] = value
         return params
 
-    async def _attempt(self, http: HttpClient, body: bytes) -> tuple[bytes, float]:
+    async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
+        """The whole body, or `oversized` as soon as it is announced or read past `max_response_bytes`: it is read a
+        piece at a time (aiohttp stops reading the socket while its buffer is full), so an endless body never costs
+        more memory than the limit. Decompressed bodies count as decompressed."""
+        limit = self.max_response_bytes
+        announced = response.content_length
+        if announced is not None and announced > limit:
+            response.close()
+            raise _Failure("oversized", f"the response announces {announced:,} bytes, over the limit of {limit:,}")
+        pieces: list[bytes] = []
+        size = 0
+        while piece := await response.content.readany():
+            size += len(piece)
+            if size > limit:
+                response.close()  # the rest is never read: the connection goes
+                raise _Failure("oversized", f"the response body goes on past the limit of {limit:,} bytes")
+            pieces.append(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    async def _attempt(self, http: aiohttp.ClientSession, body: bytes) -> tuple[bytes, float]:
+        import aiohttp
+
+        assert self._url is not None  # resolved with the session
+
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await http.post(self._path, body)
+                async with http.post(
+                    self._url,
+                    data=body,
+                    # Per request, not the session's default headers: aiohttp sends those to a proxy too, and turns
+                    # `Authorization` (the key) into the proxy's `Proxy-Authorization`.
+                    headers=self._headers,
+                    allow_redirects=False,
+                    proxy=self._proxy,
+                    proxy_headers=self._proxy_headers,
+                ) as response:
+                    status = response.status
+                    payload = await self._read_body(response)
         except TimeoutError:
             raise _Failure("timeout", f"no complete response within {self.timeout_s:g} s") from None
-        except (ConnectFailed, ConnectionBroken, OSError) as exc:
-            raise _connection_failure(exc) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise _client_failure(exc) from exc
         self._answered = True
-        status = response.status
         if not 200 <= status < 300:
             retry_after = retry_after_s(response.headers)
-            raise _Failure("http", _error_message(response.body, status), status=status, retry_after=retry_after)
-        return response.body, time.perf_counter() - started
+            raise _Failure("http", _error_message(payload, status), status=status, retry_after=retry_after)
+        return payload, time.perf_counter() - started
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         http, gate = self._session()
@@ -283,6 +448,6 @@ class OpenAIChatModel:
 
     async def aclose(self) -> None:
         if self._http is not None and self._loop is asyncio.get_running_loop():
-            await self._http.aclose()
+            await self._http.close()
         self._http = None
         self._gate = self._loop = None

@@ -54,6 +54,7 @@ class ErrorKind(StrEnum):
     TRANSPORT_UNREACHABLE = "transport_unreachable"  # no connection could be opened
     TRANSPORT_CONNECTION = "transport_connection"  # a connection broke after opening
     TRANSPORT_HTTP = "transport_http"
+    TRANSPORT_OVERSIZED = "transport_oversized"  # the reply's body or head is over the size limits (SECURITY.md)
     TRANSPORT_INVALID_RESPONSE = "transport_invalid_response"
     TRANSPORT_REJECTED = "transport_rejected"
     INTERNAL_ERROR = "internal_error"  # a fault of edsb itself, never the model's: please report it

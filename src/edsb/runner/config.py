@@ -59,6 +59,7 @@ class RunConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
+    max_response_mb: int = Field(default=16, ge=1)  # the largest body a model server may send back, MiB
     cache: bool = True
     code_timeout: float = Field(default=10.0, gt=0)
     code_memory_mb: int = Field(default=1024, ge=64)

@@ -102,6 +102,7 @@ def run_benchmark(
             timeout=config.timeout,
             max_retries=config.max_retries,
             max_in_flight=config.concurrency,
+            max_response_bytes=config.max_response_mb << 20,
             cache=config.cache,
             retry=retry,
             data=benchmark.root,
