@@ -121,6 +121,20 @@ def test_bad_model_output_is_still_a_completion(openai_server: OpenAIServer) -> 
     assert (response.text, response.finish_reason) == ("", "length")
 
 
+def test_a_lone_surrogate_escape_in_the_body_is_a_completion_with_the_text_repaired(
+    openai_server: OpenAIServer,
+) -> None:
+    """JSON may spell a lone surrogate (`\ud800` as an escape); pydantic-core refuses it, so the body used to be an
+    invalid response, retried and never scored. It is the model's text: repaired where it enters edsb, and noted."""
+    payload = completion_payload("MARK", 5, 3, "stop", "gpt-test")
+    body = json.dumps(payload).replace("MARK", "\\ud800x").encode()
+    assert b'"\\ud800x"' in body  # one JSON escape of a lone surrogate
+    openai_server.enqueue(Reply(body=body, headers={"Content-Type": "application/json"}))
+    response = complete(make_model(openai_server))
+    assert (response.text, response.surrogates_replaced) == ("\ufffdx", True)
+    assert len(openai_server.chat_requests) == 1  # not retried
+
+
 def test_429_retry_after_is_honoured(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply.rate_limited(retry_after="1"), Reply.completion("late"))
     response = complete(make_model(openai_server))

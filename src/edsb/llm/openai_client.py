@@ -21,6 +21,7 @@ started its sandbox pool by then.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import ssl
 import time
@@ -182,10 +183,23 @@ def _token_count(usage: dict[str, Any], name: str) -> int:
     return value
 
 
+def _load_body(body: bytes) -> Any:
+    """The JSON of a body. pydantic-core's parser first (json.loads on bytes spends as long detecting the encoding);
+    it refuses a lone surrogate escape (`"\\ud800"`), which JSON allows and the Python parser keeps, to be replaced
+    where the reply's text enters edsb (`ChatResponse`) and noted in the result."""
+    try:
+        return from_json(body)
+    except ValueError:
+        try:
+            return json.loads(body)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+
+
 def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
     """A ChatResponse from a completion body; `_Failure` when the body is not a completion at all."""
     try:
-        data = from_json(body)  # pydantic-core's parser: json.loads on bytes spends as long detecting the encoding
+        data = _load_body(body)
     except ValueError:
         snippet = _one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
         raise _Failure("invalid_response", f"body is not JSON: {snippet!r}") from None
