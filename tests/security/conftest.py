@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.data import require_data
+from edsb.sandbox import CodeContext, SandboxPool
+from tests.support.data import DATA, require_data
 from tests.support.edsb_cli import child_env
+from tests.support.sandbox_runs import LIMITS
 
 
 @pytest.fixture
@@ -15,3 +18,24 @@ def env(tmp_path: Path) -> dict[str, str]:
     """The environment of an `edsb` child process: the official data and a private response cache."""
     require_data()
     return child_env(tmp_path / "cache")
+
+
+# The sandbox attacks' pool, context and untouched directory, one per test file (files with fixtures of the same
+# names use their own).
+@pytest.fixture(scope="module")
+def context() -> CodeContext:
+    """The House scene's code context (module-wide: loading it once per test file)."""
+    require_data()
+    return CodeContext.for_benchmark(DATA, "House")
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SandboxPool]:
+    with SandboxPool(LIMITS) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory no attack may write into (checked after every attack)."""
+    return tmp_path_factory.mktemp("targets")

@@ -7,35 +7,14 @@ execution error, never an edsb fault, and no file created.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, LatestPlan, RawPlan, SandboxLimits, SandboxPool
-from tests.support.data import DATA, require_data
-from tests.support.sandbox_runs import body_code
+from edsb.sandbox import CodeContext, CodeError, LatestPlan, RawPlan, SandboxPool
+from tests.support.data import DATA
+from tests.support.sandbox_runs import LIMITS, body_code
 from tests.support.sandbox_runs import verdict as code_verdict
-
-LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
-
-
-@pytest.fixture(scope="module")
-def context() -> CodeContext:
-    require_data()
-    return CodeContext.for_benchmark(DATA, "House")
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(LIMITS) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory no attack may write into (checked after every attack)."""
-    return tmp_path_factory.mktemp("targets")
 
 
 def run(pool: SandboxPool, context: CodeContext, code: str) -> RawPlan:

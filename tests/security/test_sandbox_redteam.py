@@ -14,38 +14,17 @@ attack may create a file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, RawPlan, SandboxLimits, SandboxPool
-from tests.support.data import DATA, require_data
+from edsb.sandbox import CodeContext, RawPlan, SandboxPool
+from tests.support.data import require_data
 from tests.support.edsb_cli import child_env, edsb_child
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import read_results
-from tests.support.sandbox_runs import body_code, verdict
+from tests.support.sandbox_runs import LIMITS, body_code, verdict
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
-
-LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
-
-
-@pytest.fixture(scope="module")
-def context() -> CodeContext:
-    require_data()
-    return CodeContext.for_benchmark(DATA, "House")
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(LIMITS) as pool:
-        yield pool
-
-
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory no attack may write into (checked after every attack)."""
-    return tmp_path_factory.mktemp("redteam")
 
 
 def plan(pool: SandboxPool, context: CodeContext, body: str) -> RawPlan:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, EdsbFault, SandboxPool
+from edsb.sandbox import CodeContext, CodeError, EdsbFault, SandboxLimits, SandboxPool
+
+#: Short limits, so attacks that hang or grow end quickly; two workers, as on the CI machine.
+LIMITS = SandboxLimits(timeout=3.0, memory_bytes=512 << 20, workers=2)
 
 
 def body_code(body: str) -> str:
