@@ -87,3 +87,11 @@ def test_local_spec_with_an_explicit_file_runs_it() -> None:
     assert isinstance(explicit, LocalChatModel)
     assert explicit.identity.startswith("local:SmolLM2-135M-Instruct.Q4_1.gguf@")
     assert json.loads(ask(explicit, person_request(max_tokens=32)).text) is not None
+
+
+def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
+    # ggml's AMX kernels (an "extra" buffer type) crash on multi-token prompts on AMX CPUs; edsb turns them off.
+    import llama_cpp.llama as llama_module
+
+    assert model._load().model_params.use_extra_bufts is False
+    assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak

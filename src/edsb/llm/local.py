@@ -15,8 +15,11 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import os
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,36 @@ def bundled_gguf_path() -> Path:
     if not path.is_file():
         raise LocalModelError(f"the embedded model file {path} is missing: reinstall {BUNDLED_DISTRIBUTION}")
     return path
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _plain_cpu_buffers() -> Iterator[None]:
+    """Load weights into plain CPU buffers, not ggml's "extra" buffer types (AMX tiles, repacked weights).
+
+    llama-cpp-python does not expose `use_extra_bufts`, so its default-parameters factory is wrapped while one model
+    loads. Why: on a CPU with AMX_INT8, llama.cpp 0.3.36's AMX matrix product crashes the process (SIGSEGV) on the
+    first prompt longer than one token; the plain AVX2/AVX-512 kernels are the ones every other CPU runs anyway.
+    """
+    import llama_cpp.llama as llama_module
+
+    bindings = llama_module.llama_cpp
+    original = bindings.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        bindings.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            bindings.llama_model_default_params = original
 
 
 class LocalChatModel:
@@ -90,9 +123,10 @@ class LocalChatModel:
             except ImportError:
                 raise LocalModelError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from None
             try:
-                self._llama = Llama(
-                    model_path=str(self.path), n_ctx=self.context_tokens, n_threads=self.threads, verbose=False
-                )
+                with _plain_cpu_buffers():
+                    self._llama = Llama(
+                        model_path=str(self.path), n_ctx=self.context_tokens, n_threads=self.threads, verbose=False
+                    )
             except (ValueError, RuntimeError) as exc:
                 raise LocalModelError(f"cannot load {self.path}: {exc}") from exc
         return self._llama
