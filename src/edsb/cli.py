@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from edsb import __version__
-from edsb.data.download import DEFAULT_URL
+from edsb.data.download import OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, VariantName
@@ -53,12 +53,26 @@ DataOption = Annotated[
         "--data", help="Benchmark data directory (default: $EDSB_DATA, then the per-user data dir).", show_default=False
     ),
 ]
+OfflineOption = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help=f"Never download: without --data or $EDSB_DATA, the per-user data dir is otherwise fetched on first use "
+        f"(also ${OFFLINE_ENV}=1).",
+    ),
+]
 
 
 @data_app.command("fetch")
 def data_fetch(
     dest: Annotated[Path | None, typer.Option(help="Where to install the files (default: the data directory).")] = None,
-    url: Annotated[str, typer.Option(help="Archive of the reference repository at the pinned commit.")] = DEFAULT_URL,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Archive of the reference repository at the pinned commit (default: ${URL_ENV}, then GitHub).",
+            show_default=False,
+        ),
+    ] = None,
     archive: Annotated[
         Path | None,
         typer.Option(help="A local copy of that archive (.tar.gz or .zip), for machines without network access."),
@@ -70,7 +84,7 @@ def data_fetch(
     from edsb.data.location import resolve_data_dir
 
     target = dest or resolve_data_dir(None)
-    installed = fetch_data(target, url, archive=archive, force=force)
+    installed = fetch_data(target, url, archive=archive, force=force, progress=True)
     err.print(f"benchmark data verified at {installed}")
     err.print(f"use it with --data {installed} or export EDSB_DATA={installed}" if dest else "")
 
@@ -126,6 +140,7 @@ def data_path(data: DataOption = None) -> None:
 @app.command("cases")
 def cases_command(
     data: DataOption = None,
+    offline: OfflineOption = False,
     cases: Annotated[
         str | None, typer.Option("--cases", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`).")
     ] = None,
@@ -142,7 +157,7 @@ def cases_command(
     from edsb.data.benchmark import Benchmark
     from edsb.data.selection import select_cases
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True, offline=offline)
     ids = select_cases(cases, benchmark.cases)
     wanted = {str(t) for t in tag or []}
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
@@ -179,6 +194,7 @@ def cases_command(
 def score_command(
     plans: Annotated[str, typer.Argument(help="JSONL file of plans (`-` for stdin), one per line.")],
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
@@ -188,7 +204,7 @@ def score_command(
     from edsb.data.benchmark import Benchmark
     from edsb.scoring.score_file import score_lines, summarize_scores
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True, offline=offline)
     if plans == "-":
         source = sys.stdin
     else:
@@ -259,6 +275,7 @@ def run_command(
     out: Annotated[Path | None, typer.Option(help="Run directory (rerun with the same one to resume).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar (CI logs).")] = False,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
     from edsb.report.render import render_report
@@ -285,7 +302,7 @@ def run_command(
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }
-    resolved = resolve_run_config(options, config)
+    resolved = resolve_run_config(options, config, fetch=True, offline=offline)
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))
@@ -357,13 +374,14 @@ def show_command(
         VariantName | None, typer.Option(help="Variant of the run (with --run; default: the run's first).")
     ] = None,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import case_figure, result_figure, save_figure
 
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True, offline=offline)
     if case_id not in benchmark.cases:
         raise UsageError(f"unknown case id {case_id}")
     case = benchmark.cases[case_id]
@@ -385,6 +403,7 @@ def scenes_command(
     output: Annotated[Path, typer.Option("-o", "--output", help="Directory for one PNG per scene.")],
     scene: Annotated[list[SceneName] | None, typer.Option("--scene", help="Scene to draw (repeatable).")] = None,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
     from edsb.data.benchmark import Benchmark
@@ -392,7 +411,7 @@ def scenes_command(
     from edsb.report.topdown import regions_figure, save_figure
 
     names = [str(name) for name in scene or SceneName]
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True, offline=offline)
     for name in names:
         written = save_figure(regions_figure(load_scene(benchmark, name)), output / f"{name}.png")
         err.print(f"{name}: {written}", markup=False, highlight=False)

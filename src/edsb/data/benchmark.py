@@ -9,13 +9,12 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from edsb.data.location import resolve_data_dir
+from edsb.data.location import CASES_DIR, resolve_data_dir
 from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
 from edsb.errors import DataError, validation_message
 
 M = TypeVar("M")
 
-CASES_DIR = Path("benchmark/test_cases")
 SCENES_DIR = Path("configs/scenes")
 DESCRIPTIONS_SUBDIR = Path("descriptions/openai-gpt-4o-2024-08-06-0.1")
 PROMPTS_DIR = Path("src/action_planning")
@@ -55,8 +54,16 @@ class Benchmark:
         return self.root.resolve()
 
     @classmethod
-    def open(cls, data: Path | str | None = None) -> Benchmark:
-        root = resolve_data_dir(data)
+    def open(cls, data: Path | str | None = None, *, fetch: bool = False, offline: bool = False) -> Benchmark:
+        """The benchmark in the data directory `data` names (see `resolve_data_dir`). With `fetch`, a missing per-user
+        copy is downloaded first (`ensure_data`; `offline` or `$EDSB_OFFLINE` forbids it): commands a user types
+        fetch, internal re-opens (sandbox workers, resumed runs) never do."""
+        if fetch:
+            from edsb.data.download import ensure_data
+
+            root = ensure_data(data, offline=offline)
+        else:
+            root = resolve_data_dir(data)
         if not (root / CASES_DIR).is_dir():
             raise DataError(
                 f"no benchmark data at {root} (expected {CASES_DIR}/ inside); run `edsb data fetch` "

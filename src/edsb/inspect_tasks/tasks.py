@@ -81,7 +81,7 @@ def edsb_planner(
     Inspect logs them with the eval."""
     limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
     check_sandbox(limits)
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True)
     pack = load_prompt_pack(benchmark)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -161,7 +161,7 @@ def edsb_task(
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
-        Benchmark.open(data),
+        Benchmark.open(data, fetch=True),
         name,
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,
