@@ -32,7 +32,8 @@ def user_data(tmp_path: Path) -> Path:
 
 
 def oracle_run(tmp_path: Path, env: dict[str, str], *extra: str) -> Outcome:
-    return edsb_child(["run", "--model", "oracle", "--cases", "0", "--out", tmp_path / "run", "--quiet", *extra], env=env)
+    args = ["run", "--model", "oracle", "--cases", "0", "--out", tmp_path / "run", "--quiet", *extra]
+    return edsb_child(args, env=env)
 
 
 def test_run_fetches_verifies_and_runs_from_an_empty_data_dir(tmp_path: Path, archive_server: ArchiveServer) -> None:
