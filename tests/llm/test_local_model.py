@@ -95,3 +95,34 @@ def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
 
     assert model._load().model_params.use_extra_bufts is False
     assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak
+
+
+def long_request(system: str, question: str) -> ChatRequest:
+    """A request whose head (system prompt and a few-shot pair) is longer than one llama.cpp batch of 512 tokens."""
+    shot = "List three rooms of a house as a JSON array."
+    return ChatRequest(
+        messages=[
+            {"role": "system", "content": system * 100},
+            {"role": "user", "content": shot},
+            {"role": "assistant", "content": '["kitchen", "bedroom", "bathroom"]'},
+            {"role": "user", "content": question},
+        ],
+        temperature=1.0,
+        max_tokens=12,
+    )
+
+
+def test_prefix_states_give_byte_identical_answers_in_any_order() -> None:
+    a = long_request("You plan what people do in a room. ", "What does Ann do in the kitchen?")
+    b = long_request("You describe furniture briefly. ", "Describe the sofa.")
+    short = person_request(max_tokens=8)
+    cold = LocalChatModel(prefix_cache=False)  # every request from an empty context, as before prefix states
+    expected = {"a": ask(cold, a).text, "b": ask(cold, b).text}
+    assert expected["a"] != expected["b"]
+    warm = LocalChatModel()
+    answers = [(name, ask(warm, request).text) for name, request in [("a", a), ("b", b), ("a", a)]]
+    ask(warm, short)  # a request without a head in between
+    answers += [(name, ask(warm, request).text) for name, request in [("b", b), ("a", a)]]
+    assert answers == [(name, expected[name]) for name, _ in answers]
+    heads = list(warm._states)
+    assert len(heads) == 2 and all(len(head) % 512 == 0 and len(head) >= 512 for head in heads)  # the states were used

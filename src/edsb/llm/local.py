@@ -5,9 +5,18 @@ is found through the wheel's installed-file list (importlib.metadata), never dow
 not imported (its plugin module pulls in an unrelated CLI). `local:<file.gguf>` runs any other GGUF file the same
 way. llama.cpp applies the chat template stored in the GGUF metadata; JSON mode is its JSON grammar.
 
-Inference blocks, so it runs on one dedicated worker thread: the event loop stays free and calls are serialised,
-since a llama.cpp context serves one request at a time. Each request is seeded with its sample index (unless it
-carries its own seed) and evaluated from an empty context, so repeats are distinct samples and each is reproducible.
+Inference blocks, so it runs on one dedicated worker thread with every core the process may use: the event loop
+stays free and calls are serialised, since a llama.cpp context serves one request at a time (so `--concurrency`
+beyond 1 queues requests here instead of oversubscribing the cores). Each request is seeded with its sample index
+(unless it carries its own seed), so repeats are distinct samples and each is reproducible.
+
+Prefix states: every request of one variant and module repeats the same system prompt and few-shot turns, thousands
+of tokens that dominate the time of a call. The context after the shared head of a request (all messages but the
+last, cut down to a whole number of llama.cpp batches) is kept (`Llama.save_state`), and a request starting with that
+head resumes from it. The cut keeps answers byte-identical to a cold start: llama.cpp evaluates a prompt in batches
+of `n_batch` tokens from position 0, so a head of whole batches is exactly the work a cold start does first, and the
+rest is then evaluated in the same batches either way (a cut anywhere else would reshape the batches and shift
+logits, which is why the KV cache of the previous request is never reused as such).
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ import importlib.metadata
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +41,17 @@ INSTALL_HINT = "install the 'local' extra: pip install 'edsb[local]'"
 DEFAULT_CONTEXT_TOKENS = 8192  # SmolLM2's training context
 # A small model can loop forever (text mode) or pad JSON with endless whitespace (the grammar allows it).
 DEFAULT_MAX_TOKENS = 512
+# Saved prefix states kept (least recently used dropped): one per variant and module that a sweep interleaves. Each
+# holds the KV cache of its head (~23 KB a token for SmolLM2-135M) and llama-cpp-python's score rows.
+PREFIX_STATES = 8
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, as taskset and cgroup cpusets set it), else all."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def bundled_gguf_path() -> Path:
@@ -88,6 +109,7 @@ class LocalChatModel:
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         threads: int | None = None,
+        prefix_cache: bool = True,
     ) -> None:
         if gguf_path is None:
             self.path = bundled_gguf_path()
@@ -100,8 +122,11 @@ class LocalChatModel:
         self.context_tokens = context_tokens
         self.max_tokens = max_tokens
         # llama-cpp-python defaults to half the cores; inference is the only work during a local run.
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or usable_cores()
+        self.prefix_cache = prefix_cache
         self._llama: Any = None
+        self._formatter: Any = None
+        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edsb-local-llm")
 
     def __repr__(self) -> str:
@@ -125,11 +150,63 @@ class LocalChatModel:
             try:
                 with _plain_cpu_buffers():
                     self._llama = Llama(
-                        model_path=str(self.path), n_ctx=self.context_tokens, n_threads=self.threads, verbose=False
+                        model_path=str(self.path),
+                        n_ctx=self.context_tokens,
+                        n_threads=self.threads,
+                        n_threads_batch=self.threads,
+                        verbose=False,
                     )
             except (ValueError, RuntimeError) as exc:
                 raise LocalModelError(f"cannot load {self.path}: {exc}") from exc
         return self._llama
+
+    def _prompt_tokens(self, llama: Any, messages: Sequence[dict[str, Any]]) -> list[int]:
+        """The tokens llama-cpp-python's chat handler makes of these messages: the GGUF's template, rendered and
+        tokenized the way its `chat_formatter_to_chat_completion_handler` does."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def text(token: int) -> str:
+                return llama.detokenize([token], special=True).decode("utf-8", "replace") if token != -1 else ""
+
+            self._formatter = Jinja2ChatFormatter(
+                template=llama.metadata["tokenizer.chat_template"],
+                eos_token=text(llama.token_eos()),
+                bos_token=text(llama.token_bos()),
+            )
+        rendered = self._formatter(messages=list(messages))
+        return list(llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True))
+
+    def _shared_head(self, llama: Any, messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+        """The tokens the request shares with every request of its kind: those of all messages but the last, cut
+        down to whole batches (empty: nothing worth keeping, or a GGUF without a chat template)."""
+        if not self.prefix_cache or len(messages) < 2 or "tokenizer.chat_template" not in llama.metadata:
+            return ()
+        full = self._prompt_tokens(llama, messages)
+        if len(full) >= llama.n_ctx():  # create_chat_completion refuses it, with the error edsb reports
+            return ()
+        head = self._prompt_tokens(llama, messages[:-1])
+        common = 0
+        for a, b in zip(full, head, strict=False):
+            if a != b:
+                break
+            common += 1
+        cut = min(common, len(full) - 1) // llama.n_batch * llama.n_batch
+        return tuple(full[:cut])
+
+    def _start_from(self, llama: Any, head: tuple[int, ...]) -> None:
+        """Put the context where a cold start stands after `head`: restored from the saved state, or evaluated
+        (from an empty context, in the same batches as a cold start) and saved."""
+        state = self._states.get(head)
+        if state is None:
+            llama.reset()
+            llama.eval(head)
+            state = llama.save_state()
+            self._states[head] = state
+            while len(self._states) > PREFIX_STATES:
+                self._states.popitem(last=False)
+        self._states.move_to_end(head)
+        llama.load_state(state)  # on a miss too, so both paths go on from the very same restored context
 
     def _generate(self, request: ChatRequest) -> ChatResponse:
         llama = self._load()
@@ -144,11 +221,19 @@ class LocalChatModel:
         if request.json_mode:
             settings["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
-        # Reusing the previous prompt's KV cache re-evaluates the last tokens in a different batch shape, which
-        # shifts logits slightly and can change a sample: start from scratch so equal requests get equal answers.
-        llama.reset()
         try:
+            head = self._shared_head(llama, settings["messages"])
+            if head:
+                self._start_from(llama, head)
+            else:
+                llama.reset()
             completion = llama.create_chat_completion(**settings)
+            if head and tuple(llama.input_ids[: len(head)]) != head:
+                # The handler tokenized differently from `_prompt_tokens` and re-evaluated part of the head in other
+                # batches: forget the state and answer from a cold start, which is what the state stands for.
+                self._states.pop(head, None)
+                llama.reset()
+                completion = llama.create_chat_completion(**settings)
         except ValueError as exc:  # llama.cpp's way of refusing a prompt longer than the context
             raise TransportError("rejected", str(exc), attempts=1) from exc
         latency_s = time.perf_counter() - started

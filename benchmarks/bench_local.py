@@ -1,0 +1,132 @@
+"""Where the time of `--model local` goes, and what the prefix states save: before (every request from an empty
+context) and after, side by side, each arm in its own child process, alternating.
+
+Prints, for the Narrator request of `ours/tc13-d0-r0` (a real prompt: system message, few-shot pair, scene): the
+prefill of the shared head (system and examples, whole 512-token batches), the prefill of the rest (the scene), the
+generation with and without the JSON grammar; then one request cold and from its saved head; then the README's 4-run
+smoke (`edsb run --model local --cases 13,60 --repeats 1`, response cache off) per arm, wall and CPU seconds.
+Usage: `EDSB_DATA=... python benchmarks/bench_local.py [--rounds N] [--no-smoke]` (minutes on two cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from edsb.data.benchmark import Benchmark
+from edsb.llm import ChatRequest
+from edsb.llm.local import LocalChatModel
+from edsb.planning.messages import narrator_request
+from edsb.planning.prompt_pack import load_prompt_pack
+from edsb.planning.scenario import build_scenario
+from edsb.planning.variants import get_variant
+
+
+def narrator(json_mode: bool = True, max_tokens: int | None = None) -> ChatRequest:
+    benchmark = Benchmark.open()
+    scenario = build_scenario(benchmark, benchmark.cases[13], 0, 0, get_variant("ours"))
+    prompt = narrator_request(scenario, load_prompt_pack(benchmark))
+    return ChatRequest(messages=prompt.messages, temperature=0.1, json_mode=json_mode, max_tokens=max_tokens)
+
+
+def timed(call):  # type: ignore[no-untyped-def]
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def breakdown() -> dict[str, object]:
+    """The stages of one Narrator request, each timed on its own (wall seconds)."""
+    model = LocalChatModel()
+    llama = model._load()
+    messages = [message.model_dump() for message in narrator().messages]
+    head, full = model._shared_head(llama, messages), model._prompt_tokens(llama, messages)
+    model.prefix_cache = False  # the requests below: every prompt evaluated from an empty context
+    llama.reset()
+    _, head_s, _ = timed(lambda: llama.eval(list(head)))
+    _, rest_s, _ = timed(lambda: llama.eval(full[len(head) :]))
+    figures: dict[str, object] = {"prompt_tokens": len(full), "head_tokens": len(head)}
+    figures |= {"prefill_head_s": round(head_s, 2), "prefill_rest_s": round(rest_s, 2)}
+    for mode in (True, False):
+        answer, wall, _ = timed(lambda mode=mode: asyncio.run(model.complete(narrator(mode, max_tokens=128))))
+        generation = wall - head_s - rest_s
+        key = "json" if mode else "text"
+        figures[f"generate_{key}_s_per_token"] = round(generation / max(answer.completion_tokens, 1), 3)
+        figures[f"generate_{key}_tokens"] = answer.completion_tokens
+    return figures
+
+
+def one_request(arm: str) -> dict[str, object]:
+    """The Narrator request twice on one model: the second starts from the saved head when prefix states are on."""
+    model = LocalChatModel(prefix_cache=arm == "after")
+    asyncio.run(model.load())
+    request = narrator(max_tokens=64)
+    first, first_s, _ = timed(lambda: asyncio.run(model.complete(request)))
+    second, second_s, cpu = timed(lambda: asyncio.run(model.complete(request)))
+    assert first.text == second.text
+    return {"arm": arm, "first_s": round(first_s, 2), "again_s": round(second_s, 2), "again_cpu_s": round(cpu, 2)}
+
+
+def smoke(arm: str) -> dict[str, object]:
+    """The README's smoke in this process, with the local model's prefix states on (after) or off (before)."""
+    import edsb.llm.factory as factory
+    from edsb.cli import main
+
+    factory.LocalChatModel = functools.partial(LocalChatModel, prefix_cache=arm == "after")  # type: ignore[misc]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "smoke"
+        args = ["run", "--model", "local", "--cases", "13,60", "--repeats", "1", "--no-cache", "--quiet", "--out"]
+        _, wall, cpu = timed(lambda: _run(main, [*args, str(out)]))
+        records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    texts = sorted((r["key"], r["status"], r.get("error_kind") or "", r["completion_tokens"]) for r in records)
+    return {"arm": arm, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "runs": texts}
+
+
+def _run(main, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    stdout, sys.stdout = sys.stdout, open(os.devnull, "w")  # noqa: SIM115 - the run's tables are not the point
+    try:
+        main(args)
+    except SystemExit as exit_:
+        if exit_.code:
+            raise
+    finally:
+        sys.stdout.close()
+        sys.stdout = stdout
+
+
+def child(what: str, arm: str) -> dict[str, object]:
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child", what, arm], capture_output=True, text=True, check=True
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--no-smoke", action="store_true")
+    parser.add_argument("--child", nargs=2)
+    options = parser.parse_args()
+    if options.child:
+        what, arm = options.child
+        print(json.dumps({"breakdown": breakdown, "request": one_request, "smoke": smoke}[what](arm)))  # type: ignore[operator]
+        return
+    print(f"cores {os.cpu_count()}, load average at start {os.getloadavg()[0]:.2f}")
+    print("breakdown", child("breakdown", "before"))
+    whats = ["request"] + ([] if options.no_smoke else ["smoke"])
+    for round_ in range(options.rounds):
+        for what in whats:
+            for arm in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+                print(what, child(what, arm), f"load {os.getloadavg()[0]:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main_bench()
