@@ -43,30 +43,42 @@ def timed(call):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def breakdown() -> dict[str, object]:
-    """The stages of one Narrator request, each timed on its own (wall seconds)."""
+def breakdown(arm: str = "before") -> dict[str, object]:
+    """The stages of one Narrator request on one context with every core (`arm` is not used). Prefill of the head
+    and of the rest are timed on their own; then the whole request (128 tokens, JSON mode and text mode), split by
+    llama.cpp's own counters into prompt evaluation, token evaluation and the rest (sampling, grammar, Python)."""
+    from llama_cpp import llama_cpp
+
     model = LocalChatModel()
-    llama = model._load()
+    asyncio.run(model.load())
+    context = model._contexts[0]
+    llama = context.llama
     messages = [message.model_dump() for message in narrator().messages]
-    head, full = model._shared_head(llama, messages), model._prompt_tokens(llama, messages)
+    head, full = model._shared_head(context, messages), model._prompt_tokens(context, messages)
     model.prefix_cache = False  # the requests below: every prompt evaluated from an empty context
     llama.reset()
-    _, head_s, _ = timed(lambda: llama.eval(list(head)))
-    _, rest_s, _ = timed(lambda: llama.eval(full[len(head) :]))
+    _, head_s, head_cpu = timed(lambda: llama.eval(list(head)))
+    _, rest_s, rest_cpu = timed(lambda: llama.eval(full[len(head) :]))
     figures: dict[str, object] = {"prompt_tokens": len(full), "head_tokens": len(head)}
-    figures |= {"prefill_head_s": round(head_s, 2), "prefill_rest_s": round(rest_s, 2)}
+    figures |= {
+        "prefill_head": f"{head_s:.1f} s ({head_cpu:.1f} s CPU)",
+        "prefill_rest": f"{rest_s:.1f} s ({rest_cpu:.1f} s CPU)",
+    }
     for mode in (True, False):
-        answer, wall, _ = timed(lambda mode=mode: asyncio.run(model.complete(narrator(mode, max_tokens=128))))
-        generation = wall - head_s - rest_s
-        key = "json" if mode else "text"
-        figures[f"generate_{key}_s_per_token"] = round(generation / max(answer.completion_tokens, 1), 3)
-        figures[f"generate_{key}_tokens"] = answer.completion_tokens
+        llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
+        answer, wall, cpu = timed(lambda mode=mode: asyncio.run(model.complete(narrator(mode, max_tokens=128))))
+        perf = llama_cpp.llama_perf_context(llama._ctx.ctx)
+        prompt_s, decode_s = perf.t_p_eval_ms / 1000, perf.t_eval_ms / 1000
+        figures["json" if mode else "text"] = (
+            f"{wall:.1f} s ({cpu:.1f} s CPU): prompt {prompt_s:.1f} s, {perf.n_eval} tokens {decode_s:.1f} s, "
+            f"sampling and grammar {wall - prompt_s - decode_s:.1f} s ({answer.completion_tokens} tokens)"
+        )
     return figures
 
 
 def one_request(arm: str) -> dict[str, object]:
     """The Narrator request twice on one model: the second starts from the saved head when prefix states are on."""
-    model = LocalChatModel(prefix_cache=arm == "after")
+    model = LocalChatModel(prefix_cache=arm == "after", instances=1)
     asyncio.run(model.load())
     request = narrator(max_tokens=64)
     first, first_s, _ = timed(lambda: asyncio.run(model.complete(request)))
@@ -76,11 +88,14 @@ def one_request(arm: str) -> dict[str, object]:
 
 
 def smoke(arm: str) -> dict[str, object]:
-    """The README's smoke in this process, with the local model's prefix states on (after) or off (before)."""
+    """The README's smoke in this process. before: one context with every core, each request from an empty context
+    (edsb before issue 26); after: the default (prefix states, a context per run in flight up to the cores)."""
     import edsb.llm.factory as factory
     from edsb.cli import main
 
-    factory.LocalChatModel = functools.partial(LocalChatModel, prefix_cache=arm == "after")  # type: ignore[misc]
+    if arm == "before":
+        before = functools.partial(LocalChatModel, prefix_cache=False)
+        factory.LocalChatModel = lambda target, instances: before(target)  # type: ignore[assignment,misc]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "smoke"
         args = ["run", "--model", "local", "--cases", "13,60", "--repeats", "1", "--no-cache", "--quiet", "--out"]
@@ -103,9 +118,9 @@ def _run(main, args: list[str]) -> None:  # type: ignore[no-untyped-def]
 
 
 def child(what: str, arm: str) -> dict[str, object]:
-    completed = subprocess.run(
-        [sys.executable, __file__, "--child", what, arm], capture_output=True, text=True, check=True
-    )
+    completed = subprocess.run([sys.executable, __file__, "--child", what, arm], capture_output=True, text=True)
+    if completed.returncode:
+        raise SystemExit(f"{what} {arm} failed:\n{completed.stderr}")
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 

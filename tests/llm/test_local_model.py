@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from edsb.llm import ChatRequest, LocalChatModel, LocalModelError, TransportError, build_model, bundled_gguf_path
+from edsb.llm.local import usable_cores
 
 SYSTEM = {"role": "system", "content": "You reply with one JSON object and nothing else."}
 
@@ -124,5 +125,21 @@ def test_prefix_states_give_byte_identical_answers_in_any_order() -> None:
     ask(warm, short)  # a request without a head in between
     answers += [(name, ask(warm, request).text) for name, request in [("b", b), ("a", a)]]
     assert answers == [(name, expected[name]) for name, _ in answers]
-    heads = list(warm._states)
+    heads = list(warm._contexts[0].states)
     assert len(heads) == 2 and all(len(head) % 512 == 0 and len(head) >= 512 for head in heads)  # the states were used
+
+
+def test_contexts_share_the_cores_and_answer_as_one(model: LocalChatModel) -> None:
+    """`--concurrency` beyond 1: several contexts, threads × contexts ≤ cores, each request answered as by one."""
+    a = long_request("You plan what people do in a room. ", "What does Ann do in the kitchen?")
+    b = long_request("You describe furniture briefly. ", "Describe the sofa.")
+    alone = {"a": ask(model, a).text, "b": ask(model, b).text}
+    pool = LocalChatModel(instances=64, prefix_cache=False)
+    cores = usable_cores()
+    assert pool.instances == cores and pool.threads * pool.instances <= cores
+
+    async def together() -> list[str]:
+        return [answer.text for answer in await asyncio.gather(*(pool.complete(r) for r in (a, b, a, b)))]
+
+    assert asyncio.run(together()) == [alone["a"], alone["b"], alone["a"], alone["b"]]
+    assert all(context.llama is not None for context in pool._contexts)  # every context served

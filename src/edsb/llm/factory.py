@@ -68,7 +68,8 @@ def build_model(
             max_in_flight=max_in_flight,
         )
     else:
-        model = LocalChatModel(parsed.target)
+        # One context per run in flight, up to the cores (each then gets cores / contexts threads).
+        model = LocalChatModel(parsed.target, instances=max_in_flight)
     if cache is False:
         return model
     return CachedChatModel(model, ResponseCache(None if cache is True else Path(cache)))

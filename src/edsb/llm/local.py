@@ -5,10 +5,10 @@ is found through the wheel's installed-file list (importlib.metadata), never dow
 not imported (its plugin module pulls in an unrelated CLI). `local:<file.gguf>` runs any other GGUF file the same
 way. llama.cpp applies the chat template stored in the GGUF metadata; JSON mode is its JSON grammar.
 
-Inference blocks, so it runs on one dedicated worker thread with every core the process may use: the event loop
-stays free and calls are serialised, since a llama.cpp context serves one request at a time (so `--concurrency`
-beyond 1 queues requests here instead of oversubscribing the cores). Each request is seeded with its sample index
-(unless it carries its own seed), so repeats are distinct samples and each is reproducible.
+Inference blocks, so each llama.cpp context runs on a dedicated worker thread and serves one request at a time: the
+event loop stays free. A run with `--concurrency` N gets min(N, cores) contexts of cores / contexts threads each, so
+threads × contexts never exceed the cores the process may use. Each request is seeded with its sample index (unless
+it carries its own seed), so repeats are distinct samples and each is reproducible.
 
 Prefix states: every request of one variant and module repeats the same system prompt and few-shot turns, thousands
 of tokens that dominate the time of a call. The context after the shared head of a request (all messages but the
@@ -99,8 +99,24 @@ def _plain_cpu_buffers() -> Iterator[None]:
             bindings.llama_model_default_params = original
 
 
+class _Context:
+    """One llama.cpp context: its weights, the thread that drives it, its saved prefix states."""
+
+    def __init__(self, index: int) -> None:
+        self.llama: Any = None
+        self.formatter: Any = None
+        self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"edsb-local-llm-{index}")
+        self.pending = 0  # requests handed to this context and not answered yet
+
+
 class LocalChatModel:
-    """A GGUF model in this process. The file is loaded on first use, on the worker thread."""
+    """A GGUF model in this process, on `instances` contexts of `threads` threads each (default: one context with
+    every usable core). The file is loaded on first use, by each context's own thread.
+
+    llama.cpp's CPU results do not depend on the thread count, so a request gets the same answer on any context;
+    several contexts overlap what one request cannot spread over cores (sampling, the JSON grammar, small batches).
+    """
 
     def __init__(
         self,
@@ -109,6 +125,7 @@ class LocalChatModel:
         context_tokens: int = DEFAULT_CONTEXT_TOKENS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         threads: int | None = None,
+        instances: int = 1,
         prefix_cache: bool = True,
     ) -> None:
         if gguf_path is None:
@@ -121,13 +138,13 @@ class LocalChatModel:
             self._origin = f"{self.path.stat().st_size}B"
         self.context_tokens = context_tokens
         self.max_tokens = max_tokens
+        cores = usable_cores()
+        self.instances = max(1, min(instances, cores))  # threads × instances never exceeds the cores
         # llama-cpp-python defaults to half the cores; inference is the only work during a local run.
-        self.threads = threads or usable_cores()
+        self.threads = threads or max(1, cores // self.instances)
         self.prefix_cache = prefix_cache
-        self._llama: Any = None
-        self._formatter: Any = None
-        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edsb-local-llm")
+        self._contexts = [_Context(index) for index in range(self.instances)]
+        self._pick_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LocalChatModel({str(self.path)!r})"
@@ -141,15 +158,16 @@ class LocalChatModel:
         # The default token cap changes answers (truncation), so it is part of what the cache keys on.
         return f"local:{self.path.name}@{self._origin}/max_tokens={self.max_tokens}"
 
-    def _load(self) -> Any:
-        if self._llama is None:
+    def _load(self, context: _Context | None = None) -> Any:
+        context = context or self._contexts[0]
+        if context.llama is None:
             try:
                 from llama_cpp import Llama
             except ImportError:
                 raise LocalModelError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from None
             try:
                 with _plain_cpu_buffers():
-                    self._llama = Llama(
+                    context.llama = Llama(
                         model_path=str(self.path),
                         n_ctx=self.context_tokens,
                         n_threads=self.threads,
@@ -158,34 +176,36 @@ class LocalChatModel:
                     )
             except (ValueError, RuntimeError) as exc:
                 raise LocalModelError(f"cannot load {self.path}: {exc}") from exc
-        return self._llama
+        return context.llama
 
-    def _prompt_tokens(self, llama: Any, messages: Sequence[dict[str, Any]]) -> list[int]:
+    def _prompt_tokens(self, context: _Context, messages: Sequence[dict[str, Any]]) -> list[int]:
         """The tokens llama-cpp-python's chat handler makes of these messages: the GGUF's template, rendered and
         tokenized the way its `chat_formatter_to_chat_completion_handler` does."""
-        if self._formatter is None:
+        llama = context.llama
+        if context.formatter is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             def text(token: int) -> str:
                 return llama.detokenize([token], special=True).decode("utf-8", "replace") if token != -1 else ""
 
-            self._formatter = Jinja2ChatFormatter(
+            context.formatter = Jinja2ChatFormatter(
                 template=llama.metadata["tokenizer.chat_template"],
                 eos_token=text(llama.token_eos()),
                 bos_token=text(llama.token_bos()),
             )
-        rendered = self._formatter(messages=list(messages))
+        rendered = context.formatter(messages=list(messages))
         return list(llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True))
 
-    def _shared_head(self, llama: Any, messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    def _shared_head(self, context: _Context, messages: Sequence[dict[str, Any]]) -> tuple[int, ...]:
         """The tokens the request shares with every request of its kind: those of all messages but the last, cut
         down to whole batches (empty: nothing worth keeping, or a GGUF without a chat template)."""
+        llama = context.llama
         if not self.prefix_cache or len(messages) < 2 or "tokenizer.chat_template" not in llama.metadata:
             return ()
-        full = self._prompt_tokens(llama, messages)
+        full = self._prompt_tokens(context, messages)
         if len(full) >= llama.n_ctx():  # create_chat_completion refuses it, with the error edsb reports
             return ()
-        head = self._prompt_tokens(llama, messages[:-1])
+        head = self._prompt_tokens(context, messages[:-1])
         common = 0
         for a, b in zip(full, head, strict=False):
             if a != b:
@@ -194,22 +214,24 @@ class LocalChatModel:
         cut = min(common, len(full) - 1) // llama.n_batch * llama.n_batch
         return tuple(full[:cut])
 
-    def _start_from(self, llama: Any, head: tuple[int, ...]) -> None:
+    @staticmethod
+    def _start_from(context: _Context, head: tuple[int, ...]) -> None:
         """Put the context where a cold start stands after `head`: restored from the saved state, or evaluated
         (from an empty context, in the same batches as a cold start) and saved."""
-        state = self._states.get(head)
+        llama, states = context.llama, context.states
+        state = states.get(head)
         if state is None:
             llama.reset()
             llama.eval(head)
             state = llama.save_state()
-            self._states[head] = state
-            while len(self._states) > PREFIX_STATES:
-                self._states.popitem(last=False)
-        self._states.move_to_end(head)
+            states[head] = state
+            while len(states) > PREFIX_STATES:
+                states.popitem(last=False)
+        states.move_to_end(head)
         llama.load_state(state)  # on a miss too, so both paths go on from the very same restored context
 
-    def _generate(self, request: ChatRequest) -> ChatResponse:
-        llama = self._load()
+    def _generate(self, context: _Context, request: ChatRequest) -> ChatResponse:
+        llama = self._load(context)
         settings: dict[str, Any] = {
             "messages": [message.model_dump() for message in request.messages],
             "temperature": request.temperature,
@@ -222,16 +244,16 @@ class LocalChatModel:
             settings["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
         try:
-            head = self._shared_head(llama, settings["messages"])
+            head = self._shared_head(context, settings["messages"])
             if head:
-                self._start_from(llama, head)
+                self._start_from(context, head)
             else:
                 llama.reset()
             completion = llama.create_chat_completion(**settings)
             if head and tuple(llama.input_ids[: len(head)]) != head:
                 # The handler tokenized differently from `_prompt_tokens` and re-evaluated part of the head in other
                 # batches: forget the state and answer from a cold start, which is what the state stands for.
-                self._states.pop(head, None)
+                context.states.pop(head, None)
                 llama.reset()
                 completion = llama.create_chat_completion(**settings)
         except ValueError as exc:  # llama.cpp's way of refusing a prompt longer than the context
@@ -250,10 +272,18 @@ class LocalChatModel:
 
     async def load(self) -> None:
         """Load the weights now (otherwise the first request does)."""
-        await asyncio.get_running_loop().run_in_executor(self._worker, self._load)
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(c.worker, self._load, c) for c in self._contexts))
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, self._generate, request)
+        with self._pick_lock:  # the least busy context; requests queue on its thread
+            context = min(self._contexts, key=lambda candidate: candidate.pending)
+            context.pending += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(context.worker, self._generate, context, request)
+        finally:
+            with self._pick_lock:
+                context.pending -= 1
 
     async def aclose(self) -> None:
         return None
