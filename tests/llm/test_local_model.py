@@ -125,8 +125,9 @@ def test_prefix_states_give_byte_identical_answers_in_any_order() -> None:
     ask(warm, short)  # a request without a head in between
     answers += [(name, ask(warm, request).text) for name, request in [("b", b), ("a", a)]]
     assert answers == [(name, expected[name]) for name, _ in answers]
-    heads = list(warm._contexts[0].states)
-    assert len(heads) == 2 and all(len(head) % 512 == 0 and len(head) >= 512 for head in heads)  # the states were used
+    states = warm._contexts[0].states
+    assert len(states) == 2 and all(len(head) % 512 == 0 and len(head) >= 512 for head in states)  # they were used
+    assert all(state.scores.nbytes < 1_000_000 for state in states.values())  # the KV cache, not 100 MB of scores
 
 
 def test_contexts_share_the_cores_and_answer_as_one(model: LocalChatModel) -> None:

@@ -41,8 +41,8 @@ INSTALL_HINT = "install the 'local' extra: pip install 'edsb[local]'"
 DEFAULT_CONTEXT_TOKENS = 8192  # SmolLM2's training context
 # A small model can loop forever (text mode) or pad JSON with endless whitespace (the grammar allows it).
 DEFAULT_MAX_TOKENS = 512
-# Saved prefix states kept (least recently used dropped): one per variant and module that a sweep interleaves. Each
-# holds the KV cache of its head (~23 KB a token for SmolLM2-135M) and llama-cpp-python's score rows.
+# Saved prefix states kept per context (least recently used dropped): one per variant, module and tag set that a sweep
+# interleaves. Each holds the KV cache of its head, ~23 KB a token for SmolLM2-135M (47 MB for a 2,048-token head).
 PREFIX_STATES = 8
 
 
@@ -224,6 +224,9 @@ class LocalChatModel:
             llama.reset()
             llama.eval(head)
             state = llama.save_state()
+            # save_state copies llama-cpp-python's score rows too (n_batch × vocabulary floats, 100 MB for SmolLM2),
+            # which without logits_all nothing reads: keep one row, which load_state broadcasts back.
+            state.scores = state.scores[-1:].copy()
             states[head] = state
             while len(states) > PREFIX_STATES:
                 states.popitem(last=False)
