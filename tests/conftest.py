@@ -7,8 +7,13 @@ from collections.abc import Iterator
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from tests.support.data import DATA
+from tests.support.data import DATA, prepare_data
 from tests.support.openai_server import OpenAIServer
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The suite sets itself up: the benchmark data is found where `edsb` would find it, or fetched once."""
+    prepare_data()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from rich.table import Table
 from typer.core import TyperCommand, TyperGroup
 
 from edsb import __version__
-from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, DEFAULT_URL
+from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, SamplerName, VariantName
@@ -101,6 +101,14 @@ PerturbOption = Annotated[
         min=0, metavar="SEED", help="The robustness suite's renamed benchmark of this seed (0: the benchmark itself)."
     ),
 ]
+OfflineOption = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help=f"Never download: without --data or $EDSB_DATA, the per-user data dir is otherwise fetched on first use "
+        f"(also ${OFFLINE_ENV}=1).",
+    ),
+]
 
 
 @data_app.command(
@@ -114,13 +122,14 @@ def data_fetch(
         Path | None, typer.Option(metavar="DIR", help="Where to install the files (default: the data directory).")
     ] = None,
     url: Annotated[
-        str,
+        str | None,
         typer.Option(
             metavar="URL",
-            help="Archive of the reference repository at the pinned commit (default: its GitHub archive, below).",
+            help=f"Archive of the reference repository at the pinned commit (default: ${URL_ENV}, then its GitHub "
+            "archive, below).",
             show_default=False,
         ),
-    ] = DEFAULT_URL,
+    ] = None,
     archive: Annotated[
         Path | None,
         typer.Option(
@@ -135,7 +144,7 @@ def data_fetch(
     from edsb.data.location import resolve_data_dir
 
     target = dest or resolve_data_dir(None)
-    installed = fetch_data(target, url, archive=archive, force=force)
+    installed = fetch_data(target, url, archive=archive, force=force, progress=True)
     err.print(f"benchmark data verified at {installed}")
     err.print(f"use it with --data {installed} or export EDSB_DATA={installed}" if dest else "")
 
@@ -193,6 +202,7 @@ def data_path(data: DataOption = None) -> None:
 @app.command("cases", cls=_Command)
 def cases_command(
     data: DataOption = None,
+    offline: OfflineOption = False,
     cases: Annotated[
         str | None,
         typer.Option("--cases", metavar="CASES", help="Selection: ids, ranges, tags (`0-4,60`, `OA,RC`)."),
@@ -213,7 +223,7 @@ def cases_command(
     from edsb.data.benchmark import Benchmark
     from edsb.data.selection import select_cases
 
-    benchmark = Benchmark.open(data, perturb=perturb)
+    benchmark = Benchmark.open(data, perturb=perturb, fetch=True, offline=offline)
     ids = select_cases(cases, benchmark.cases)
     wanted = {str(t) for t in tag or []}
     rows = [benchmark.cases[i] for i in ids if not wanted or wanted & set(benchmark.cases[i].tags)]
@@ -261,6 +271,7 @@ def score_command(
     ] = 0,
     data: DataOption = None,
     perturb: PerturbOption = 0,
+    offline: OfflineOption = False,
 ) -> None:
     """Score plans made by any planner with the official evaluator's semantics (bring your own planner).
 
@@ -272,7 +283,7 @@ def score_command(
     from edsb.planning.sampler import line_sampler
     from edsb.scoring.score_file import score_lines, summarize_scores
 
-    benchmark = Benchmark.open(data, perturb=perturb)
+    benchmark = Benchmark.open(data, perturb=perturb, fetch=True, offline=offline)
     if plans == "-":
         source = sys.stdin
     else:
@@ -415,6 +426,7 @@ def run_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar (CI logs).")] = False,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
     from edsb.report.render import render_report
@@ -449,7 +461,7 @@ def run_command(
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }
-    resolved = resolve_run_config(options, config)
+    resolved = resolve_run_config(options, config, fetch=True, offline=offline)
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))
@@ -574,6 +586,7 @@ def show_command(
         typer.Option(metavar="VARIANT", help="Variant of the run (with --run; default: the run's first)."),
     ] = None,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
     from edsb.data.benchmark import Benchmark
@@ -583,7 +596,8 @@ def show_command(
 
     run_dir = RunDirectory.open(run) if run is not None else None
     # A perturbed run's plan names the renamed objects: draw it on its own version of the benchmark.
-    benchmark = Benchmark.open(data, perturb=run_dir.config.perturb if run_dir else 0)
+    perturb = run_dir.config.perturb if run_dir else 0
+    benchmark = Benchmark.open(data, perturb=perturb, fetch=True, offline=offline)
     if case_id not in benchmark.cases:
         raise UsageError(f"unknown case id {case_id}")
     case = benchmark.cases[case_id]
@@ -608,6 +622,7 @@ def scenes_command(
         ),
     ] = None,
     data: DataOption = None,
+    offline: OfflineOption = False,
 ) -> None:
     """Each scene from above with its regions (DBSCAN clusters of the scene graph) coloured."""
     from edsb.data.benchmark import Benchmark
@@ -615,7 +630,7 @@ def scenes_command(
     from edsb.report.topdown import regions_figure, save_figure
 
     names = [str(name) for name in scene or SceneName]
-    benchmark = Benchmark.open(data)
+    benchmark = Benchmark.open(data, fetch=True, offline=offline)
     for name in names:
         written = save_figure(regions_figure(load_scene(benchmark, name)), output / f"{name}.png")
         err.print(f"{name}: {written}", markup=False, highlight=False)

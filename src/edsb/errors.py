@@ -26,6 +26,13 @@ class DataError(EdsbError):
     """A benchmark file that is missing, corrupt or does not match the pinned manifest."""
 
 
+class OfflineError(DataError):
+    """The benchmark files are missing and downloads are forbidden (`--offline`, `EDSB_OFFLINE`): the option is what
+    cannot be honoured, so it exits as a usage error does."""
+
+    exit_code = 2
+
+
 def validation_message(exc: ValidationError) -> str:
     """The first problem of a pydantic error as `field.path: message`, plus how many more there are."""
     errors = exc.errors()

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import http.server
 import io
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,99 +11,54 @@ from pathlib import Path
 import pytest
 
 from edsb.data.download import fetch_data
-from edsb.data.manifest import load_manifest, verify_tree
+from edsb.data.manifest import verify_tree
 from edsb.errors import DataError
-from tests.support.data import DATA
+from tests.support.archive import ArchiveServer, build_archive, serve_archive
 from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process
 from tests.support.network import closed_port
 
-TOP = "Event-Driven-Storytelling-8a6f726951decf3327d4e015c11202c19dca1749"
-
-
-def build_archive(tamper: str | None = None, drop: str | None = None, runner: bytes | None = None) -> bytes:
-    """A tar.gz shaped like the repository archive: one top folder, plus files the benchmark does not need."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name in load_manifest():
-            if name == drop:
-                continue
-            data = (DATA / name).read_bytes()
-            if name == tamper:
-                data = data.replace(b"chair", b"chaiR", 1) + b" "
-            info = tarfile.TarInfo(f"{TOP}/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        if runner is not None:
-            info = tarfile.TarInfo(f"{TOP}/benchmark/runner.py")
-            info.size = len(runner)
-            tar.addfile(info, io.BytesIO(runner))
-        extra = b"print('not benchmark data')\n"
-        info = tarfile.TarInfo(f"{TOP}/main.py")
-        info.size = len(extra)
-        tar.addfile(info, io.BytesIO(extra))
-    return buffer.getvalue()
-
 
 @pytest.fixture
-def archive_server() -> Iterator[dict]:
-    """Serves whatever bytes the test puts in `state['body']` at any path; records requested paths."""
-    state: dict = {"body": b"", "paths": []}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            state["paths"].append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(state["body"])))
-            self.end_headers()
-            self.wfile.write(state["body"])
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}/archive/pinned.tar.gz"
-    yield state
-    server.shutdown()
-    server.server_close()
+def archive_server() -> Iterator[ArchiveServer]:
+    with serve_archive() as server:
+        yield server
 
 
-def test_fetch_installs_only_benchmark_files_and_verifies(tmp_path: Path, archive_server: dict) -> None:
-    archive_server["body"] = build_archive()
+def test_fetch_installs_only_benchmark_files_and_verifies(tmp_path: Path, archive_server: ArchiveServer) -> None:
+    archive_server.body = build_archive()
     dest = tmp_path / "data"
-    fetch_data(dest, archive_server["url"])
+    fetch_data(dest, archive_server.url)
     assert verify_tree(dest) == []
     assert not (dest / "main.py").exists()
     assert (dest / "SHA256SUMS").is_file()
     # A verified copy is kept as is: no second download.
-    fetch_data(dest, archive_server["url"])
-    assert len(archive_server["paths"]) == 1
+    fetch_data(dest, archive_server.url)
+    assert len(archive_server.paths) == 1
 
 
-def test_tampered_file_is_refused_and_nothing_is_left(tmp_path: Path, archive_server: dict) -> None:
-    archive_server["body"] = build_archive(tamper="benchmark/test_cases/0_OA/testcase_0.json")
+def test_tampered_file_is_refused_and_nothing_is_left(tmp_path: Path, archive_server: ArchiveServer) -> None:
+    archive_server.body = build_archive(tamper="benchmark/test_cases/0_OA/testcase_0.json")
     dest = tmp_path / "data"
     with pytest.raises(DataError, match=r"testcase_0\.json does not match its pinned sha256"):
-        fetch_data(dest, archive_server["url"])
+        fetch_data(dest, archive_server.url)
     assert not dest.exists()
     assert list(tmp_path.iterdir()) == []
 
 
-def test_tampered_download_keeps_previous_good_copy(tmp_path: Path, archive_server: dict) -> None:
-    archive_server["body"] = build_archive()
+def test_tampered_download_keeps_previous_good_copy(tmp_path: Path, archive_server: ArchiveServer) -> None:
+    archive_server.body = build_archive()
     dest = tmp_path / "data"
-    fetch_data(dest, archive_server["url"])
-    archive_server["body"] = build_archive(drop="configs/scenes/House/objects.json")
+    fetch_data(dest, archive_server.url)
+    archive_server.body = build_archive(drop="configs/scenes/House/objects.json")
     with pytest.raises(DataError, match="missing from the archive"):
-        fetch_data(dest, archive_server["url"], force=True)
+        fetch_data(dest, archive_server.url, force=True)
     assert verify_tree(dest) == []
 
 
-def test_garbage_body_is_a_clear_error(tmp_path: Path, archive_server: dict) -> None:
-    archive_server["body"] = b"<html>not an archive</html>"
+def test_garbage_body_is_a_clear_error(tmp_path: Path, archive_server: ArchiveServer) -> None:
+    archive_server.body = b"<html>not an archive</html>"
     with pytest.raises(DataError, match="not a readable archive"):
-        fetch_data(tmp_path / "data", archive_server["url"])
+        fetch_data(tmp_path / "data", archive_server.url)
 
 
 def test_unreachable_url_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,10 +71,10 @@ def test_unreachable_url_is_one_clear_line(tmp_path: Path, capsys: pytest.Captur
     assert not (tmp_path / "data").exists()
 
 
-def test_optional_runner_file_is_verified_too(tmp_path: Path, archive_server: dict) -> None:
-    archive_server["body"] = build_archive(runner=b"guidelines = 'not the pinned file'\n")
+def test_optional_runner_file_is_verified_too(tmp_path: Path, archive_server: ArchiveServer) -> None:
+    archive_server.body = build_archive(runner=b"guidelines = 'not the pinned file'\n")
     with pytest.raises(DataError, match=r"benchmark/runner\.py does not match its pinned sha256"):
-        fetch_data(tmp_path / "data", archive_server["url"])
+        fetch_data(tmp_path / "data", archive_server.url)
     assert not (tmp_path / "data").exists()
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from edsb.llm import ChatRequest, LocalChatModel, LocalModelError, TransportError, build_model, bundled_gguf_path
+from edsb.llm.local import usable_cores
 
 SYSTEM = {"role": "system", "content": "You reply with one JSON object and nothing else."}
 
@@ -87,3 +88,59 @@ def test_local_spec_with_an_explicit_file_runs_it() -> None:
     assert isinstance(explicit, LocalChatModel)
     assert explicit.identity.startswith("local:SmolLM2-135M-Instruct.Q4_1.gguf@")
     assert json.loads(ask(explicit, person_request(max_tokens=32)).text) is not None
+
+
+def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
+    # ggml's AMX kernels (an "extra" buffer type) crash on multi-token prompts on AMX CPUs; edsb turns them off.
+    import llama_cpp.llama as llama_module
+
+    assert model._load().model_params.use_extra_bufts is False
+    assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak
+
+
+def long_request(system: str, question: str) -> ChatRequest:
+    """A request whose head (system prompt and a few-shot pair) is longer than one llama.cpp batch of 512 tokens."""
+    shot = "List three rooms of a house as a JSON array."
+    return ChatRequest(
+        messages=[
+            {"role": "system", "content": system * 100},
+            {"role": "user", "content": shot},
+            {"role": "assistant", "content": '["kitchen", "bedroom", "bathroom"]'},
+            {"role": "user", "content": question},
+        ],
+        temperature=1.0,
+        max_tokens=12,
+    )
+
+
+def test_prefix_states_give_byte_identical_answers_in_any_order() -> None:
+    a = long_request("You plan what people do in a room. ", "What does Ann do in the kitchen?")
+    b = long_request("You describe furniture briefly. ", "Describe the sofa.")
+    short = person_request(max_tokens=8)
+    cold = LocalChatModel(prefix_cache=False)  # every request from an empty context, as before prefix states
+    expected = {"a": ask(cold, a).text, "b": ask(cold, b).text}
+    assert expected["a"] != expected["b"]
+    warm = LocalChatModel()
+    answers = [(name, ask(warm, request).text) for name, request in [("a", a), ("b", b), ("a", a)]]
+    ask(warm, short)  # a request without a head in between
+    answers += [(name, ask(warm, request).text) for name, request in [("b", b), ("a", a)]]
+    assert answers == [(name, expected[name]) for name, _ in answers]
+    states = warm._contexts[0].states
+    assert len(states) == 2 and all(len(head) % 512 == 0 and len(head) >= 512 for head in states)  # they were used
+    assert all(state.scores.nbytes < 1_000_000 for state in states.values())  # the KV cache, not 100 MB of scores
+
+
+def test_contexts_share_the_cores_and_answer_as_one(model: LocalChatModel) -> None:
+    """`--concurrency` beyond 1: several contexts, threads × contexts ≤ cores, each request answered as by one."""
+    a = long_request("You plan what people do in a room. ", "What does Ann do in the kitchen?")
+    b = long_request("You describe furniture briefly. ", "Describe the sofa.")
+    alone = {"a": ask(model, a).text, "b": ask(model, b).text}
+    pool = LocalChatModel(instances=64, prefix_cache=False)
+    cores = usable_cores()
+    assert pool.instances == cores and pool.threads * pool.instances <= cores
+
+    async def together() -> list[str]:
+        return [answer.text for answer in await asyncio.gather(*(pool.complete(r) for r in (a, b, a, b)))]
+
+    assert asyncio.run(together()) == [alone["a"], alone["b"], alone["a"], alone["b"]]
+    assert all(context.llama is not None for context in pool._contexts)  # every context served

@@ -1,5 +1,5 @@
-"""Where the tests find the official benchmark files ($EDSB_DATA, else ../shared/edsb-data beside this checkout, where
-CI puts them), and private copies of them that a test may damage."""
+"""Where the tests find the official benchmark files: where `edsb` would ($EDSB_DATA, else the per-user data directory,
+fetched once per session if it is empty), and private copies of them that a test may damage."""
 
 import os
 import shutil
@@ -7,8 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from edsb.data.download import ensure_data
+from edsb.data.location import ENV_VAR, resolve_data_dir
+from edsb.errors import DataError
+
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("EDSB_DATA", REPO.parent / "shared" / "edsb-data"))
+DATA = resolve_data_dir(None)
+
+
+def prepare_data() -> None:
+    """Download the data on first use as `edsb` does (unless $EDSB_DATA names a copy, as CI's does), then export
+    $EDSB_DATA so every in-process command and child reads that same copy and none downloads again."""
+    if not os.environ.get(ENV_VAR):
+        try:
+            ensure_data(None)
+        except DataError as exc:
+            pytest.exit(f"the benchmark data is missing and could not be fetched: {exc} (or set {ENV_VAR})", 1)
+        os.environ[ENV_VAR] = str(DATA)
 
 
 def require_data() -> Path:

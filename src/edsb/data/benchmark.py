@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from edsb.data.location import resolve_data_dir
+from edsb.data.location import CASES_DIR, resolve_data_dir
 from edsb.data.models import SCENES, GridSettings, SceneBounds, SceneObjectRecord, TestCase
 from edsb.data.perturb import (
     Renaming,
@@ -23,7 +23,6 @@ from edsb.errors import DataError, json_error_message, validation_message
 
 M = TypeVar("M")
 
-CASES_DIR = Path("benchmark/test_cases")
 SCENES_DIR = Path("configs/scenes")
 DESCRIPTIONS_SUBDIR = Path("descriptions/openai-gpt-4o-2024-08-06-0.1")
 PROMPTS_DIR = Path("src/action_planning")
@@ -69,9 +68,19 @@ class Benchmark:
         return self.root.resolve()
 
     @classmethod
-    def open(cls, data: Path | str | None = None, *, perturb: int = 0) -> Benchmark:
+    def open(
+        cls, data: Path | str | None = None, *, perturb: int = 0, fetch: bool = False, offline: bool = False
+    ) -> Benchmark:
+        """The benchmark in the data directory `data` names (see `resolve_data_dir`), renamed by `perturb` when > 0.
+        With `fetch`, a missing per-user copy is downloaded first (`ensure_data`; `offline` or `$EDSB_OFFLINE` forbids
+        it): commands a user types fetch, internal re-opens (sandbox workers, resumed runs) never do."""
         check_seed(perturb)
-        root = resolve_data_dir(data)
+        if fetch:
+            from edsb.data.download import ensure_data
+
+            root = ensure_data(data, offline=offline)
+        else:
+            root = resolve_data_dir(data)
         if not (root / CASES_DIR).is_dir():
             raise DataError(
                 f"no benchmark data at {root} (expected {CASES_DIR}/ inside); run `edsb data fetch` "

@@ -1,4 +1,5 @@
-"""`edsb data fetch`: download the reference repository at the pinned commit, keep only the benchmark files.
+"""`edsb data fetch`, and the same on first use: download the reference repository at the pinned commit, keep only
+the benchmark files.
 
 Everything is extracted into a scratch directory next to the destination and verified against the pinned manifest
 before it is moved into place, so a tampered or truncated archive leaves nothing behind.
@@ -6,32 +7,67 @@ before it is moved into place, so a tampered or truncated archive leaves nothing
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import tempfile
 import zipfile
+from contextlib import nullcontext
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from edsb import REFERENCE_COMMIT, REFERENCE_REPO
+from edsb.data.location import CASES_DIR, explicit_data_dir, resolve_data_dir
 from edsb.data.manifest import OPTIONAL_FILES, load_manifest, manifest_text, sha256_file, verify_tree
-from edsb.errors import DataError
+from edsb.errors import DataError, OfflineError
 
 DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.tar.gz"
 # Where that address redirects, and the file name a browser saves it under: what to fetch by hand for --archive.
 ARCHIVE_URL = f"https://codeload.github.com/{REFERENCE_REPO}/tar.gz/{REFERENCE_COMMIT}"
 ARCHIVE_NAME = f"{REFERENCE_REPO.split('/')[1]}-{REFERENCE_COMMIT}.tar.gz"
+URL_ENV = "EDSB_DATA_URL"  # a mirror of that archive (firewalled machines, tests); verified all the same
+OFFLINE_ENV = "EDSB_OFFLINE"
+ARCHIVE_SIZE = "2.5 MB"  # GitHub's tar.gz of the pinned commit; the benchmark files kept from it are ~0.8 MB
 
 
-def _download(url: str, target: Path, timeout: float) -> None:
-    import httpx  # here, not at the top: every `edsb` command imports this module for DEFAULT_URL
+def archive_url() -> str:
+    """Where the pinned archive is downloaded from: `$EDSB_DATA_URL`, else GitHub."""
+    return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+def offline_by_env() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in {"", "0", "false", "no", "off"}
+
+
+def _progress() -> Any:
+    """A rich progress bar on stderr (rich draws it live on a terminal, once at the end elsewhere)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    return Progress(
+        TextColumn("download"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+
+
+def _download(url: str, target: Path, timeout: float, progress: bool = False) -> None:
+    import httpx  # here, not at the top: every `edsb` command imports this module (the CLI names its variables)
 
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
             if response.status_code != 200:
                 raise DataError(f"download failed: {url} answered HTTP {response.status_code}")
-            with target.open("wb") as handle:
+            size = response.headers.get("Content-Length")
+            with target.open("wb") as handle, _progress() if progress else nullcontext() as bar:
+                task = bar.add_task("download", total=int(size) if size and size.isdigit() else None) if bar else None
                 for chunk in response.iter_bytes():
                     handle.write(chunk)
+                    if bar is not None and task is not None:
+                        bar.advance(task, len(chunk))
     except httpx.HTTPError as exc:
         raise DataError(
             f"download failed: cannot reach {url} ({type(exc).__name__}: {exc}); without network access, download "
@@ -104,19 +140,21 @@ def _missing_parents(path: Path) -> list[Path]:
 
 def fetch_data(
     dest: Path,
-    url: str = DEFAULT_URL,
+    url: str | None = None,
     *,
     archive: Path | None = None,
     force: bool = False,
     timeout: float = 120.0,
+    progress: bool = False,
 ) -> Path:
     """Download (or read `archive`, a local copy of the same archive), verify and install the benchmark files into
     dest; returns dest.
 
     An existing complete copy is kept unless force is set. On any failure dest is left as it was, and directories
-    created for it are removed again.
+    created for it are removed again. `url` defaults to `archive_url()`.
     """
     dest = Path(dest).expanduser()
+    url = url or archive_url()
     if archive is not None:
         archive = Path(archive).expanduser()
         if not archive.is_file():
@@ -127,7 +165,7 @@ def fetch_data(
     created = _missing_parents(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        _install(dest, url, archive, manifest, timeout)
+        _install(dest, url, archive, manifest, timeout, progress)
     except BaseException:
         for parent in created:  # deepest first; a directory someone else filled meanwhile stays
             try:
@@ -138,12 +176,14 @@ def fetch_data(
     return dest
 
 
-def _install(dest: Path, url: str, local_archive: Path | None, manifest: dict[str, str], timeout: float) -> None:
+def _install(
+    dest: Path, url: str, local_archive: Path | None, manifest: dict[str, str], timeout: float, progress: bool
+) -> None:
     with tempfile.TemporaryDirectory(prefix=".edsb-fetch-", dir=dest.parent) as work:
         work_dir = Path(work)
         if local_archive is None:
             archive = work_dir / "archive"
-            _download(url, archive, timeout)
+            _download(url, archive, timeout, progress)
         else:
             archive = local_archive
         scratch = work_dir / "tree"
@@ -170,3 +210,31 @@ def _install(dest: Path, url: str, local_archive: Path | None, manifest: dict[st
             backup = work_dir / "previous"
             dest.rename(backup)
         scratch.rename(dest)
+
+
+def ensure_data(data: Path | str | None = None, *, offline: bool = False) -> Path:
+    """The data directory a command should read, downloaded first when it is the per-user one and lacks the files.
+
+    A directory the user named (`--data`, `$EDSB_DATA`) is never written to: the loader's error says what is missing.
+    `offline` (or `$EDSB_OFFLINE`) turns the download into an error naming the way to install from a local copy.
+    """
+    root = resolve_data_dir(data)
+    if (root / CASES_DIR).is_dir() or explicit_data_dir(data):
+        return root
+    url = archive_url()
+    if offline or offline_by_env():
+        raise OfflineError(
+            f"no benchmark data at {root}, and downloads are off (--offline / {OFFLINE_ENV}); download {url} "
+            "elsewhere and run `edsb data fetch --archive FILE`"
+        )
+    from rich.console import Console
+
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    console.print(
+        f"edsb: first use: downloading the benchmark files ({REFERENCE_REPO} at {REFERENCE_COMMIT[:7]}, "
+        f"{ARCHIVE_SIZE}, every sha256 verified) from {url} into {root}",
+        markup=False,
+    )
+    fetch_data(root, url, progress=True)
+    console.print(f"edsb: benchmark data verified at {root}", markup=False)
+    return root

@@ -8,10 +8,16 @@ from pathlib import Path
 import platformdirs
 
 ENV_VAR = "EDSB_DATA"
+CASES_DIR = Path("benchmark/test_cases")  # a data directory holds the benchmark when it has this folder
 
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("edsb")) / "edsb-data"
+
+
+def explicit_data_dir(option: Path | str | None = None) -> bool:
+    """Whether the user named the data directory (`--data`, `$EDSB_DATA`): edsb never downloads into such a place."""
+    return bool(option) or bool(os.environ.get(ENV_VAR))
 
 
 def resolve_data_dir(option: Path | str | None = None) -> Path:

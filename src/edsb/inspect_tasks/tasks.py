@@ -94,7 +94,7 @@ def edsb_planner(
     chosen_sampler = sampler_named(sampler)
     limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
     check_sandbox(limits)
-    benchmark = Benchmark.open(data, perturb=perturb)
+    benchmark = Benchmark.open(data, perturb=perturb, fetch=True)
     pack = load_prompt_pack(benchmark)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -186,7 +186,7 @@ def edsb_task(
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
-        Benchmark.open(data, perturb=perturb),
+        Benchmark.open(data, perturb=perturb, fetch=True),
         name,
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,

@@ -77,7 +77,8 @@ def build_model(
             max_response_bytes=max_response_bytes,
         )
     else:
-        model = LocalChatModel(parsed.target)
+        # One context per run in flight, up to the cores (each then gets cores / contexts threads).
+        model = LocalChatModel(parsed.target, instances=max_in_flight)
     if cache is False:
         return model
     return CachedChatModel(model, ResponseCache(None if cache is True else Path(cache)))

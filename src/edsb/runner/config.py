@@ -197,10 +197,13 @@ def write_config(run_dir: Path, config: RunConfig) -> None:
     write_json(Path(run_dir) / CONFIG_FILE, config.model_dump())
 
 
-def resolve_run_config(options: dict[str, Any], config_file: Path | None = None) -> RunConfig:
+def resolve_run_config(
+    options: dict[str, Any], config_file: Path | None = None, *, fetch: bool = False, offline: bool = False
+) -> RunConfig:
     """The configuration of one `edsb run`: defaults < preset < config file < explicit options (None = not given).
 
     `options` uses `RunConfig` field names plus `preset`; cases and levels may be selection strings or lists.
+    `fetch` / `offline`: as `Benchmark.open` (the data is downloaded on first use unless offline).
     """
     merged: dict[str, Any] = {}
     file_options = load_config_file(config_file) if config_file else {}
@@ -213,7 +216,7 @@ def resolve_run_config(options: dict[str, Any], config_file: Path | None = None)
         )
     merged.update(file_options)
     merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
-    benchmark = Benchmark.open(merged.get("data"))
+    benchmark = Benchmark.open(merged.get("data"), fetch=fetch, offline=offline)
     cases = merged.get("cases")
     if isinstance(cases, list):
         cases = ",".join(str(c) for c in cases)
