@@ -94,8 +94,13 @@ def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
     # ggml's AMX kernels (an "extra" buffer type) crash on multi-token prompts on AMX CPUs; edsb turns them off.
     import llama_cpp.llama as llama_module
 
+    from edsb.llm import local
+
     assert model._load().model_params.use_extra_bufts is False
-    assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak
+    # The patch did not leak: outside any load (a model of an earlier test may still be loading in a thread of its
+    # own, under the lock), the library's defaults are its own.
+    with local._LOAD_LOCK:
+        assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True
 
 
 def long_request(system: str, question: str) -> ChatRequest:
