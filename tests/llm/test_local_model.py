@@ -94,13 +94,41 @@ def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
     # ggml's AMX kernels (an "extra" buffer type) crash on multi-token prompts on AMX CPUs; edsb turns them off.
     import llama_cpp.llama as llama_module
 
-    from edsb.llm import local
-
     assert model._load().model_params.use_extra_bufts is False
-    # The patch did not leak: outside any load (a model of an earlier test may still be loading in a thread of its
-    # own, under the lock), the library's defaults are its own.
-    with local._LOAD_LOCK:
-        assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True
+    assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak
+
+
+def test_loads_at_once_leave_the_library_defaults_as_they_were() -> None:
+    """Two contexts load at once (`--concurrency` ≥ 2): the second must not take the first's wrapped factory for the
+    library's own and put it back when it is done."""
+    import threading
+    import time
+
+    import llama_cpp.llama as llama_module
+
+    from edsb.llm.local import _plain_cpu_buffers
+
+    library = llama_module.llama_cpp.llama_model_default_params
+    inside, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with _plain_cpu_buffers():
+            inside.set()
+            release.wait(5)
+
+    def second() -> None:
+        with _plain_cpu_buffers():
+            assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is False
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert inside.wait(5)
+    threads[1].start()
+    time.sleep(0.2)  # the second is now waiting for the first's load
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert llama_module.llama_cpp.llama_model_default_params is library
 
 
 def long_request(system: str, question: str) -> ChatRequest:

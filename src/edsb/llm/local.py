@@ -83,15 +83,15 @@ def _plain_cpu_buffers() -> Iterator[None]:
     import llama_cpp.llama as llama_module
 
     bindings = llama_module.llama_cpp
-    original = bindings.llama_model_default_params
+    with _LOAD_LOCK:  # the factory is read under the lock too: a load in flight has it wrapped
+        original = bindings.llama_model_default_params
 
-    def defaults() -> Any:
-        params = original()
-        if hasattr(params, "use_extra_bufts"):
-            params.use_extra_bufts = False
-        return params
+        def defaults() -> Any:
+            params = original()
+            if hasattr(params, "use_extra_bufts"):
+                params.use_extra_bufts = False
+            return params
 
-    with _LOAD_LOCK:
         bindings.llama_model_default_params = defaults
         try:
             yield
