@@ -188,3 +188,16 @@ def test_three_runs_compare_each_later_one_with_the_first(runs: tuple[Path, Path
     assert [c["run"] for c in data["comparisons"]] == ["other", "third"]
     assert rows_by_group(data, 1)[("ours", "Total", "Total")]["success"]["difference"] == 0.0
     assert [r["name"] for r in data["runs"]] == ["base", "other", "third"]
+
+
+def test_runs_sampled_by_different_pi_samplers_are_named_in_a_warning(tmp_path: Path, capsys) -> None:
+    pi = [result_record("scene-graph", 60, ["PI"], 0, r, "passed") for r in range(2)]
+    base, other = write_run_dir(tmp_path / "annealer", pi), write_run_dir(tmp_path / "optimiser", pi)
+    config = json.loads((base / "config.json").read_text())
+    (base / "config.json").write_text(json.dumps(config | {"sampler": "reference"}))
+    code, _, err = edsb_in_process(["compare", str(base), str(other)], capsys)
+    assert code == 0
+    # a directory without the field was written before --sampler existed: the optimiser sampled it
+    assert "different samplers (annealer: reference, optimiser: optimal)" in " ".join(err.split())
+    _, _, err = edsb_in_process(["compare", str(other), str(other)], capsys)
+    assert "different samplers" not in err

@@ -284,6 +284,7 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
     if len(paths) < 2:
         raise UsageError("compare needs at least two run directories")
     runs = []
+    samplers: list[str] = []
     notes: list[str] = []
     for name, path in zip(run_names(paths), paths, strict=True):
         directory = RunDirectory.open(path)
@@ -292,6 +293,10 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
         if label := perturbation_label(directory.config.perturb):
             name = f"{name} ({label})"
         runs.append(ComparedRun(name, Path(path), directory.config.model, directory.results))
+        samplers.append(directory.config.sampler)
+    if len(set(samplers)) > 1 and any("PI" in r.tags for run in runs for r in run.results):
+        named = ", ".join(f"{run.name}: {sampler}" for run, sampler in zip(runs, samplers, strict=True))
+        notes.append(f"the runs' PI positions come from different samplers ({named}): PI differences are partly theirs")
     base = runs[0]
     comparisons = []
     for run in runs[1:]:

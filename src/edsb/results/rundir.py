@@ -188,6 +188,8 @@ class ReportedConfig(BaseModel):
     model: StrictStr = ""
     variants: list[StrictStr] = []
     perturb: StrictInt = Field(default=0, ge=0)  # absent in directories of older versions: the benchmark itself
+    # The PI sampler; directories written before `--sampler` existed were sampled by edsb's optimiser.
+    sampler: StrictStr = "optimal"
 
 
 @dataclass
