@@ -56,3 +56,16 @@ def test_plan_and_text_limits_are_options(tmp_path: Path, capsys: pytest.Capture
         assert code != 0 and "max_plan_characters was 70, now 64" in stderr
         code, stderr = _run(server.base_url, tmp_path / "raised", capsys, "--max-plan-characters", "70")
         assert code == 0 and "1 already done, 0 executed" in stderr, stderr
+
+
+def test_a_small_text_limit_never_cuts_the_plan_the_judge_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan is bounded by the plan limits, not the text limit: the record keeps the plan that was judged."""
+    name = "extra_" + "x" * 400  # a 406-character name, within --max-plan-string-chars (1,000)
+    long_name = program("long_name", f"get_character('{name}').set_target_action('eat')\n")
+    with OpenAIServer(RunScript([ScriptedRun("run0", narrator_json("run0", "eat"), long_name)])) as server:
+        code, stderr = _run(server.base_url, tmp_path / "small", capsys, "--max-text-chars", "100")
+        assert code == 0, stderr
+    (record,) = read_results(tmp_path / "small")
+    assert name in record["plan"] and "plan" not in record["truncated"]

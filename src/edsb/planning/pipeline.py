@@ -203,15 +203,17 @@ def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
 
 def _kept(services: RunServices, trace: RunTrace, **fields: Any) -> dict[str, Any]:
     """The fields of a result that hold text from the model or server, as the record keeps them: valid Unicode
-    (the error message may quote a server; the rest was cleaned where it entered) and cut to `text_limits`."""
+    (the error message may quote a server; the rest was cleaned where it entered) and, but for the plan, cut to
+    `text_limits`."""
     limits, repairs = services.text_limits, trace.repairs
     if fields["error"] is not None:
         fields["error"] = repairs.bounded(repairs.text(fields["error"], "error"), limits.error_chars, "error")
     if fields["reason"] is not None:
         fields["reason"] = repairs.bounded(repairs.text(fields["reason"], "reason"), limits.text_chars, "reason")
-    for name in ("plan", "event"):
-        if fields[name] is not None:
-            fields[name] = repairs.bounded_json(fields[name], limits.text_chars, name)
+    # The plan is kept whole: the plan limits already bound it, and the record must hold the plan the judge saw
+    # (`edsb show --run` judges it again), however small `--max-text-chars` is.
+    if fields["event"] is not None:
+        fields["event"] = repairs.bounded_json(fields["event"], limits.text_chars, "event")
     return fields
 
 
