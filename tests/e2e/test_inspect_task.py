@@ -73,6 +73,8 @@ def inspect_runs(log: EvalLog) -> dict[str, dict[str, Any]]:
     for sample in log.samples or []:
         assert sample.error is None, sample.error.message
         (score,) = sample.scores.values()
+        # the record's notes of what was repaired or cut reach the log too
+        assert (score.metadata["surrogates_replaced"], score.metadata["truncated"]) == ([], [])
         runs[score.metadata["key"]] = {
             "status": score.metadata["status"],
             "error_kind": score.metadata["error_kind"],

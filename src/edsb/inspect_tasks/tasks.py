@@ -40,6 +40,8 @@ SCORE_METADATA = {
     "event",
     "tokens",
     "sampler_miss",
+    "surrogates_replaced",
+    "truncated",
 }  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
 Selection = str | int | Iterable[int] | None
@@ -224,8 +226,8 @@ def edsb_table1(
     perturb: int = 0,
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
-    `sampler` (PI only): reference or optimal. `perturb`: the robustness suite's renaming seed (0 = the benchmark as
-    published)."""
+    `sampler`: reference or optimal, for PI cases picked with `cases`. `perturb`: the robustness suite's renaming seed
+    (0 = the benchmark as published)."""
     return edsb_task(
         "table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler, perturb
     )
