@@ -1,7 +1,7 @@
 """What model code set, turned into a plan the way the reference converts it (§4.5), for each planning mode.
 
-The sandbox (`edsb.sandbox`) runs the code and hands back the raw handles; `run_plan_code` is that call followed by
-this conversion, which runs in the parent.
+The sandbox (`edsb.sandbox`) runs the code and hands back the raw handles; `run_plan_code_noting_repairs` (the
+pipeline's call) and `run_plan_code` are that call followed by this conversion and the plan limits, in the parent.
 
 Ordering decision (§9.14): the reference deduplicates action lists through a `set`, so the saved order depends on
 `PYTHONHASHSEED`. We keep the first occurrence of each action instead (the chosen action, then `sit` / `lie`), which

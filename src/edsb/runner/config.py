@@ -14,6 +14,7 @@ from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
@@ -59,7 +60,8 @@ class RunConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
-    max_response_mb: int = Field(default=16, ge=1)  # the largest body a model server may send back, MiB
+    # the largest body a model server may send back, MiB
+    max_response_mb: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES >> 20, ge=1)
     cache: bool = True
     code_timeout: float = Field(default=10.0, gt=0)
     code_memory_mb: int = Field(default=1024, ge=64)

@@ -73,30 +73,6 @@ class RawPlan:
     repaired: bool = False  # the worker replaced lone surrogates in a value or in the printed text
 
 
-# --- valid Unicode --------------------------------------------------------------------------------------------------
-
-
-def clean_plain(value: Plain) -> tuple[Plain, bool]:
-    """A plain value with every string passed through `replace_surrogates`, and whether any changed."""
-    if isinstance(value, str):
-        cleaned = replace_surrogates(value)
-        return cleaned, cleaned is not value
-    if isinstance(value, Opaque):
-        type_name, text = replace_surrogates(value.type_name), replace_surrogates(value.text)
-        changed = type_name is not value.type_name or text is not value.text
-        return (Opaque(type_name, text, value.hashable) if changed else value), changed
-    if isinstance(value, list | tuple):
-        items = [clean_plain(item) for item in value]
-        if not any(changed for _, changed in items):
-            return value, False
-        kept = [item for item, _ in items]
-        return (kept if isinstance(value, list) else tuple(kept)), True
-    return value, False
-
-
-# --- plain values, continued ------------------------------------------------------------------------------------------
-
-
 def to_plain(value: Any, depth: int = 0) -> Plain:
     """What the code stored, as plain data the parent can rebuild (containers to a small depth). A numpy scalar
     counts as the Python value it stands for (`np.float64(1.5)` is a float, as the reference's code would use it)."""
@@ -168,6 +144,27 @@ def scene_key(spec: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
     if spec[0] == "source":
         return (str(spec[0]), str(spec[1]), str(spec[2]), str(spec[3]))
     return ("inline", str(spec[1]))
+
+
+# --- valid Unicode --------------------------------------------------------------------------------------------------
+
+
+def clean_plain(value: Plain) -> tuple[Plain, bool]:
+    """A plain value with every string passed through `replace_surrogates`, and whether any changed."""
+    if isinstance(value, str):
+        cleaned = replace_surrogates(value)
+        return cleaned, cleaned is not value
+    if isinstance(value, Opaque):
+        type_name, text = replace_surrogates(value.type_name), replace_surrogates(value.text)
+        changed = type_name is not value.type_name or text is not value.text
+        return (Opaque(type_name, text, value.hashable) if changed else value), changed
+    if isinstance(value, list | tuple):
+        items = [clean_plain(item) for item in value]
+        if not any(changed for _, changed in items):
+            return value, False
+        kept = [item for item, _ in items]
+        return (kept if isinstance(value, list) else tuple(kept)), True
+    return value, False
 
 
 # --- frames -----------------------------------------------------------------------------------------------------------
