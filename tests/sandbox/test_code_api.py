@@ -5,7 +5,6 @@ Literal answers below were checked against the reference implementation run on t
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from edsb.data.benchmark import Benchmark

@@ -127,7 +127,9 @@ def test_a_parsed_event_the_reference_cannot_convert_is_a_plan_error(house: ApiS
 
 
 def test_the_executor_has_the_reference_method_for_every_rewritten_name() -> None:
-    methods = {name for name, value in vars(CodeExecutor).items() if callable(value) and name.startswith(("_get_", "_is_"))}
+    methods = {
+        name for name, value in vars(CodeExecutor).items() if callable(value) and name.startswith(("_get_", "_is_"))
+    }
     assert methods == {f"_{name}" for name in API_FUNCTIONS}
     assert prepare_code("x = self.get_character('A')  # get_area_to_sit_on", EXACT_PREFIX) == (
         "x = self.self._get_character('A')  # self._get_area_to_sit_on"
@@ -233,7 +235,12 @@ def test_top_level_code_sees_the_reference_locals(house: ApiScene) -> None:
     assert found.group(1) == extract_code(fenced(probe))
     assert found.group(0) == f"```python\n{found.group(1)}\n```"
     assert found.span() == (len("Here is the plan.\n"), len("Here is the plan.\n") + len(found.group(0)))
-    unfenced = run_exact(code.replace("CODE = match.group(1)\n", "") + "self.parsed_event['m'] = {'target_action': match, 'position': []}\n", house, {})
+    unfenced = run_exact(
+        code.replace("CODE = match.group(1)\n", "")
+        + "self.parsed_event['m'] = {'target_action': match, 'position': []}\n",
+        house,
+        {},
+    )
     assert unfenced[0].target_action is None  # no python block: the reference's search found nothing
 
 
@@ -274,7 +281,8 @@ def test_the_api_answers_as_the_reference(house: ApiScene) -> None:
         "    def __lt__(self, other):\n        return self.d < other.d\n"
         "    def __repr__(self):\n        return f'Seat({self.name})'\n"
         "seat = min([Seat('chair_1', 3.0), Seat('chair_2', 1.0)]).name",
-        "@dataclass\nclass Seat:\n    name: str\n    tags: list = field(default_factory=list)\nseat = Seat('chair_2').name",
+        "@dataclass\nclass Seat:\n    name: str\n    tags: list = field(default_factory=list)\n"
+        "seat = Seat('chair_2').name",
         "seat = types.SimpleNamespace(name='chair_2').name",
         "seat = [n for n in get_objects_close_to('table_4', 'chair') if n.endswith('2')][0]",
         "seat = sorted(get_objects_close_to('table_4', 'chairs'), key=lambda n: get_distance_between('table_4', n))[0]",
@@ -291,11 +299,19 @@ def test_what_the_restricted_sandbox_refuses_runs(house: ApiScene, body: str) ->
     ("body", "kind", "message"),
     [
         ("raise MemoryError('big')", ErrorKind.CODE_MEMORY, "MemoryError: big"),
-        ("def f(n):\n    return f(n + 1)\nf(0)", ErrorKind.CODE_RUNTIME, "RecursionError: maximum recursion depth exceeded"),
+        (
+            "def f(n):\n    return f(n + 1)\nf(0)",
+            ErrorKind.CODE_RUNTIME,
+            "RecursionError: maximum recursion depth exceeded",
+        ),
         ("raise SystemExit(3)", ErrorKind.CODE_RUNTIME, "SystemExit: 3"),
         ("raise KeyboardInterrupt", ErrorKind.CODE_RUNTIME, "KeyboardInterrupt"),
         ("get_closest_object('unicorn_1')", ErrorKind.CODE_RUNTIME, "KeyError: 'unicorn_1'"),
-        ("get_character('A').set_position(5)", ErrorKind.CODE_RUNTIME, "ValueError: Invalid position type: <class 'int'>"),
+        (
+            "get_character('A').set_position(5)",
+            ErrorKind.CODE_RUNTIME,
+            "ValueError: Invalid position type: <class 'int'>",
+        ),
         ("raise TypeError('a wrong signature inside')", ErrorKind.CODE_RUNTIME, "TypeError: a wrong signature inside"),
     ],
 )
