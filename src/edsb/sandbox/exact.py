@@ -255,7 +255,7 @@ def run_exact(reply: str, scene: ApiScene, latest_plans: Mapping[str, LatestPlan
     # order the reference's dict lists them.
     local_context = {
         "response": code,
-        "match": _reference_match(reply),
+        "match": reference_match(reply),
         "global_context": global_context,
         "self": executor,
     }
@@ -272,7 +272,7 @@ def run_exact(reply: str, scene: ApiScene, latest_plans: Mapping[str, LatestPlan
     return _plan_entries(executor)
 
 
-def _reference_match(reply: str) -> re.Match[str] | None:
+def reference_match(reply: str) -> re.Match[str] | None:
     """The match object the reference's code-block search returns, found in linear time: the same span and group,
     from a pattern that fixes the body's length (only its `re` and `pos` attributes tell it apart)."""
     span = code_block_span(reply)
