@@ -18,6 +18,14 @@ handle (`isinstance(get_object_supporting(x), Object)` holds), `SceneGraph` is e
 `Character` and `Event` are empty stand-ins under the reference's names. Only code that reaches into the reference's
 internals through them (`sg.get_distance_between_surfaces`, `Event(...)`) fails here where it would run there.
 
+Where this cannot be the reference: its module globals are shared by every run in its process (a run that rebinds
+one changes later runs), here each run gets a fresh copy; the `match` local has the reference's spans and groups but
+not its pattern or `pos`; `__file__` is relative and `__cached__`, `__loader__` and `__spec__` are None; the debug
+log lines the reference formats from the arguments are not formatted (only an argument whose formatting raises would
+tell); CPython's own wording of some errors differs between 3.10 (the paper's) and later versions. A `parsed_event`
+written by hand is converted as the reference converts it, except that when two of its entries are malformed in
+different ways the one reported may be another (both are execution errors).
+
 This module does not contain anything: it runs in a child that `edsb.sandbox.kernel.contain` has already locked
 down. Every exception the code raises is the model's: the reference records any exception as an execution error.
 """
