@@ -466,14 +466,7 @@ def run_command(
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
-    summary = write_summary(
-        out,
-        outcome.results,
-        resolved.variants,
-        model=resolved.model,
-        runs_planned=outcome.runs_planned,
-        perturb=resolved.perturb,
-    )
+    summary = write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
     if outcome.interrupted:
         raise KeyboardInterrupt
     render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
@@ -509,12 +502,23 @@ def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
     return None
 
 
+AllOption = Annotated[
+    bool, typer.Option("--all", help="Show every row of long lists (per case, cases that flip); default: the first 20.")
+]
+
+
 @app.command("report", cls=_Command)
 def report_command(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `edsb run`.")],
     fmt: Annotated[
         ReportFormat,
-        typer.Option("--format", metavar="FORMAT", help=f"Output format: {_one_of(ReportFormat)}.", show_default=False),
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help=f"Output format: {_one_of(ReportFormat)} (json: the results document with its run card; samples: "
+            "one JSON line per run with its texts, code, plan and verdict).",
+            show_default=False,
+        ),
     ] = ReportFormat.TABLE,
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[
@@ -530,12 +534,13 @@ def report_command(
             "-o", "--output", metavar="FILE", help="Write the report to FILE (needed for html; default: stdout)."
         ),
     ] = None,
+    show_all: AllOption = False,
     data: DataOption = None,
 ) -> None:
-    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
-    `--format html -o report.html` writes one self-contained page with a drill-down per run."""
+    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and their reasons, and
+    per-case counts; `--format html -o report.html` writes one self-contained page with a drill-down per run."""
     from edsb.data.benchmark import Benchmark
-    from edsb.report.render import load_run, render_report
+    from edsb.report.render import open_run, render_report
 
     if fmt == ReportFormat.HTML:
         from edsb.report.html import write_html_report
@@ -545,20 +550,41 @@ def report_command(
         written = write_html_report(run_dir, output, Benchmark.open(data))
         err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
         return
-    config, summary = load_run(run_dir)
+    if fmt == ReportFormat.SAMPLES:
+        from edsb.report.formats import plural
+        from edsb.report.samples import write_samples
+
+        if output is None:
+            write_samples(run_dir, sys.stdout)
+            return
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as handle:
+            count = write_samples(run_dir, handle)
+        err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
+        return
+    run, summary = open_run(run_dir)
+    config = run.config.model_dump()
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)
+
+    def render(console: Console) -> str | None:
+        if fmt == ReportFormat.JSON:
+            from edsb.report.card import results_document
+
+            return json.dumps(results_document(run_dir, run.config, run.results, summary), indent=2)
+        prices = (price_in, price_out)
+        return render_report(
+            config, summary, fmt, intervals=intervals, prices=prices, console=console, show_all=show_all
+        )
+
     if output is None:
-        text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)
+        text = render(out)
         if text is not None:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         with output.open("w", encoding="utf-8") as handle:  # a table goes to the file as plain text, no colours
-            file_console = Console(file=handle, soft_wrap=True, color_system=None, width=160)
-            text = render_report(
-                config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=file_console
-            )
+            text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
             if text is not None:
                 handle.write(text if text.endswith("\n") else text + "\n")
         err.print(f"report written to {output}", markup=False, highlight=False)
@@ -655,6 +681,7 @@ def compare_command(
         Path | None,
         typer.Option("-o", "--output", metavar="FILE", help="Write to this file (needed by --format html)."),
     ] = None,
+    show_all: AllOption = False,
 ) -> None:
     """Paired comparison with the first run: per variant and tag, the difference in success and execution rate
     over the runs sharing a run key, its 95% interval clustered by case, a p-value and the discordant pairs;
@@ -677,12 +704,12 @@ def compare_command(
         err.print(f"board written to {written}", markup=False, highlight=False)
         return
     if output is None:
-        text = render_board(board, fmt, console=out)
+        text = render_board(board, fmt, console=out, show_all=show_all)
         if text is not None:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     with output.open("w", encoding="utf-8") as handle:  # the tables as plain text for `table`
-        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True))
+        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True), show_all=show_all)
         if text is not None:
             handle.write(text if text.endswith("\n") else text + "\n")
     err.print(f"comparison written to {output}", markup=False, highlight=False)
