@@ -21,7 +21,7 @@ from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, SamplerName, VariantName
-from edsb.report.formats import CompareFormat, ReportFormat
+from edsb.report.formats import CompareFormat, ReportFormat, plural
 
 
 class _FlagsWithoutPlaceholders:
@@ -244,7 +244,7 @@ def cases_command(
                 + "\n"
             )
         return
-    table = Table("id", "scene", "tags", "max lvl", "instruction", title=f"{len(rows)} cases")
+    table = Table("id", "scene", "tags", "max lvl", "instruction", title=plural(len(rows), "case"))
     for case in rows:
         table.add_row(
             str(case.id),
@@ -475,15 +475,15 @@ def run_command(
         err.print(hint, markup=False, highlight=False)
     stats = outcome.stats
     err.print(
-        f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
+        f"{plural(len(outcome.keys), 'run')} planned, {outcome.skipped} already done, {stats.done} executed "
         f"({stats.incomplete} incomplete: rerun the same command to retry them); results in {out}",
         markup=False,
         highlight=False,
     )
     if stats.incomplete:  # a sweep with holes must not look like a finished one to a script or CI
-        raise EdsbError(
-            f"{stats.incomplete} runs are incomplete (no answer from the model, or an edsb fault); see {out}"
-        )
+        are = "is" if stats.incomplete == 1 else "are"
+        why = "no answer from the model, or an edsb fault"
+        raise EdsbError(f"{plural(stats.incomplete, 'run')} {are} incomplete ({why}); see {out}")
 
 
 def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
@@ -551,7 +551,6 @@ def report_command(
         err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
         return
     if fmt == ReportFormat.SAMPLES:
-        from edsb.report.formats import plural
         from edsb.report.samples import write_samples
 
         if output is None:
@@ -600,8 +599,16 @@ def report_command(
 def show_command(
     case_id: Annotated[int, typer.Argument(metavar="CASE", help="Test case id.")],
     output: Annotated[
-        Path, typer.Option("-o", "--output", metavar="FILE", help="Picture to write: .png, .svg or .pdf.")
-    ],
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Picture to write: .png, .svg or .pdf (default: case<CASE>-d<LEVEL>.png here, with --run "
+            "case<CASE>-d<LEVEL>-r<N>-<VARIANT>.png).",
+            show_default=False,
+        ),
+    ] = None,
     distraction: Annotated[int, typer.Option("--distraction", min=0, metavar="LEVEL", help="Distraction level.")] = 0,
     run: Annotated[
         Path | None, typer.Option("--run", metavar="RUN_DIR", help="Run directory whose plan to draw.")
@@ -631,10 +638,12 @@ def show_command(
     scene = load_scene(benchmark, case.scene_name)
     if run_dir is None:
         figure = case_figure(case, level, scene)
+        name = f"case{case_id}-d{level}.png"
     else:
         result = run_dir.find(case_id, distraction, repeat, variant)
         figure = result_figure(case, level, scene, result)
-    written = save_figure(figure, output)
+        name = f"case{case_id}-d{level}-r{repeat}-{result.variant}.png"
+    written = save_figure(figure, output or Path(name))
     err.print(f"picture written to {written}", markup=False, highlight=False)
 
 

@@ -32,7 +32,6 @@ from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
 
 RESULTS_FORMAT = "edsb.results/1"
-SCHEMA_FILE = "docs/results-schema.json"  # in the repository, generated from `ResultsDocument`
 
 
 class _Strict(BaseModel):
@@ -303,4 +302,5 @@ def write_results_document(run_dir: Path, document: Mapping[str, Any]) -> Path:
 
 def results_schema() -> dict[str, Any]:
     """The JSON Schema of the results document (what `docs/results-schema.json` holds)."""
-    return ResultsDocument.model_json_schema(mode="serialization")
+    schema = ResultsDocument.model_json_schema(mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

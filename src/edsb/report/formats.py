@@ -26,8 +26,8 @@ class CompareFormat(StrEnum):
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
-    """`1 run`, `3 runs`, `1,200 runs`: a count with its noun in the right number (`many`: an irregular plural)."""
-    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+    """`1 run`, `3 runs`: a count with its noun in the right number (`many`: an irregular plural)."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
 
 
 def variant_rank(name: str) -> tuple[int, str]:
