@@ -118,12 +118,12 @@ def token_notes(summary: Mapping[str, Any]) -> list[str]:
 
 
 def power_notes(summary: Mapping[str, Any]) -> list[str]:
-    """Why a variant's power figures read `-`."""
-    return [
-        f"-: {variant}: {data['power']['note']}"
-        for variant, data in summary["variants"].items()
-        if data.get("power", {}).get("note")
-    ]
+    """Why a variant's power figures read `-` (variants with the same reason on one line)."""
+    by_note: dict[str, list[str]] = {}
+    for variant, data in summary["variants"].items():
+        if note := data.get("power", {}).get("note"):
+            by_note.setdefault(note, []).append(variant)
+    return [f"-: {', '.join(variants)}: {note}" for note, variants in by_note.items()]
 
 
 def reason_block(summary: Mapping[str, Any], title: str, field: str) -> Block:
@@ -301,11 +301,12 @@ def render_report(
     blocks.append(Block("Tokens (prompt / completion)", token_header, tokens, token_notes(summary)))
     blocks.append(Block(SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
     blocks.append(Block("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
-    blocks.append(reason_block(summary, "Why runs erred (most frequent reasons)", "error_reasons"))
-    blocks.append(
-        reason_block(summary, "Why runs are incomplete (not counted; retried on resume)", "incomplete_reasons")
-    )
-    blocks.append(reason_block(summary, "Why plans failed (most frequent reasons)", "failure_reasons"))
+    for title, field in (
+        ("Why runs erred (most frequent reasons)", "error_reasons"),
+        ("Why runs are incomplete (not counted; retried on resume)", "incomplete_reasons"),
+        ("Why plans failed (most frequent reasons)", "failure_reasons"),
+    ):
+        blocks.append(reason_block(summary, title, field).limited(show_all))
     per_case = Block("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary))
     blocks.append(per_case.limited(show_all))
     return _emit(blocks, fmt, console, summary.get("perturbation"))
