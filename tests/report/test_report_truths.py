@@ -31,10 +31,8 @@ def test_the_text_report_shows_why_runs_erred(only_erred: Path, capsys) -> None:
     code, out, _ = edsb_in_process(["report", str(only_erred), "--format", "markdown"], capsys)
     assert code == 0
     section = out[out.index("### Why runs erred") :]
-    assert (
-        "| ours | narrator_format: the reply is not JSON: Unterminated string starting at: line 1 column 40 | 2 |"
-        in (section)
-    )
+    cut_off = "narrator_format: the reply is not JSON: Unterminated string starting at: line 1 column 40"
+    assert f"| ours | {cut_off} | 2 |" in section
     assert "| ours | code_runtime: NameError: name 'sofa' is not defined | 1 |" in section
     code, table, _ = edsb_in_process(["report", str(only_erred)], capsys)
     assert code == 0 and "Why runs erred" in table and "NameError: name 'sofa' is not" in table
