@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,7 +31,7 @@ from edsb.report.formats import paper_order
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
 
-RESULTS_FORMAT = "edsb.results/1"
+RESULTS_FORMAT: Final = "edsb.results/1"
 
 
 class _Strict(BaseModel):
