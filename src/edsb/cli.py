@@ -503,7 +503,8 @@ def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
 
 
 AllOption = Annotated[
-    bool, typer.Option("--all", help="Show every row of long lists (per case, cases that flip); default: the first 20.")
+    bool,
+    typer.Option("--all", help="Show every row of long lists (per case, reasons, cases that flip); default: 20."),
 ]
 
 

@@ -141,3 +141,14 @@ def test_a_sweep_that_only_erred_gets_its_reasons_in_the_report(edsb: Callable[.
         assert word in section
     markdown = edsb("report", out, "--format", "markdown").stdout
     assert f"| {VARIANT} | {error} | 2 |" in markdown[markdown.index("### Why runs erred") :]
+
+
+def test_a_damaged_transcript_costs_the_card_its_times_not_the_document(keyed_run: Path, edsb) -> None:
+    transcript = keyed_run / "transcripts" / "requests.jsonl"
+    transcript.write_text("not json\n" + transcript.read_text(encoding="utf-8"), encoding="utf-8")
+    report = edsb("report", keyed_run, "--format", "json")
+    assert report.returncode == 0, report.stderr
+    document = json.loads(report.stdout)
+    assert document["run"]["started_at"] is None and document["run"]["sampling"]["sent"] == []
+    assert any("the transcripts could not be read" in note for note in document["notes"])
+    assert document["run"]["counts"]["passed"] == 2

@@ -25,6 +25,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.manifest import manifest_text, verify_tree
 from edsb.data.selection import select_cases
 from edsb.errors import EdsbError
+from edsb.llm.errors import ReplayError
 from edsb.llm.transcripts import TranscriptRecord, read_transcripts, transcripts_dir
 from edsb.planning.variants import PRESETS
 from edsb.report.formats import paper_order
@@ -242,10 +243,25 @@ LIMIT_FIELDS = ("code_timeout", "code_memory_mb", "max_plan_characters", "max_pl
                 "max_plan_string_chars")  # fmt: skip
 
 
-def run_card(run_dir: Path, config: ReportedConfig, results: list[RunResult], planned: int | None = None) -> RunCard:
-    """The card of a run directory; `planned` defaults to what summary.json recorded."""
+def read_records(run_dir: Path) -> tuple[list[TranscriptRecord], str | None]:
+    """The transcripts of a run directory, or none and why: a damaged transcript costs the card its times and
+    settings sent, never the document."""
+    try:
+        return read_transcripts(transcripts_dir(run_dir)), None
+    except ReplayError as error:
+        return [], f"the transcripts could not be read ({error}): no times or settings sent in the run card"
+
+
+def run_card(
+    run_dir: Path,
+    config: ReportedConfig,
+    results: list[RunResult],
+    planned: int | None = None,
+    records: list[TranscriptRecord] | None = None,
+) -> RunCard:
+    """The card of a run directory; `planned` defaults to what summary.json recorded, `records` to its transcripts."""
     run_dir = Path(run_dir)
-    records = read_transcripts(transcripts_dir(run_dir))
+    records = read_records(run_dir)[0] if records is None else records
     extra = config.model_extra or {}
     settings = {name: extra[name] for name in ("max_tokens", "model_seed") if isinstance(extra.get(name), int)}
     return RunCard(
@@ -284,11 +300,12 @@ def results_document(
     run_dir: Path, config: ReportedConfig, results: list[RunResult], summary: Mapping[str, Any], **card: Any
 ) -> dict[str, Any]:
     """The results document as plain JSON data, checked against its own schema on the way out."""
+    records, problem = read_records(Path(run_dir))
     document = ResultsDocument(
         format=RESULTS_FORMAT,
-        run=run_card(run_dir, config, results, **card),
+        run=run_card(run_dir, config, results, records=records, **card),
         perturbation=summary.get("perturbation"),
-        notes=list(summary.get("notes", [])),
+        notes=[*summary.get("notes", []), *([problem] if problem else [])],
         variants=summary["variants"],
     )
     return document.model_dump(mode="json", exclude_unset=True)
