@@ -23,7 +23,7 @@ from edsb.report.render import (
     render_board,
     render_report,
 )
-from tests.support.edsb_cli import edsb_in_process
+from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process
 from tests.support.run_dir import result_record, write_run_dir
 
 VARIANTS = ("ours", "wo-event", "object-list", "scene-graph")
@@ -127,3 +127,15 @@ def test_report_and_compare_take_all(pair: tuple[Path, Path], capsys) -> None:
     assert code == 0 and "not shown" not in out and "| scene-graph | 29 | d0-r0 d1-r0 d2-r0 | - |" in out
     code, out, _ = edsb_in_process(["report", str(pair[1]), "--format", "markdown", "--all"], capsys)
     assert code == 0 and "not shown" not in out and "| scene-graph | 29 | 3 | 0 | 0 |" in out
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_commands_follow_the_terminal_width(pair: tuple[Path, Path], columns: int) -> None:
+    """`edsb compare` and `edsb report` as a user runs them, the width taken from COLUMNS."""
+    env = child_env(COLUMNS=str(columns))
+    for args in (["compare", *map(str, pair)], ["report", str(pair[1])]):
+        outcome = edsb_child(args, env=env)
+        assert outcome.returncode == 0, outcome.stderr
+        lines = outcome.stdout.splitlines()
+        assert "…" not in outcome.stdout and max(len(line) for line in lines) <= columns
+        assert max(len(line) for line in lines) > (70 if columns == 80 else 80)  # the width is used, not a default

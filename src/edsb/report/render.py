@@ -183,7 +183,7 @@ class Block:
 def _markdown(block: Block) -> str:
     lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
     lines += ["| " + " | ".join(row) + " |" for row in block.rows]
-    return "\n".join(lines + (["", *block.footer] if block.footer else []))
+    return "\n\n".join(["\n".join(lines), *block.footer])  # each note a paragraph of its own
 
 
 CSV_HEADER = (
