@@ -489,6 +489,10 @@ def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
             os.dup2(null, fd)
     if null > 2:
         os.close(null)
+    # Python's own streams onto those descriptors (a test runner's capture, say, may have used others); a stream
+    # whose descriptor is kept (a channel) writes nowhere instead
+    streams = [open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep) for fd in (0, 1, 2)]  # noqa: SIM115
+    sys.stdin, sys.stdout, sys.stderr = streams
 
 
 def _set_rlimits(c: Containment) -> None:
