@@ -182,31 +182,72 @@ def _memory(megabytes: int) -> object:
 DATA_DIR = Path(os.environ.get("EDSB_DATA") or Path(__file__).parent)
 
 ATTACKS = [
-    Attack("create a file in tmp_path", lambda tmp_path: _create(tmp_path), ("landlock", "drop_privileges"), ("tmp_path",)),
+    Attack(
+        "create a file in tmp_path", lambda tmp_path: _create(tmp_path), ("landlock", "drop_privileges"), ("tmp_path",)
+    ),
     Attack("create a file in /tmp", lambda: _create(Path("/tmp")), ("landlock", "drop_privileges")),
-    Attack("truncate (open 'w')", lambda victim: open(victim, "w").close(), ("landlock", "drop_privileges"), ("victim",)),
-    Attack("truncate(2)", lambda victim: os.truncate(victim, 0), ("landlock", "seccomp", "drop_privileges"), ("victim",)),
+    Attack(
+        "truncate (open 'w')", lambda victim: open(victim, "w").close(), ("landlock", "drop_privileges"), ("victim",)
+    ),
+    Attack(
+        "truncate(2)", lambda victim: os.truncate(victim, 0), ("landlock", "seccomp", "drop_privileges"), ("victim",)
+    ),
     Attack("delete a file", lambda victim: os.unlink(victim), ("landlock", "seccomp", "drop_privileges"), ("victim",)),
-    Attack("read /proc/<ppid>/environ", lambda: _read(f"/proc/{os.getppid()}/environ"), ("landlock", "drop_privileges")),
-    Attack("open /proc/<ppid>/mem", lambda: os.open(f"/proc/{os.getppid()}/mem", os.O_RDONLY), ("landlock", "drop_privileges")),
-    Attack("read ~/.netrc", lambda netrc: _read(os.path.expanduser("~/.netrc")), ("landlock", "drop_privileges"), ("netrc",)),
+    Attack(
+        "read /proc/<ppid>/environ", lambda: _read(f"/proc/{os.getppid()}/environ"), ("landlock", "drop_privileges")
+    ),
+    Attack(
+        "open /proc/<ppid>/mem",
+        lambda: os.open(f"/proc/{os.getppid()}/mem", os.O_RDONLY),
+        ("landlock", "drop_privileges"),
+    ),
+    Attack(
+        "read ~/.netrc",
+        lambda netrc: _read(os.path.expanduser("~/.netrc")),
+        ("landlock", "drop_privileges"),
+        ("netrc",),
+    ),
     Attack("list the data directory", lambda: len(os.listdir(DATA_DIR)), ("landlock",)),
     Attack("read an inherited descriptor", lambda secret_fd: os.read(secret_fd, 8), ("close_fds",), ("secret_fd",)),
-    Attack("TCP connect", lambda tcp_listener: _connect(socket.AF_INET, tcp_listener), ("seccomp", "landlock"), ("tcp_listener",)),
-    Attack("TCP over IPv6", lambda tcp6_listener: _connect(socket.AF_INET6, tcp6_listener), ("seccomp", "landlock"), ("tcp6_listener",)),
+    Attack(
+        "TCP connect",
+        lambda tcp_listener: _connect(socket.AF_INET, tcp_listener),
+        ("seccomp", "landlock"),
+        ("tcp_listener",),
+    ),
+    Attack(
+        "TCP over IPv6",
+        lambda tcp6_listener: _connect(socket.AF_INET6, tcp6_listener),
+        ("seccomp", "landlock"),
+        ("tcp6_listener",),
+    ),
     Attack("UDP send", lambda: _connect(socket.AF_INET, ("127.0.0.1", 9), socket.SOCK_DGRAM), ("seccomp", "landlock")),
-    Attack("AF_UNIX connect", lambda unix_listener: _connect(socket.AF_UNIX, unix_listener), ("seccomp", "landlock", "drop_privileges"), ("unix_listener",)),
+    Attack(
+        "AF_UNIX connect",
+        lambda unix_listener: _connect(socket.AF_UNIX, unix_listener),
+        ("seccomp", "landlock", "drop_privileges"),
+        ("unix_listener",),
+    ),
     Attack("os.fork", lambda: os.fork() or os.wait(), ("seccomp",)),
     Attack("os.system", _system, ("seccomp", "landlock")),
-    Attack("subprocess", lambda: subprocess.run(["/bin/sh", "-c", "exit 7"], check=False).returncode, ("seccomp", "landlock")),
+    Attack(
+        "subprocess",
+        lambda: subprocess.run(["/bin/sh", "-c", "exit 7"], check=False).returncode,
+        ("seccomp", "landlock"),
+    ),
     Attack("a fork bomb", _fork_bomb, ("seccomp",)),
     Attack("signal the parent", lambda: os.kill(os.getppid(), 0), ("seccomp", "landlock")),
     Attack("kill a sibling", lambda sleeper: _kill(sleeper), ("seccomp", "landlock"), ("sleeper",)),
-    Attack("ptrace a sibling (libc syscall)", lambda sleeper: _ptrace(sleeper), ("seccomp", "landlock", "drop_privileges"), ("sleeper",)),
+    Attack(
+        "ptrace a sibling (libc syscall)",
+        lambda sleeper: _ptrace(sleeper),
+        ("seccomp", "landlock", "drop_privileges"),
+        ("sleeper",),
+    ),
     Attack("io_uring_setup (libc syscall)", _io_uring, ("seccomp",)),
     Attack("execve (libc)", _execve, ("seccomp", "landlock")),
     Attack("allocate past the memory limit", lambda: _memory(2 * HEADROOM >> 20), ("rlimits",)),
-]  # fmt: skip
+]
 
 
 @pytest.fixture
@@ -315,7 +356,7 @@ def test_a_flood_on_stdout_and_stderr_goes_nowhere(close_fds: bool) -> None:
     try:
         outcome = run_contained(_flood, replace(FULL, close_fds=close_fds), before=redirect)
     finally:
-        for read_end, write_end in pipes:
+        for _, write_end in pipes:
             os.close(write_end)
         for reader in readers:
             reader.join()

@@ -170,7 +170,9 @@ def _probe_landlock() -> tuple[int | None, str]:
         return None, f"refused ({errno.errorcode.get(exc.errno or 0, exc.errno)}), likely by an outer seccomp filter"
     if abi < MIN_LANDLOCK_ABI:
         return abi, f"too old: ABI {MIN_LANDLOCK_ABI} (Linux 6.2) governs truncation"
-    extras = [name for need, name in ((4, "TCP rules"), (6, "signal and socket scopes"), (10, "UDP rules")) if abi >= need]
+    extras = [
+        name for need, name in ((4, "TCP rules"), (6, "signal and socket scopes"), (10, "UDP rules")) if abi >= need
+    ]
     return abi, "files" + "".join(f", {name}" for name in extras)
 
 
@@ -231,7 +233,7 @@ def _readable_by_others(path: str) -> bool:
     current = Path(path)
     try:
         mode = current.stat().st_mode
-        if stat.S_ISDIR(mode) and (mode & 0o005) != 0o005 or not stat.S_ISDIR(mode) and not mode & 0o004:
+        if (stat.S_ISDIR(mode) and (mode & 0o005) != 0o005) or (not stat.S_ISDIR(mode) and not mode & 0o004):
             return False
         return all(parent.stat().st_mode & 0o001 for parent in current.parents)
     except OSError:
@@ -370,7 +372,9 @@ def _build_seccomp_filter() -> Any:
             rules.add_rule(seccomp.ALLOW, name)
     # threads only: CLONE_THREAD set and no namespace flag; clone3 hides its flags in memory, so it answers ENOSYS
     # and glibc falls back to clone.
-    rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD))
+    rules.add_rule(
+        seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD)
+    )
     if known("clone3"):
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for request in _IOCTL_ALLOWED:
@@ -491,7 +495,10 @@ def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
         os.close(null)
     # Python's own streams onto those descriptors (a test runner's capture, say, may have used others); a stream
     # whose descriptor is kept (a channel) writes nowhere instead
-    streams = [open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep) for fd in (0, 1, 2)]  # noqa: SIM115
+    streams = [
+        open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep)  # noqa: SIM115
+        for fd in (0, 1, 2)
+    ]  # they live as long as the process
     sys.stdin, sys.stdout, sys.stderr = streams
 
 
@@ -512,7 +519,7 @@ def _drop_privileges(support: HostSupport) -> None:
             os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
     if any(_capabilities()):
         _drop_capabilities()
-    if any(_capabilities()) or support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID:
+    if any(_capabilities()) or (support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID):
         raise ContainmentError("the privilege drop did not take effect")
 
 
