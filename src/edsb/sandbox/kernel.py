@@ -28,7 +28,7 @@ import signal
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -290,11 +290,26 @@ def _prctl(option: int, arg: Any, what: str) -> None:
 # --- the layers, built -----------------------------------------------------------------------------------------------
 
 
+def _streams(keep: Iterable[int] = ()) -> list[Any]:
+    """Text streams on descriptors 0-2 (those in `keep` replaced by /dev/null); they live as long as the process."""
+    return [
+        open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep) for fd in (0, 1, 2)
+    ]
+
+
 @dataclass
 class _Prepared:
     ruleset: Any  # landlockpy.Ruleset holding its descriptor, or None where Landlock is not used
     seccomp_program: bytes | None  # the compiled BPF program; None where seccomp is not used
     canary_syscall: int = -1  # getpgid: harmless, outside the allow-list, on every architecture
+    streams: list[Any] = field(default_factory=_streams)  # sys.stdin/out/err for the child, made once
+    fprog: Any = None  # the program as the kernel takes it (struct sock_fprog over a buffer it keeps alive)
+    buffer: Any = None
+
+    def __post_init__(self) -> None:
+        if self.seccomp_program is not None:
+            self.buffer = ctypes.create_string_buffer(self.seccomp_program, len(self.seccomp_program))
+            self.fprog = _SockFprog(len(self.seccomp_program) // 8, ctypes.cast(self.buffer, ctypes.c_void_p))
 
 
 _prepared: _Prepared | None = None
@@ -495,10 +510,7 @@ def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
         os.close(null)
     # Python's own streams onto those descriptors (a test runner's capture, say, may have used others); a stream
     # whose descriptor is kept (a channel) writes nowhere instead
-    streams = [
-        open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep)  # noqa: SIM115
-        for fd in (0, 1, 2)
-    ]  # they live as long as the process
+    streams = _prepared.streams if _prepared is not None and not set(keep) & {0, 1, 2} else _streams(keep)
     sys.stdin, sys.stdout, sys.stderr = streams
 
 
@@ -536,12 +548,9 @@ def _restrict_landlock(built: _Prepared) -> None:
 
 
 def _load_seccomp(built: _Prepared) -> None:
-    program = built.seccomp_program
-    if program is None:
+    if built.fprog is None:
         raise ContainmentError("no seccomp program was built")
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(built.fprog), 0, 0) != 0:
         raise ContainmentError(f"cannot load the seccomp filter: {os.strerror(ctypes.get_errno())}")
     if _libc().syscall(built.canary_syscall, 0) != -1:  # canary: a syscall outside the allow-list must now fail
         raise ContainmentError("seccomp did not take effect")
