@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +65,22 @@ def test_contain_fails_closed_when_a_requested_layer_is_missing(fresh_probe: pyt
     assert run_contained(lambda: "ran", replace(FULL, landlock=False)).status == "done"
 
 
-def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+def test_a_checkout_on_the_import_path_lends_only_its_imported_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "edsb_fake_package").mkdir()
+    (tmp_path / "edsb_fake_package" / "__init__.py").write_text("")
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "edsb_fake_package", raising=False)
+    import edsb_fake_package  # noqa: F401
+
+    paths = kernel._read_paths()
+    assert str((tmp_path / "edsb_fake_package").resolve()) in paths
+    assert not any(kernel._within(str(tmp_path.resolve()), path) for path in paths)
+
+
+def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
     data = "/work/shared/edsb-data"
     monkeypatch.setattr(sys, "path", [*sys.path, "/", "/work", "/etc", os.path.expanduser("~"), data, "/proc/self"])
     paths = kernel._read_paths(protected=[data])
@@ -85,7 +101,7 @@ def test_the_seccomp_list_names_real_syscalls_and_leaves_out_the_dangerous_ones(
         "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register", "openat2",
         "mount", "setrlimit", "prlimit64", "unshare", "setns", "bpf", "keyctl", "kill", "tkill", "tgkill",
         "truncate", "ftruncate", "unlink", "unlinkat", "rename", "renameat2", "connect", "bind", "pidfd_getfd",
-        "open_by_handle_at", "memfd_create", "userfaultfd", "perf_event_open",
+        "open_by_handle_at", "memfd_create", "userfaultfd", "perf_event_open", "fcntl", "ioctl", "prctl",
     }  # fmt: skip
     assert not dangerous & set(kernel.SECCOMP_ALLOW)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import resource
 import signal
@@ -245,6 +246,7 @@ ATTACKS = [
         ("sleeper",),
     ),
     Attack("io_uring_setup (libc syscall)", _io_uring, ("seccomp",)),
+    Attack("F_SETOWN (SIGIO towards the parent)", lambda: fcntl.fcntl(0, fcntl.F_SETOWN, os.getppid()), ("seccomp",)),
     Attack("execve (libc)", _execve, ("seccomp", "landlock")),
     Attack("allocate past the memory limit", lambda: _memory(2 * HEADROOM >> 20), ("rlimits",)),
 ]

@@ -48,12 +48,13 @@ PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated
 # printing; a thread and a thread pool; print to stdout and stderr; the time calls; a MemoryError; then the reply on
 # the channel. Widened by what glibc or the kernel use in the same roles on other setups (statx, the legacy x86 names,
 # pread/readv, the poll family for the channel) and by the time calls, which the vDSO may turn into real syscalls.
-# Names missing on an architecture are skipped. Argument-checked calls (clone, ioctl, prlimit64) are added below.
+# Names missing on an architecture are skipped. Argument-checked calls (clone, ioctl, fcntl, prlimit64) are added
+# below.
 SECCOMP_ALLOW: tuple[str, ...] = (
     # files the Landlock rules let it open, and descriptors it holds
     "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
     "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
-    "access", "faccessat", "faccessat2", "getcwd", "fcntl", "dup", "dup2", "dup3",
+    "access", "faccessat", "faccessat2", "getcwd", "dup", "dup2", "dup3",
     # the result channel (a connected socket inherited from the parent)
     "sendto", "recvfrom", "sendmsg", "recvmsg", "getsockopt", "getsockname", "getpeername",
     "poll", "ppoll", "select", "pselect6",
@@ -72,6 +73,8 @@ SECCOMP_ALLOW: tuple[str, ...] = (
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+# fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
+_FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
 _IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B)  # TCGETS (isatty), TIOCGWINSZ, FIONCLEX, FIOCLEX, FIONREAD
 
 _PR_SET_NO_NEW_PRIVS = 38
@@ -329,22 +332,39 @@ def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
     return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
 
 
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib")
+
+
 def _read_paths(protected: Sequence[str] = ()) -> list[str]:
-    """The directories a contained run may read: the interpreter's prefixes, the import path and the system library
-    directories. An entry that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or
-    the data) is left out: the template has imported what runs need, so only lazy imports could miss it."""
+    """What a contained run may read: the interpreter's prefixes (the standard library, a venv's site-packages), the
+    system library directories and, from import-path entries outside those (a checkout on PYTHONPATH, say), only the
+    packages already imported from them, never the whole entry (a checkout may hold a `.env` file or results). A
+    path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or the data) is left
+    out: the template has imported what runs need, so only a lazy import could miss it."""
     no_ancestor, no_descendant = _fenced_paths(protected)
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *[p for p in sys.path if p]]
-    candidates += ["/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib"]
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *SYSTEM_LIBRARIES]
+    candidates = [os.path.realpath(path) for path in prefixes]
+    candidates += [os.path.realpath(path) for path in sys.path if path and _within_any(path, candidates)]
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if "." in name or not isinstance(origin, str):
+            continue
+        real = os.path.realpath(origin)
+        if not _within_any(real, candidates):  # a package: its directory; a module: its file
+            candidates.append(os.path.dirname(real) if os.path.basename(real) == "__init__.py" else real)
     chosen: list[str] = []
-    for candidate in candidates:
-        real = os.path.realpath(candidate)
+    for real in candidates:
         if not os.path.exists(real) or real in chosen:
             continue
         if any(_within(f, real) for f in no_ancestor) or any(_within(real, f) for f in no_descendant):
             continue
         chosen.append(real)
     return [path for path in chosen if not any(other != path and _within(path, other) for other in chosen)]
+
+
+def _within_any(path: str, directories: Iterable[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(_within(real, directory) for directory in directories)
 
 
 def _within(path: str, directory: str) -> bool:
@@ -394,6 +414,8 @@ def _build_seccomp_filter() -> Any:
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for request in _IOCTL_ALLOWED:
         rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
+    for command in _FCNTL_ALLOWED:
+        rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
     # reading its own limits (resource.getrlimit), never setting any
     rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
     return rules
