@@ -127,3 +127,18 @@ def test_prepare_builds_both_layers_once() -> None:
     assert len(built.seccomp_program) % 8 == 0  # whole BPF instructions
     kernel.prepare()  # again: the old ruleset's descriptor is released
     assert built.ruleset.closed
+
+
+def test_contain_refuses_a_process_with_other_threads() -> None:
+    """Landlock and seccomp bind the calling thread and its future children only: a thread already running would
+    stay free, so contain() refuses."""
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def start_a_thread() -> None:
+        import threading
+
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+    outcome = run_contained(lambda: "ran", FULL, before=start_a_thread)
+    assert outcome.status == "uncontained" and "single-threaded" in outcome.detail, outcome

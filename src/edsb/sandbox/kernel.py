@@ -117,7 +117,10 @@ class HostSupport:
 
 @functools.cache
 def host_support() -> HostSupport:
-    """Probe the kernel (cached; safe in any process, it enforces nothing)."""
+    """Probe the kernel (cached; safe in any process, it enforces nothing). `exact` needs seccomp filters and Landlock
+    ABI 3 (MIN_LANDLOCK_ABI, Linux 6.2): the first that governs truncation; the later network and scope rights are
+    used where present, seccomp covering sockets and signals without them. $EDSB_SANDBOX_PROBE=no-landlock or
+    no-seccomp reports a feature missing (to simulate a weaker host); no value makes a host look stronger."""
     if sys.platform != "linux":
         return HostSupport(False, f"no Landlock or seccomp on {sys.platform}", None, False, _user(), "", "", "", "")
     weaker = {part.strip() for part in os.environ.get(PROBE_ENV, "").split(",") if part.strip()}
@@ -493,6 +496,8 @@ def contain(containment: Containment) -> None:
         raise ContainmentError(f"Landlock ABI {MIN_LANDLOCK_ABI}+ is needed: {support.landlock_note}")
     if c.seccomp and not support.seccomp:
         raise ContainmentError(f"seccomp is needed: {support.seccomp_note}")
+    if (c.landlock or c.seccomp) and len(os.listdir("/proc/self/task")) != 1:  # both bind the calling thread only
+        raise ContainmentError("contain() must run in a single-threaded process")
     built = _prepared if _prepared is not None else _build()  # before the drop: the rules open the paths
     ruleset_fd = built.ruleset.fileno() if built.ruleset is not None else -1
     try:
