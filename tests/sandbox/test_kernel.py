@@ -142,3 +142,23 @@ def test_contain_refuses_a_process_with_other_threads() -> None:
 
     outcome = run_contained(lambda: "ran", FULL, before=start_a_thread)
     assert outcome.status == "uncontained" and "single-threaded" in outcome.detail, outcome
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 is a root worker's")
+def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() -> None:
+    """This host keeps uid 0 (its Python lives under /root), so the uid path is forced here, in the child only."""
+    require_kernel_sandbox()
+    kernel.prepare()
+    forced = replace(host_support(), drop_to_uid=True)
+
+    def force_the_uid_drop() -> None:
+        kernel.host_support = lambda: forced  # type: ignore[assignment]
+
+    ids = run_contained(lambda: (os.getresuid(), os.getresgid(), os.getgroups()), FULL, before=force_the_uid_drop)
+    unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
+    assert ids.status == "done" and ids.detail == repr((unprivileged, unprivileged, [])), ids
+    # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
+    kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    assert kept.detail == repr(([], (0, 0))), kept
+    control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
+    assert control.status == "done" and control.detail != repr((0, 0)), control
