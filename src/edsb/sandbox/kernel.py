@@ -348,9 +348,10 @@ def _read_paths(protected: Sequence[str] = ()) -> list[str]:
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *SYSTEM_LIBRARIES]
     candidates = [os.path.realpath(path) for path in prefixes]
     candidates += [os.path.realpath(path) for path in sys.path if path and _within_any(path, candidates)]
+    as_named = [*prefixes, *candidates]  # a module's file as Python names it usually starts with one (no realpath)
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
-        if "." in name or not isinstance(origin, str):
+        if "." in name or not isinstance(origin, str) or any(_within(origin, prefix) for prefix in as_named):
             continue
         real = os.path.realpath(origin)
         if not _within_any(real, candidates):  # a package: its directory; a module: its file
