@@ -435,6 +435,24 @@ def test_honest_code_runs(name: str) -> None:
     assert outcome.status == "done" and outcome.detail not in ("False", "None"), outcome
 
 
+def test_the_kept_channel_works_as_a_socket() -> None:
+    """The result channel stays usable after contain(): blocking mode, timeouts, send and receive."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+
+        def answer() -> object:
+            channel = socket.socket(fileno=os.dup(theirs.fileno()))
+            channel.settimeout(30)
+            request = channel.recv(16)
+            channel.sendall(request.upper())
+            return request
+
+        ours.sendall(b"plan")
+        outcome = run_contained(answer, replace(FULL, keep_fds=(theirs.fileno(),)))
+        assert outcome == Outcome("done", repr(b"plan")), outcome
+        assert ours.recv(16) == b"PLAN"
+
+
 def test_contain_without_prepare_gives_the_same_boundary() -> None:
     def fresh() -> None:
         kernel._prepared = None  # in the child only: contain() builds the layers itself
