@@ -23,7 +23,6 @@ import ctypes
 import errno
 import functools
 import os
-import resource
 import signal
 import stat
 import sys
@@ -544,6 +543,8 @@ def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
 
 
 def _set_rlimits(c: Containment) -> None:
+    import resource  # POSIX only: this module is imported on every platform
+
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit is an OSError, not a kill
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
