@@ -14,6 +14,7 @@ import logging
 import re
 import sys
 import types
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,8 +66,9 @@ CORPUS: dict[str, tuple[str, str]] = {
     ),
     "typing import": (
         program(
+            "from typing import Optional\n"
             "def pick(names: List[str]) -> Optional[str]:\n    return names[0]\nSEAT = pick(['chair_2'])",
-            top="from typing import List, Optional\n\n",
+            top="from typing import List\n\n",
         ),
         RUNS,
     ),
@@ -163,11 +165,13 @@ def reference_exec(reply: str, api: CodeApi, monkeypatch: pytest.MonkeyPatch) ->
     code = prepare_code(extract_code(reply))
     module = types.ModuleType(REFERENCE_MODULE)
     vars(module).update(
-        np=np, re=re, types=types, List=list, dataclass=dataclass, field=field, logging=logging, Area=Area
+        np=np, re=re, types=types, List=typing.List, dataclass=dataclass, field=field, logging=logging, Area=Area
     )
     monkeypatch.setitem(sys.modules, REFERENCE_MODULE, module)
     local_context: dict[str, Any] = {"self": api}
-    exec(code, vars(module), local_context)
+    # Compiled without this file's `from __future__ import annotations`, which a plain `exec` of a string inherits:
+    # the reference's module has none, so its annotations are evaluated when a function is defined.
+    exec(compile(code, "<string>", "exec", dont_inherit=True), vars(module), local_context)
     exec("bound = types.MethodType(parse_event, self)\nbound()", vars(module), local_context)
 
 
@@ -202,6 +206,21 @@ def test_the_sandbox_runs_or_refuses_as_listed(pool: SandboxPool, name: str) -> 
     assert expected == RUNS
     [entry] = raw.characters
     assert (entry.character, entry.target_action, entry.position) == ("David", "eat", ["sit on chair_2"])
+
+
+#: Code the reference cannot run because its executor binds `List` and no other typing name: a helper annotated with
+#: one that the code did not import fails when it is defined.
+UNBOUND_TYPING = program("def pick(names: List[str]) -> Optional[str]:\n    return names[0]\nSEAT = pick(['chair_2'])")
+
+
+def test_a_typing_name_the_reference_does_not_bind_fails_in_both(
+    house: ApiScene, pool: SandboxPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(NameError, match="name 'Optional' is not defined"):
+        reference_exec(UNBOUND_TYPING, CodeApi(house), monkeypatch)
+    with pytest.raises(CodeError) as caught:
+        pool.execute(UNBOUND_TYPING, CodeContext.for_benchmark(DATA, "House"))
+    assert (caught.value.kind, caught.value.message) == ("code_runtime", "NameError: name 'Optional' is not defined")
 
 
 def test_the_sandbox_runs_most_of_the_corpus() -> None:
