@@ -32,7 +32,7 @@ from tests.support.edsb_cli import child_env, edsb_child
 from tests.support.hostile_values import FAILURES, METHODS, Hostile
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import read_results
-from tests.support.sandbox_runs import LIMITS, body_code, verdict
+from tests.support.sandbox_runs import body_code, verdict
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
 
 NUMPY_ATTRIBUTE = "the attribute {!r} of numpy objects is not available in plan code"
@@ -59,7 +59,10 @@ SUPER = {
         "super(type(Literal), Literal).__init__(evil)",
         INIT,
     ),
-    "bytes scalar writes a file": ("super(type(b''), np.bytes_(b'x')).tofile('TARGET')", NUMPY_ATTRIBUTE.format("tofile")),
+    "bytes scalar writes a file": (
+        "super(type(b''), np.bytes_(b'x')).tofile('TARGET')",
+        NUMPY_ATTRIBUTE.format("tofile"),
+    ),
     "str scalar pickles to a file": ("super(str, np.str_('x')).dump('TARGET')", NUMPY_ATTRIBUTE.format("dump")),
     "by getattr": ("getattr(super(str, np.str_('x')), 'to' + 'file')('TARGET')", NUMPY_ATTRIBUTE.format("tofile")),
     "by hasattr": ("hasattr(super(str, np.str_('x')), 'ctypes')", NUMPY_ATTRIBUTE.format("ctypes")),
@@ -104,7 +107,7 @@ print(Sofa('sofa_1').label(), NoSeat('x').args, super(re.RegexFlag, re.RegexFlag
     assert verdict(pool, context, body_code(body)) == ("ok", "big sofa ('x',) re.TEMPLATE\n")
 
 
-# --- callbacks and files: no real class reaches plan code --------------------------------------------------------------
+# --- callbacks and files: no real class reaches plan code -------------------------------------------------------------
 
 FILE_WRITER = "lambda *a, t=None: (t or a[-1]).tofile((t or a[-1])(1), 'TARGET')"
 CALLBACKS = {
@@ -232,7 +235,7 @@ for value in shown:
         assert (kind, str(DATA) in printed) == ("code_policy", False)
 
 
-# --- blame --------------------------------------------------------------------------------------------------------------
+# --- blame ------------------------------------------------------------------------------------------------------------
 
 CONVERTING = "the plan holds a value that cannot be converted to plain data: "
 COUNTER = "from collections import Counter\nc = Counter('ab')\nc.most_common = {}\n"
@@ -303,7 +306,10 @@ def test_a_value_whose_special_methods_raise_is_the_models_to_convert(
     elif failure == "MemoryError":
         assert found == ("code_memory", "MemoryError")
     elif failure == "RecursionError":
-        assert (found[0], found[1].startswith(CONVERTING + "RecursionError: maximum recursion")) == ("code_output", True)
+        assert (found[0], found[1].startswith(CONVERTING + "RecursionError: maximum recursion")) == (
+            "code_output",
+            True,
+        )
     else:
         assert found == ("code_output", f"{CONVERTING}{failure}: boom")
 
@@ -346,9 +352,7 @@ PERSISTENCE = {
 
 
 @pytest.mark.parametrize("name", list(PERSISTENCE), ids=list(PERSISTENCE))
-def test_an_attack_leaves_nothing_for_the_next_run(
-    lone_pool: SandboxPool, context: CodeContext, name: str
-) -> None:
+def test_an_attack_leaves_nothing_for_the_next_run(lone_pool: SandboxPool, context: CodeContext, name: str) -> None:
     attack, honest, printed = PERSISTENCE[name]
     verdict(lone_pool, context, body_code(attack))  # refused or not: the next run must not notice it
     assert verdict(lone_pool, context, body_code(honest)) == ("ok", printed)
@@ -384,7 +388,7 @@ def test_a_runs_regex_cache_leaves_no_memory_to_the_next_run(lone_pool: SandboxP
     )
 
 
-# --- the reproductions through the real pipeline -----------------------------------------------------------------------
+# --- the reproductions through the real pipeline ----------------------------------------------------------------------
 
 PLAN = "david = get_character('David')\ndavid.set_target_action('eat')\n"
 PIPELINE = {
@@ -393,7 +397,8 @@ PIPELINE = {
     "blame": (BLAME["a memoryview in the plan (the issue's)"][0], "code_policy"),
     "persistence": (PERSISTENCE["Literal re-initialised (the issue's)"][0], "code_policy"),
     "array_printed": (
-        "from typing import Literal\nassert str(np.array([1])) == '[1]' and str(Literal['x']) == \"typing.Literal['x']\"\n"
+        "from typing import Literal\n"
+        "assert str(np.array([1])) == '[1]' and str(Literal['x']) == \"typing.Literal['x']\"\n"
         + PLAN
         + "david.set_position(get_area_to_sit_on('chair_2'))",
         None,

@@ -14,7 +14,6 @@ import logging
 import re
 import sys
 import types
-import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,7 +164,7 @@ def reference_exec(reply: str, api: CodeApi, monkeypatch: pytest.MonkeyPatch) ->
     code = prepare_code(extract_code(reply))
     module = types.ModuleType(REFERENCE_MODULE)
     vars(module).update(
-        np=np, re=re, types=types, List=typing.List, dataclass=dataclass, field=field, logging=logging, Area=Area
+        np=np, re=re, types=types, List=list, dataclass=dataclass, field=field, logging=logging, Area=Area
     )
     monkeypatch.setitem(sys.modules, REFERENCE_MODULE, module)
     local_context: dict[str, Any] = {"self": api}

@@ -11,10 +11,10 @@ code (`np`, `re`, the `typing` names), minus everything that reaches files, memo
   elements' methods by name), a class it returns becomes a `ClassView`, and a callable it returns (a `vectorize`
   object, a `frompyfunc` ufunc) is wrapped again. Every callable handed to numpy (`vectorize`, `frompyfunc`,
   `apply_along_axis`, `fromfunction`, `piecewise`'s list, `array2string`'s formatters, ...) is wrapped as a
-  `Callback`, which gives it class views in place of the real classes numpy passes on. File, memory-map, ctypes and pickle
-  functions (`load`, `save`, `fromfile`, `memmap`, `ctypeslib`, `lib`, `DataSource`, ...) are absent, and naming one
-  is a policy violation with a clear message. An array's own attributes are limited to `NUMPY_ATTRIBUTES` (no
-  `ctypes`, `tofile`, `dump`, `base`, `data`, ...).
+  `Callback`, which gives it class views in place of the real classes numpy passes on. File, memory-map, ctypes and
+  pickle functions (`load`, `save`, `fromfile`, `memmap`, `ctypeslib`, `lib`, `DataSource`, ...) are absent, and
+  naming one is a policy violation with a clear message. An array's own attributes are limited to
+  `NUMPY_ATTRIBUTES` (no `ctypes`, `tofile`, `dump`, `base`, `data`, ...).
 * `ClassView`: what `type()` and attribute access return instead of a class of edsb's code API or of numpy. It
   answers `isinstance`, `issubclass`, `==` and `repr`, converts a value when the class is a numpy scalar type or
   `dtype`, and refuses to construct anything else (a forged API object or character handle, an `ndarray` over a

@@ -126,6 +126,7 @@ class PlanCodePolicy(RestrictingNodeTransformer):
             self.error(node, f'"{node.name}" is not allowed: of the special methods, a class may only define __init__')
             return node
         new_node = super().visit_FunctionDef(node)
+        assert isinstance(new_node, ast.FunctionDef)  # RestrictedPython changes the node in place
         return new_node if self._lazy_annotations else self._evaluate_annotations(new_node)
 
     def _evaluate_annotations(self, node: ast.FunctionDef) -> ast.FunctionDef:
@@ -398,7 +399,7 @@ class Guards:
         if name in _READABLE_DUNDERS:
             return self._dunder(obj, name, default)
         # A `super()` object finds attributes in the classes of the object beneath it: the same rules apply.
-        subject = obj.__self__ if type(obj) is super else obj
+        subject = obj.__self__ if type(obj) is super else obj  # type: ignore[attr-defined]
         special = name == "__init__" and type(obj) is super and type(subject) in self._classes  # super().__init__
         if (name.startswith("_") or name in _REFUSED_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
