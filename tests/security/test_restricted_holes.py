@@ -159,10 +159,14 @@ class D:
     def sum(self, axis=None, dtype=None, out=None, **k):
         return dtype is np.float32
 print(np.sum(D(), dtype=np.float32))
+@np.vectorize
+def double(v):
+    return v * 2
+print(double([1, 2]), double.__name__, np.frompyfunc(len, 1, 1).__name__)
 """
     assert verdict(pool, context, body_code(body)) == (
         "ok",
-        "[2. 2.] [True, True]\n[2 4] 3\n[[0, 1], [1, 2]]\n[0. 2. 4.]\n[<0> <1>]\nTrue\n",
+        "[2. 2.] [True, True]\n[2 4] 3\n[[0, 1], [1, 2]]\n[0. 2. 4.]\n[<0> <1>]\nTrue\n[2 4] double len (vectorized)\n",
     )
 
 

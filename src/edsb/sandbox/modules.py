@@ -299,6 +299,11 @@ class Callback:
     def __repr__(self) -> str:
         return repr(self._function)
 
+    @property
+    def __name__(self) -> str:  # what `np.vectorize` and `np.frompyfunc` name their result after
+        name = getattr(self._function, "__name__", None)
+        return name if isinstance(name, str) else type(self._function).__name__
+
 
 def _is_callback(value: Any) -> bool:
     """A callable numpy may call back, as opposed to a class or a class view (a `dtype`), which numpy converts."""
