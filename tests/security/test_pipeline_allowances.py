@@ -65,6 +65,8 @@ from typing import List
 
 
 def parse_event():
+    from typing import Any, Dict, Optional
+
     def seats(names: List[str], first: Optional[int] = None) -> List[str]:
         return [n for n in names if n.startswith('chair')][:first]
 

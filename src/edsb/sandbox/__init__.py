@@ -3,8 +3,8 @@ processes.
 
 The security boundary. Model code can reach: the spatial code API (`code_api`: the functions of the official prompt,
 called on a per-run object whose scene data sits behind underscore names), `Area`, a short list of harmless builtins
-and exceptions, per-run views of `math`, `re`, `itertools`, `typing` and a curated `numpy` (`np` and some `typing`
-names pre-bound, as in the reference's executor), checked `str.format`, plain classes of its own, and a capped
+and exceptions, per-run views of `math`, `re`, `itertools`, `typing` and a curated `numpy` (`np`, `re` and `List`
+pre-bound, as in the reference's executor), checked `str.format`, plain classes of its own, and a capped
 `print` (`policy`, `modules`). It cannot reach: imports of anything else, a real class of edsb or numpy (`type()`
 hands out a stand-in that cannot construct an API object), names or attributes starting with `_`, numpy's file,
 memory and pickle functions or object arrays, files, the environment (the worker is forked from a template process

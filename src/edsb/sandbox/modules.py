@@ -4,13 +4,17 @@ code (`np`, `re`, the `typing` names), minus everything that reaches files, memo
 * `math`, `re`, `itertools`, `collections` and `typing`: their public names, without the modules they imported (of
   `collections`, only its containers: `Counter`, `defaultdict`, `deque`, `OrderedDict`). Of `typing`, only
   the names annotations use (`List`, `Optional`, ...); the objects are inert, since the guards refuse any attribute
-  of a typing object (`Iterable.register` would change an ABC shared by later runs).
+  of a typing object (`Iterable.register` would change an ABC shared by later runs). Only `List` is pre-bound, as in
+  the reference's executor module; the others must be imported.
 * `numpy` and `numpy.linalg`: a curated list of array creation, arithmetic, reductions, comparisons, sorting and
   linear algebra. Every numpy callable is wrapped: it never takes or returns an object array (whose loops call the
-  elements' methods by name), and a class it returns becomes a `ClassView`. File, memory-map, ctypes and pickle
-  functions (`load`, `save`, `fromfile`, `memmap`, `ctypeslib`, `lib`, `DataSource`, ...) are absent, and naming one
-  is a policy violation with a clear message. An array's own attributes are limited to `NUMPY_ATTRIBUTES` (no
-  `ctypes`, `tofile`, `dump`, `base`, `data`, ...).
+  elements' methods by name), a class it returns becomes a `ClassView`, and a callable it returns (a `vectorize`
+  object, a `frompyfunc` ufunc) is wrapped again. Every callable handed to numpy (`vectorize`, `frompyfunc`,
+  `apply_along_axis`, `fromfunction`, `piecewise`'s list, `array2string`'s formatters, ...) is wrapped as a
+  `Callback`, which gives it class views in place of the real classes numpy passes on. File, memory-map, ctypes and
+  pickle functions (`load`, `save`, `fromfile`, `memmap`, `ctypeslib`, `lib`, `DataSource`, ...) are absent, and
+  naming one is a policy violation with a clear message. An array's own attributes are limited to
+  `NUMPY_ATTRIBUTES` (no `ctypes`, `tofile`, `dump`, `base`, `data`, ...).
 * `ClassView`: what `type()` and attribute access return instead of a class of edsb's code API or of numpy. It
   answers `isinstance`, `issubclass`, `==` and `repr`, converts a value when the class is a numpy scalar type or
   `dtype`, and refuses to construct anything else (a forged API object or character handle, an `ndarray` over a
@@ -45,6 +49,8 @@ class Guarding(Protocol):
     def refuse(self, message: str) -> NoReturn: ...
 
     def public(self, value: Any) -> Any: ...
+
+    def is_own_instance(self, value: Any) -> bool: ...
 
 
 # --- what each module offers ------------------------------------------------------------------------------------------
@@ -112,7 +118,7 @@ _TYPING_NAMES = _words(
 Any Callable Dict FrozenSet Iterable Iterator List Literal Mapping Optional Sequence Set Tuple Type Union
 """
 )
-PREBOUND_TYPING = ("List", "Dict", "Optional", "Tuple", "Any")
+PREBOUND_TYPING = ("List",)  # what the reference's executor module binds (`from typing import List`)
 #: The containers of `collections` (not `namedtuple`, which makes classes, or `UserString`, whose `format` walks).
 CONTAINERS = {
     "Counter": collections.Counter,
@@ -227,12 +233,17 @@ class NumpyFunction:
         self._guards = guards
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = tuple(unwrap_class(a) for a in args)
-        kwargs = {key: unwrap_class(value) for key, value in kwargs.items()}
-        for value in (*args, *kwargs.values()):
+        guards = self._guards
+        values = (*args, *kwargs.values())
+        for value in values:
             if is_object_array(value):
-                self._guards.refuse(OBJECT_ARRAY_MESSAGE)
-        return numpy_result(self._function(*args, **kwargs), self._guards)
+                guards.refuse(OBJECT_ARRAY_MESSAGE)
+        # numpy calls a method of the same name on an object of the run's classes (`np.sum(x, dtype=...)` calls
+        # `x.sum(dtype=...)`): the arguments then stay as plan code holds them, class views included.
+        unwrap = not any(guards.is_own_instance(value) for value in values)
+        args = tuple(_argument(a, guards, unwrap) for a in args)
+        kwargs = {key: _argument(value, guards, unwrap) for key, value in kwargs.items()}
+        return numpy_result(self._function(*args, **kwargs), guards)
 
     def __getattr__(self, name: str) -> Any:
         """`np.add.reduce` and the like: a ufunc's methods, wrapped too."""
@@ -263,9 +274,56 @@ def numpy_result(value: Any, guards: Guarding) -> Any:
         guards.refuse(OBJECT_ARRAY_MESSAGE)
     if isinstance(value, tuple | list) and any(is_object_array(item) for item in value):  # `unique`, `svd`...
         guards.refuse(OBJECT_ARRAY_MESSAGE)
-    if isinstance(value, np.ufunc):
-        return NumpyFunction(value, guards)  # np.frompyfunc
-    return guards.public(value) if isinstance(value, type) else value
+    if isinstance(value, type):
+        return guards.public(value)
+    if callable(value) and type(value) is not Callback and type(value) is not ClassView:
+        return NumpyFunction(value, guards)  # `np.frompyfunc`'s ufunc, `np.vectorize(f)`: calling it is checked too
+    return value
+
+
+class Callback:
+    """A callable of plan code as numpy calls it back (`np.vectorize(f)`, `np.apply_along_axis(f, ...)`, a
+    formatter): the classes numpy passes it (a `dtype`, an extra argument it forwards) arrive as class views, as
+    everywhere else in plan code."""
+
+    __slots__ = ("_function", "_guards")
+
+    def __init__(self, function: Callable[..., Any], guards: Guarding) -> None:
+        self._function = function
+        self._guards = guards
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        public = self._guards.public
+        return self._function(*(public(a) for a in args), **{key: public(v) for key, v in kwargs.items()})
+
+    def __repr__(self) -> str:
+        return repr(self._function)
+
+    @property
+    def __name__(self) -> str:  # what `np.vectorize` and `np.frompyfunc` name their result after
+        name = getattr(self._function, "__name__", None)
+        return name if isinstance(name, str) else type(self._function).__name__
+
+
+def _is_callback(value: Any) -> bool:
+    """A callable numpy may call back, as opposed to a class or a class view (a `dtype`), which numpy converts."""
+    return callable(value) and not isinstance(value, type) and type(value) is not ClassView
+
+
+def _argument(value: Any, guards: Guarding, unwrap: bool) -> Any:
+    """An argument of a numpy call as numpy gets it: a class view of a scalar type becomes the class again (numpy
+    needs it, unless it hands it on to plan code), and every callable, alone or in a list, tuple or dict
+    (`piecewise`'s functions, `array2string`'s formatters), becomes a `Callback`."""
+    if type(value) is ClassView:
+        return unwrap_class(value) if unwrap else value
+    if _is_callback(value):
+        return value if type(value) is Callback else Callback(value, guards)
+    kind = type(value)
+    if kind is dict and any(_is_callback(v) for v in value.values()):
+        return {key: _argument(v, guards, unwrap) for key, v in value.items()}
+    if (kind is list or kind is tuple) and any(_is_callback(v) for v in value):
+        return kind(_argument(v, guards, unwrap) for v in value)
+    return value
 
 
 def is_numpy_object(value: Any) -> bool:
@@ -325,8 +383,12 @@ class ClassView:
         return self._cls.__name__
 
     def name(self) -> str:
-        cls = self._cls
-        return cls.__name__ if cls.__module__.startswith("edsb") else f"{cls.__module__}.{cls.__qualname__}"
+        return class_name(self._cls)
+
+
+def class_name(cls: type) -> str:
+    """A class of edsb or numpy as refusals name it: `Character`, `numpy.float64`."""
+    return cls.__name__ if cls.__module__.startswith("edsb") else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def unwrap_class(value: Any) -> Any:
@@ -344,9 +406,13 @@ _PARSER = string.Formatter()
 
 
 def check_format_string(template: str, guards: Guarding) -> None:
-    """Refuse a format string with a field that walks an attribute or an index (`{0.__class__}`, `{0[k]}`), nested
-    specs included. A syntax error stops the check: the real `format` then raises it, before any later field."""
+    """Refuse a format string with a field that walks an attribute or an index (`{0.__class__}`, `{0[k]}`), in the
+    template or in any nested spec, and one that cannot be parsed whole. `str.format` renders each field (and the
+    fields nested in its spec) before it parses the next, so a walk ahead of a syntax error would run, and its value
+    can come back in the error (`int` quotes a bad spec): the whole template is parsed, nested specs included,
+    before any of it runs."""
     pending = [template]
+    error: ValueError | None = None
     while pending:
         text = pending.pop()
         try:
@@ -358,8 +424,10 @@ def check_format_string(template: str, guards: Guarding) -> None:
                     )
                 if spec:
                     pending.append(spec)
-        except ValueError:
-            return
+        except ValueError as exc:
+            error = error or exc  # the fields nested in the specs already queued are still checked
+    if error is not None:
+        guards.refuse(f"the format string cannot be parsed ({error}); plan code may only format with one that can")
 
 
 class SafeFormat:
@@ -396,6 +464,8 @@ MODULE_OPERATIONS: frozenset[types.CodeType] = frozenset().union(
             NumpyFunction.__call__,
             NumpyFunction.__getattr__,
             numpy_result,
+            Callback.__call__,
+            _argument,
             ClassView.__call__,
             ClassView.__instancecheck__,
             ClassView.__subclasscheck__,

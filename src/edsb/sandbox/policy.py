@@ -5,16 +5,20 @@ the code API (a short list of builtins, views of the importable modules, guarded
 Compilation refuses imports (except of the modules in `modules.SPECS`), names or attributes starting with `_`
 (`__name__`, `x.__name__` and `x.__class__` may be read, and a class may define `__init__`), metaclasses and class
 keywords; at run time the guards refuse underscore and inspection attributes (not even through `getattr`), module
-objects, format strings that walk attributes or items, numpy's dangerous attributes, and attribute writes except on
-`Area` and the run's own classes.
-`type()` never hands out a class of edsb or numpy (`modules.ClassView`). A refusal is remembered by the run's `Guards`
-and stays the verdict (`code_policy`) even if the code catches the exception.
+objects, format strings that walk attributes or items (or cannot be parsed), numpy's dangerous attributes, and
+attribute writes except on `Area` and the run's own classes. A `super()` object answers under the rules of the object
+beneath it, and `__init__` through it only on an instance of the run's own classes (so no shared object, a typing
+`Literal` say, can be initialised again).
+`type()` never hands out a class of edsb or numpy (`modules.ClassView`), and a real one that numpy hands back (as a
+`dtype=` argument to a method it calls by name) has no readable attribute. A refusal is remembered by the run's
+`Guards` and stays the verdict (`code_policy`) even if the code catches the exception.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import operator
 import types
 from collections.abc import Callable
@@ -42,6 +46,7 @@ from edsb.sandbox.modules import (
     NumpyFunction,
     SafeFormat,
     absent_member_message,
+    class_name,
     is_numpy_object,
     is_object_array,
     needs_view,
@@ -58,6 +63,7 @@ class PlanCodePolicy(RestrictingNodeTransformer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._methods: set[int] = set()  # ids of the functions defined directly in a class body
+        self._lazy_annotations = False  # the code imported `annotations` from `__future__`
 
     def visit_Import(self, node: ast.Import) -> Any:
         if all(alias.name in SPECS for alias in node.names):
@@ -66,6 +72,8 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        if node.module == "__future__" and any(alias.name == "annotations" for alias in node.names):
+            self._lazy_annotations = True
         star = any(alias.name == "*" for alias in node.names)
         if node.level != 0 or node.module not in SPECS or star:
             self.error(node, f"import statements are not allowed, except of {IMPORTABLE_TEXT}")
@@ -117,7 +125,35 @@ class PlanCodePolicy(RestrictingNodeTransformer):
         if node.name.startswith("_") and not (node.name == "__init__" and id(node) in self._methods):
             self.error(node, f'"{node.name}" is not allowed: of the special methods, a class may only define __init__')
             return node
-        return super().visit_FunctionDef(node)
+        new_node = super().visit_FunctionDef(node)
+        assert isinstance(new_node, ast.FunctionDef)  # RestrictedPython changes the node in place
+        return new_node if self._lazy_annotations else self._evaluate_annotations(new_node)
+
+    def _evaluate_annotations(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        """RestrictedPython compiles with lazy annotations (its own module imports `annotations` from `__future__`,
+        and `compile` inherits that); the reference's `exec` evaluates them when the function is defined, so that
+        `def f(x: Optional[int])` is a NameError there unless `Optional` was imported. The annotations, already
+        transformed, become the arguments of a last decorator, `_annotations_(...)`, which returns the function
+        unchanged: they are evaluated, in the compiler's order, once the decorators are."""
+        arguments = node.args
+        annotated = [
+            *arguments.args,
+            *arguments.posonlyargs,
+            *([arguments.vararg] if arguments.vararg else []),
+            *arguments.kwonlyargs,
+            *([arguments.kwarg] if arguments.kwarg else []),
+        ]
+        values = [arg.annotation for arg in annotated if arg.annotation is not None]
+        if node.returns is not None:
+            values.append(node.returns)
+        if not values:
+            return node
+        for arg in annotated:
+            arg.annotation = None
+        node.returns = None
+        call = ast.Call(func=ast.Name("_annotations_", ast.Load()), args=values, keywords=[])
+        node.decorator_list.append(ast.copy_location(call, values[0]))
+        return ast.fix_missing_locations(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         """`x: T = v` runs as `x = v` (annotations are never evaluated); a bare `x: T` does nothing."""
@@ -309,7 +345,7 @@ class Guards:
 
     def namespace(self) -> dict[str, Any]:
         """A fresh global namespace and builtins for one run (the model may rebind names in either), with the names
-        the reference's executor module has bound: `re`, `np` and some `typing` names."""
+        the reference's executor module has bound that plan code may use: `re`, `np` and `List`."""
         allowed = dict(_HARMLESS_BUILTINS)
         allowed.update(self._refused)
         allowed.update(
@@ -337,6 +373,7 @@ class Guards:
             "_inplace_attr_": self.inplace_attr,
             "_slice_": slice,
             "_apply_": _apply,
+            "_annotations_": _annotations,
             "_print_": self.print_collector,
         }
 
@@ -361,24 +398,28 @@ class Guards:
             raise TypeError("attribute name must be string")
         if name in _READABLE_DUNDERS:
             return self._dunder(obj, name, default)
-        special = name == "__init__" and type(obj) is super  # super().__init__(...) in a class of the run
+        # A `super()` object finds attributes in the classes of the object beneath it: the same rules apply.
+        subject = obj.__self__ if type(obj) is super else obj  # type: ignore[attr-defined]
+        special = name == "__init__" and type(obj) is super and type(subject) in self._classes  # super().__init__
         if (name.startswith("_") or name in _REFUSED_ATTRIBUTES) and not special:
             self.refuse(f"access to the attribute {name!r} is not allowed")
-        if type(obj) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
+        if type(subject) in _PLAIN_KINDS:  # the common case (`self.get_...`, `c.set_position`, `np.array`, `xs.append`)
             return getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
-        if type(obj) is ClassView:
-            self.refuse(f"the attributes of the class {obj.name()} are not available in plan code")
-        if name in ("format", "format_map") and _is_text(obj):
-            return SafeFormat(obj if isinstance(obj, str) else None, name, self)
-        if isinstance(obj, BaseException) and name not in _EXCEPTION_ATTRIBUTES and not self._own(obj, name):
+        if type(subject) is ClassView:
+            self.refuse(f"the attributes of the class {subject.name()} are not available in plan code")
+        if isinstance(subject, type) and subject is not Area and needs_view(subject):  # a real class numpy handed out
+            self.refuse(f"the attributes of the class {class_name(subject)} are not available in plan code")
+        if name in ("format", "format_map") and _is_text(subject):
+            return SafeFormat(subject if isinstance(subject, str) else None, name, self)
+        if isinstance(subject, BaseException) and name not in _EXCEPTION_ATTRIBUTES and not self._own(subject, name):
             self.refuse(f"access to the attribute {name!r} of an exception is not allowed")
-        numpy = is_numpy_object(obj)
+        numpy = is_numpy_object(subject)
         if numpy:
             if name not in NUMPY_ATTRIBUTES:
                 self.refuse(f"the attribute {name!r} of numpy objects is not available in plan code")
-            if is_object_array(obj):
+            if is_object_array(subject):
                 self.refuse(OBJECT_ARRAY_MESSAGE)
-        elif _is_typing_object(obj):
+        elif _is_typing_object(subject):
             self.refuse(f"the attribute {name!r} of a typing object is not available in plan code")
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         if isinstance(value, types.ModuleType):
@@ -408,7 +449,16 @@ class Guards:
 
     def import_builtin(
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-    ) -> ModuleView:
+    ) -> ModuleView | None:
+        """An `import` statement of plan code; or numpy's own lazy import, which its C code makes by
+        `PyImport_Import` through the builtins of the running frame, the model's (`str(array)` imports numpy's array
+        printer on first use). That one gets the real import machinery, so no verdict depends on whether an earlier
+        run in the same process made numpy import it. `PyImport_Import` passes the globals as locals too and an
+        empty list as `fromlist`, which an import statement never does (the worker runs the code with a locals
+        dict of its own; functions pass None), and only uses the module the import leaves in `sys.modules`."""
+        if _is_numpys_own_import(name, globals, locals, fromlist, level):
+            importlib.import_module(name)
+            return None
         if level != 0 or name not in SPECS:
             self.refuse(f"importing {name!r} is not allowed (only {IMPORTABLE_TEXT})")
         # `import numpy.linalg` binds `numpy`; `from numpy.linalg import norm` takes from `numpy.linalg`.
@@ -418,6 +468,10 @@ class Guards:
         if len(default) > 1:
             raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
         return self.getattr(obj, name, *default)
+
+    def is_own_instance(self, value: Any) -> bool:
+        """Whether `value` is an instance of a class the run's code defined."""
+        return type(value) in self._classes
 
     def hasattr_builtin(self, obj: Any, name: Any) -> bool:
         try:
@@ -551,12 +605,33 @@ def _is_typing_object(obj: Any) -> bool:
     return type(obj).__module__ == "typing" or (isinstance(obj, type) and obj.__module__ == "typing")
 
 
+def _is_numpys_own_import(name: str, globals: Any, locals: Any, fromlist: Any, level: int) -> bool:
+    """An import that numpy's C code asked for (see `Guards.import_builtin`), never one an import statement makes."""
+    return (
+        (name == "numpy" or name.startswith("numpy."))
+        and level == 0
+        and locals is globals
+        and type(globals) is dict
+        and type(fromlist) is list
+        and not fromlist
+    )
+
+
 def _getitem(obj: Any, key: Any) -> Any:
     return obj[key]
 
 
 def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return function(*args, **kwargs)
+
+
+def _annotations(*_values: Any) -> Callable[[Any], Any]:
+    """The decorator a function's annotations become (`PlanCodePolicy._evaluate_annotations`): evaluated, not kept."""
+    return _unchanged
+
+
+def _unchanged(function: Any) -> Any:
+    return function
 
 
 def _inplacevar(op: str, target: Any, value: Any) -> Any:

@@ -20,7 +20,8 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from edsb.sandbox.errors import SandboxError
+from edsb.results import ErrorKind
+from edsb.sandbox.errors import CodeError, SandboxError, exception_text
 
 # The one repair of lone surrogates. Model code can put them in exception messages, printed text and the values it
 # sets; the worker sends none, and flags its answer `"repaired": true` when it replaced any (`RawPlan.repaired`,
@@ -73,30 +74,45 @@ class RawPlan:
     repaired: bool = False  # the worker replaced lone surrogates in a value or in the printed text
 
 
-def to_plain(value: Any, depth: int = 0) -> Plain:
+def to_plain(value: Any) -> Plain:
     """What the code stored, as plain data the parent can rebuild (containers to a small depth). A numpy scalar
-    counts as the Python value it stands for (`np.float64(1.5)` is a float, as the reference's code would use it)."""
+    counts as the Python value it stands for (`np.float64(1.5)` is a float, as the reference's code would use it).
+
+    Converting runs code of the model's values (`hash`, `repr`, a `Counter`'s `most_common`), and any exception met
+    there is the model's: `CodeError` of kind `code_output` (a `MemoryError` stays itself: the run's memory), never
+    a fault of edsb. What comes out holds nothing but plain Python values, so encoding it cannot fail."""
+    try:
+        return _plain(value, 0)
+    except MemoryError:
+        raise
+    except BaseException as exc:  # KeyboardInterrupt or SystemExit too: raised by the value, not by a signal
+        message = f"the plan holds a value that cannot be converted to plain data: {exception_text(exc)}"
+        raise CodeError(ErrorKind.CODE_OUTPUT, message) from None
+
+
+def _plain(value: Any, depth: int) -> Plain:
     kind = type(value)
     if value is None or kind in (bool, float, str):
         return value
     if isinstance(value, np.generic) and isinstance(value, np.bool_ | np.integer | np.floating | np.str_):
         item = value.item()  # `np.longdouble` stays itself: it becomes the float it rounds to
-        return to_plain(float(item) if isinstance(item, np.floating) else item, depth)
+        return _plain(float(item) if isinstance(item, np.floating) else item, depth)
     if kind is int:
         return value if -(1 << 63) <= value < (1 << 63) else Opaque("int", "<a very large int>", True)
     if kind in (list, tuple) and depth < 4:
-        items = [to_plain(v, depth + 1) for v in value]
+        items = [_plain(v, depth + 1) for v in value]
         return items if kind is list else tuple(items)
     try:
         hash(value)
         hashable = True
     except TypeError:
         hashable = False
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{kind.__name__}>"
-    return Opaque(kind.__name__, text[:200], hashable)
+    return Opaque(_exact_text(kind.__name__, 200), _exact_text(repr(value), 200), hashable)
+
+
+def _exact_text(text: str, limit: int) -> str:
+    """At most `limit` characters of `text` as a plain `str` (a subclass's slicing is not called)."""
+    return str.__getitem__(text, slice(None, limit))
 
 
 def encode_plain(value: Plain) -> Any:
