@@ -36,10 +36,10 @@ def archive_url() -> str:
     return os.environ.get(URL_ENV) or DEFAULT_URL
 
 
-def without_network(url: str) -> str:
+def without_network(archive: str = "that archive") -> str:
     """What to do without network access, in the same words wherever a download cannot happen (`edsb data fetch`,
     and the first use of every command that needs the data, which has no --archive of its own)."""
-    return f"download {url} elsewhere and run `{FETCH_FROM_FILE}`"
+    return f"download {archive} elsewhere and run `{FETCH_FROM_FILE}`"
 
 
 def offline_by_env() -> bool:
@@ -78,7 +78,7 @@ def _download(url: str, target: Path, timeout: float, progress: bool = False) ->
     except httpx.HTTPError as exc:
         raise DataError(
             f"download failed: cannot reach {url} ({type(exc).__name__}: {exc}); without network access, "
-            f"{without_network(url)}"
+            f"{without_network()}"
         ) from None
 
 
