@@ -6,6 +6,7 @@ on `edsb/oracle-wrong` to 0.0, in every sample, as `edsb run --model oracle` doe
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -57,12 +58,11 @@ def sample_scores(log: EvalLog) -> set[tuple[float, float]]:
 @pytest.mark.parametrize(
     ("task", "model", "options", "expected"),
     [
-        ("edsb/edsb_table1", "edsb/oracle", [], {(1.0, 1.0)}),
         ("edsb/edsb_table1", "edsb/oracle-wrong", [], {(0.0, 1.0)}),
         ("edsb/edsb_table2", "edsb/oracle", ["-T", "sampler=optimal"], {(1.0, 1.0)}),
         ("edsb/edsb_table2", "edsb/oracle-wrong", ["-T", "sampler=optimal"], {(0.0, 1.0)}),
     ],
-    ids=["table1-oracle", "table1-oracle-wrong", "table2-oracle", "table2-oracle-wrong"],
+    ids=["table1-oracle-wrong", "table2-oracle", "table2-oracle-wrong"],
 )
 def test_the_oracle_scores_through_inspect_with_no_network(
     tmp_path: Path, task: str, model: str, options: list[str], expected: set[tuple[float, float]]
@@ -78,6 +78,19 @@ def test_the_oracle_scores_through_inspect_with_no_network(
     }  # fmt: skip
     assert totals == {"success": next(iter(expected))[0], "execution": 1.0}
     assert log.stats.model_usage[model].input_tokens > 0  # counted by the provider, without a tokenizer file
+
+
+def test_the_readmes_first_inspect_command_scores_1_offline(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = next(line for line in readme.splitlines() if line.startswith("inspect eval "))
+    command = shlex.split(first.partition("#")[0])
+    assert command[:4] == ["inspect", "eval", "edsb/edsb_table1", "--model"] and command[4] == "edsb/oracle", first
+    log, attempts = inspect_eval_offline(tmp_path, *command[2:])
+    assert attempts == []
+    assert sorted(sample.id for sample in log.samples or []) == sorted(sample.id for sample in edsb_table1().dataset)
+    assert sample_scores(log) == {(1.0, 1.0)}
+    assert log.results is not None
+    assert all(metric.value == 1.0 for score in log.results.scores for metric in score.metrics.values())
 
 
 def test_the_oracle_follows_a_perturbed_benchmark(tmp_path: Path) -> None:
