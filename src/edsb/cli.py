@@ -624,6 +624,7 @@ def show_command(
 ) -> None:
     """A top-down floor plan of a case: objects, characters, the expected region and (with --run) the plan."""
     from edsb.data.benchmark import Benchmark
+    from edsb.data.selection import require_case
     from edsb.geometry.scene import load_scene
     from edsb.report.topdown import case_figure, result_figure, save_figure
     from edsb.results.rundir import RunDirectory
@@ -632,9 +633,7 @@ def show_command(
     # A perturbed run's plan names the renamed objects: draw it on its own version of the benchmark.
     perturb = run_dir.config.perturb if run_dir else 0
     benchmark = Benchmark.open(data, perturb=perturb, fetch=True, offline=offline)
-    if case_id not in benchmark.cases:
-        raise UsageError(f"unknown case id {case_id}")
-    case = benchmark.cases[case_id]
+    case = benchmark.cases[require_case(case_id, benchmark.cases)]
     level = min(distraction, case.max_distraction)
     scene = load_scene(benchmark, case.scene_name)
     if run_dir is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,3 +48,17 @@ def json_error_message(exc: JSONDecodeError) -> str:
     """Where and why JSON did not parse, as `Expecting value: line 2 column 5`. Some of json's messages end in
     "at" (`Unterminated string starting at`), so the position follows a colon, as in json's own wording."""
     return f"{exc.msg}: line {exc.lineno} column {exc.colno}"
+
+
+def closest(given: str, choices: Iterable[str]) -> str | None:
+    """The choice `given` most likely misspells (difflib's similarity of at least 0.6), or None."""
+    matches = difflib.get_close_matches(given, list(choices), n=1)
+    return matches[0] if matches else None
+
+
+def hint(suggestion: str | None, listing: str = "") -> str:
+    """What follows "unknown X" in an error, the same everywhere (model names, config keys, case ids):
+    ` (did you mean 'x'?)`, then what is valid when `listing` says it, or nothing."""
+    parts = [f"did you mean {suggestion!r}?"] if suggestion else []
+    parts += [listing] if listing else []
+    return f" ({' '.join(parts)})" if parts else ""

@@ -63,12 +63,33 @@ USAGE_ERRORS = {
     "run: missing config": ((*RUN, "--config", "{tmp}/nope.toml", "--out", "{tmp}/run"), "nope.toml"),
     "run: broken config": ((*RUN, "--config", "{tmp}/broken.toml", "--out", "{tmp}/run"), "invalid config file"),
     "run: config value of a wrong type": ((*RUN, "--config", "{tmp}/wrong.toml", "--out", "{tmp}/run"), "repeats"),
-    "run: unknown config key": ((*RUN, "--config", "{tmp}/unknown.toml", "--out", "{tmp}/run"), "nosuch"),
+    "run: unknown config key": ((*RUN, "--config", "{tmp}/unknown.toml", "--out", "{tmp}/run"), "unknown key 'nosuch'"),
+    "run: misspelt config key": (
+        (*RUN, "--config", "{tmp}/typo.toml", "--out", "{tmp}/run"),
+        "typo.toml: unknown key 'modle' (did you mean 'model'?)",
+    ),
+    "run: misspelt option key in [run]": (
+        (*RUN, "--config", "{tmp}/typo-run.toml", "--out", "{tmp}/run"),
+        "unknown key 'base-ulr' (did you mean 'base-url'?)",
+    ),
     # Models.
     "run: malformed model": (("run", "--model", "bogus", "--cases", "13", "--out", "{tmp}/run"), "unknown model spec"),
+    "run: misspelt model name": (
+        ("run", "--model", "oracel", "--cases", "13", "--out", "{tmp}/run"),
+        "oracle or oracle-wrong (did you mean 'oracle'?)",
+    ),
+    "run: misspelt model prefix": (
+        ("run", "--model", "opanai:gpt-4o", "--cases", "13", "--out", "{tmp}/run"),
+        "(did you mean 'openai:gpt-4o'?)",
+    ),
     "run: unset key variable": ((*RUN, "--api-key-env", "EDSB_NO_SUCH_KEY", "--out", "{tmp}/run"), "EDSB_NO_SUCH_KEY"),
     "check-model: malformed model": (("check-model", "--model", "bogus"), "unknown model spec"),
     "check-model: negative timeout": (("check-model", "--model", "openai:x", "--timeout", "-1"), "--timeout"),
+    # Cases to draw.
+    "show: unknown id": (
+        ("show", "99", "-o", "{tmp}/99.png"),
+        "unknown case id 99 (valid ids: 0-4, 10-14, 20-24, 30-34, 40-44, 50-54, 60-69)",
+    ),
     # Files to score.
     "score: missing file": (("score", "{tmp}/nope.jsonl"), "cannot read"),
     "score: a directory": (("score", "{tmp}"), "cannot read"),
@@ -81,6 +102,8 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "broken.toml").write_text("repeats = [\n")
     (tmp_path / "wrong.toml").write_text('repeats = "x"\n')
     (tmp_path / "unknown.toml").write_text("nosuch = 1\n")
+    (tmp_path / "typo.toml").write_text('modle = "oracle"\n')
+    (tmp_path / "typo-run.toml").write_text('[run]\nbase-ulr = "http://127.0.0.1:9/v1"\n')
     return tmp_path
 
 

@@ -96,7 +96,7 @@ def test_a_directory_written_before_the_sampler_choice_resumes_as_optimal_and_st
 
 def test_a_typo_in_the_model_leaves_no_directory_behind(edsb, tmp_path: Path) -> None:
     outcome = edsb("run", "--model", "gpt-4o", "--cases", "13", "--out", tmp_path / "typo")
-    outcome.assert_one_clear_error(2, contains="did you mean openai:gpt-4o?")
+    outcome.assert_one_clear_error(2, contains="(did you mean 'openai:gpt-4o'?)")
     assert not (tmp_path / "typo").exists()  # so the corrected command can use the same --out
 
 

@@ -12,6 +12,7 @@ import pytest
 from edsb.data.manifest import verify_tree
 from tests.support.archive import ArchiveServer, build_archive, serve_archive
 from tests.support.edsb_cli import Outcome, child_env, edsb_child
+from tests.support.network import closed_port
 
 
 @pytest.fixture
@@ -77,6 +78,23 @@ def test_offline_refuses_to_download_and_creates_nothing(
     outcome.assert_one_clear_error(2, contains="edsb data fetch --archive FILE")
     assert f"no benchmark data at {user_data(tmp_path)}" in outcome.stderr
     assert archive_server.paths == []
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "run").exists()
+
+
+def test_an_unreachable_download_on_first_use_names_the_command_that_exists(tmp_path: Path) -> None:
+    """`edsb run` has no --archive: the hint must name `edsb data fetch --archive FILE`, as --offline's does."""
+    env = child_env(
+        tmp_path / "cache",
+        data=None,
+        XDG_DATA_HOME=str(tmp_path / "xdg"),
+        EDSB_DATA_URL=f"http://127.0.0.1:{closed_port()}/archive.tar.gz",
+    )
+    outcome = oracle_run(tmp_path, env)
+    assert outcome.returncode != 0
+    error = next(line for line in outcome.stderr.splitlines() if line.startswith("edsb: error: "))
+    assert "download failed: cannot reach" in error
+    assert "run `edsb data fetch --archive FILE`" in error and "pass it with" not in error
+    assert "Traceback" not in outcome.stderr
     assert not (tmp_path / "xdg").exists() and not (tmp_path / "run").exists()
 
 

@@ -30,7 +30,11 @@ def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("gpt-4o", "did you mean openai:gpt-4o"),
+        ("gpt-4o", "(did you mean 'openai:gpt-4o'?)"),
+        ("oracel", "(did you mean 'oracle'?)"),
+        ("oracle-wrnog", "(did you mean 'oracle-wrong'?)"),
+        ("lcoal", "(did you mean 'local'?)"),
+        ("opnai:gpt-4o", "(did you mean 'openai:gpt-4o'?)"),
         ("openai:", "needs a model name"),
         ("replay:", "needs a run directory"),
         ("local:", "names no GGUF file"),
@@ -38,8 +42,9 @@ def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
     ],
 )
 def test_bad_specs_are_one_line_user_errors(text: str, message: str) -> None:
-    with pytest.raises(ModelSpecError, match=message) as caught:
+    with pytest.raises(ModelSpecError) as caught:
         parse_model_spec(text)
+    assert message in str(caught.value)
     assert isinstance(caught.value, EdsbError)
     assert "\n" not in str(caught.value)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.browser import require_chromium
 from tests.support.edsb_cli import isolate_environment, run_edsb
 from tests.support.network import block_network
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -34,8 +34,7 @@ CASES = (0, 1, 13, 14, 30, 31)  # six: the fewest whose every-case flip a test a
 
 
 def chromium(page: Path, profile: Path, *extra: str) -> str:
-    assert CHROMIUM, "chromium is not installed (.ci/run installs Debian's chromium package)"
-    command = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()]
+    command = [require_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.as_uri()]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

@@ -14,9 +14,11 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
+from edsb.llm import build_model
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
 from edsb.results.rundir import ResultStore
 from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
+from edsb.runner.run import waiting_for
 from tests.support.run_dir import records_by_key
 
 KEYS = [RunKey("ours", case, 0, 0) for case in range(20)]
@@ -117,6 +119,61 @@ def test_a_log_hears_from_a_sweep_whose_runs_take_long(tmp_path: Path) -> None:
     assert lines[-1].startswith("runs 2/2 |")
 
 
+def test_until_the_first_run_finishes_the_progress_says_what_it_waits_for(tmp_path: Path) -> None:
+    """The embedded model's first runs take a minute: the log says why instead of empty counts."""
+    log = io.StringIO()
+    keys = KEYS[:2]
+
+    async def slow(key: RunKey) -> RunResult:
+        while "loading model… | in flight 2" not in log.getvalue():
+            await asyncio.sleep(0.005)
+        return _record(key)
+
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        sweep = run_keys(
+            keys, slow, store, concurrency=2, console=Console(file=log), log_every_s=0.02,
+            waiting_for=lambda: "loading model…",
+        )  # fmt: skip
+        asyncio.run(asyncio.wait_for(sweep, timeout=60))
+    finally:
+        store.close()
+    lines = log.getvalue().splitlines()
+    assert lines[1].startswith("runs 0/2 | loading model… | in flight 2 | ")
+    assert lines[-1].startswith("runs 2/2 | success ")  # the counts, once runs are done
+
+
+def test_the_live_bar_shows_what_it_waits_for_and_the_runs_in_flight(tmp_path: Path) -> None:
+    """Redrawn while nothing finishes: the note and the runs in flight appear without a run being done."""
+    log = io.StringIO()
+    keys = KEYS[:3]
+    note = iter(["loading model…"] * 3)
+
+    def waiting() -> str:
+        return next(note, "model working on the first requests…")
+
+    async def slow(key: RunKey) -> RunResult:
+        while "model working on the first requests… | in flight 3" not in log.getvalue():
+            await asyncio.sleep(0.01)
+        return _record(key)
+
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        sweep = run_keys(
+            keys, slow, store, concurrency=3, console=Console(file=log, force_terminal=True, width=100),
+            waiting_for=waiting,
+        )  # fmt: skip
+        asyncio.run(asyncio.wait_for(sweep, timeout=60))
+    finally:
+        store.close()
+    drawn = log.getvalue()
+    assert "loading model… | in flight" in drawn and "0/3" in drawn
+    final = drawn.rsplit("\x1b[1A\x1b[2K", 1)[-1].split("\n")
+    assert "3/3" in final[0] and final[1].startswith("success ")
+
+
 def test_quiet_prints_nothing(tmp_path: Path) -> None:
     for terminal in (False, True):
         log = io.StringIO()
@@ -212,3 +269,10 @@ def test_a_line_that_cannot_be_written_stops_the_loop(tmp_path: Path, monkeypatc
         asyncio.run(run_keys(KEYS, execute, store, concurrency=2, quiet=True))
     store.close()
     assert len(executed) <= 6  # the runs in flight when the failure was known, not all twenty
+
+
+def test_the_embedded_model_is_waited_for_as_loading_until_its_weights_are_in() -> None:
+    local = build_model("local", cache=True)  # the response cache wraps it, as in a run
+    assert waiting_for(local)() == "loading model…"
+    remote = build_model("openai:some-model", base_url="http://127.0.0.1:9/v1", cache=False)
+    assert waiting_for(remote)() == "waiting for the first answers…"

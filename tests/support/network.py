@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -61,6 +62,12 @@ def _is_loopback(host: Any) -> bool:
 def block_network(monkeypatch: pytest.MonkeyPatch, *, allow_loopback: bool) -> list[Any]:
     """From now until the test ends, socket connections and name lookups (beyond loopback, if allowed) raise
     NetworkBlocked; the returned list collects what was attempted."""
+    return guard_sockets(monkeypatch.setattr, allow_loopback=allow_loopback)
+
+
+def guard_sockets(patch: Callable[[Any, str, Any], None], *, allow_loopback: bool) -> list[Any]:
+    """The guard of `block_network`, installed with `patch` (`monkeypatch.setattr` in a test, plain `setattr` for
+    the life of a child process: see `offline_site/sitecustomize.py`)."""
     attempts: list[Any] = []
     connect = socket.socket.connect
     getaddrinfo = socket.getaddrinfo
@@ -80,6 +87,6 @@ def block_network(monkeypatch: pytest.MonkeyPatch, *, allow_loopback: bool) -> l
             raise NetworkBlocked(f"name lookup blocked in this test: {host!r}")
         return getaddrinfo(host, *args, **kwargs)
 
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    patch(socket.socket, "connect", guarded_connect)
+    patch(socket, "getaddrinfo", guarded_getaddrinfo)
     return attempts

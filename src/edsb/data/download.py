@@ -28,11 +28,18 @@ ARCHIVE_NAME = f"{REFERENCE_REPO.split('/')[1]}-{REFERENCE_COMMIT}.tar.gz"
 URL_ENV = "EDSB_DATA_URL"  # a mirror of that archive (firewalled machines, tests); verified all the same
 OFFLINE_ENV = "EDSB_OFFLINE"
 ARCHIVE_SIZE = "2.5 MB"  # GitHub's tar.gz of the pinned commit; the benchmark files kept from it are ~0.8 MB
+FETCH_FROM_FILE = "edsb data fetch --archive FILE"  # the one command that installs a copy made elsewhere
 
 
 def archive_url() -> str:
     """Where the pinned archive is downloaded from: `$EDSB_DATA_URL`, else GitHub."""
     return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+def without_network(archive: str = "that archive") -> str:
+    """What to do without network access, in the same words wherever a download cannot happen (`edsb data fetch`,
+    and the first use of every command that needs the data, which has no --archive of its own)."""
+    return f"download {archive} elsewhere and run `{FETCH_FROM_FILE}`"
 
 
 def offline_by_env() -> bool:
@@ -70,8 +77,8 @@ def _download(url: str, target: Path, timeout: float, progress: bool = False) ->
                         bar.advance(task, len(chunk))
     except httpx.HTTPError as exc:
         raise DataError(
-            f"download failed: cannot reach {url} ({type(exc).__name__}: {exc}); without network access, download "
-            "that archive elsewhere and pass it with --archive FILE"
+            f"download failed: cannot reach {url} ({type(exc).__name__}: {exc}); without network access, "
+            f"{without_network()}"
         ) from None
 
 
@@ -224,8 +231,7 @@ def ensure_data(data: Path | str | None = None, *, offline: bool = False) -> Pat
     url = archive_url()
     if offline or offline_by_env():
         raise OfflineError(
-            f"no benchmark data at {root}, and downloads are off (--offline / {OFFLINE_ENV}); download {url} "
-            "elsewhere and run `edsb data fetch --archive FILE`"
+            f"no benchmark data at {root}, and downloads are off (--offline / {OFFLINE_ENV}); {without_network(url)}"
         )
     from rich.console import Console
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from edsb.data.models import TAGS, TestCase
-from edsb.errors import UsageError
+from edsb.errors import UsageError, hint
 
 _RANGE = re.compile(r"^(\d+)\s*-\s*(\d+)$")
 
@@ -24,6 +24,14 @@ def describe_ids(ids: Iterable[int]) -> str:
             spans.append(str(start) if start == prev else f"{start}-{prev}")
         start = prev = value
     return ", ".join(spans)
+
+
+def require_case(case_id: int, cases: Iterable[int]) -> int:
+    """`case_id` if the benchmark has it, else the usage error that lists the valid ids (numbers are not typos to
+    guess at: the compact list is the help)."""
+    if case_id not in set(cases):
+        raise UsageError(f"unknown case id {case_id}{hint(None, f'valid ids: {describe_ids(cases)}')}")
+    return case_id
 
 
 def _tokens(selection: str, what: str) -> list[str]:
@@ -62,10 +70,7 @@ def select_cases(selection: str | None, cases: Mapping[int, TestCase]) -> list[i
             chosen.update(picked)
             continue
         if token.isdigit():
-            cid = int(token)
-            if cid not in cases:
-                raise UsageError(f"unknown case id {cid} (valid ids: {describe_ids(cases)})")
-            chosen.add(cid)
+            chosen.add(require_case(int(token), cases))
             continue
         raise UsageError(f"unknown case selector {token!r} (use ids, ranges like 0-4, or tags {', '.join(TAGS)})")
     if not chosen:

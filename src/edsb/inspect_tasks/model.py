@@ -27,7 +27,9 @@ from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 
 # Providers that speak OpenAI's chat API and so understand `response_format: json_object`, the JSON mode the
 # reference asks for on the Narrator. Other providers get the same prompt without it (the prompt asks for JSON too).
-JSON_MODE_PROVIDERS = frozenset({"openai", "openai-api", "vllm", "sglang", "together", "groq", "fireworks", "mockllm"})
+JSON_MODE_PROVIDERS = frozenset(
+    {"openai", "openai-api", "vllm", "sglang", "together", "groq", "fireworks", "mockllm", "edsb"}
+)
 JSON_MODE = {"response_format": {"type": "json_object"}}
 
 

@@ -154,6 +154,11 @@ class LocalChatModel:
         return self.path.stem
 
     @property
+    def loaded(self) -> bool:
+        """Whether a context holds the weights yet (they load with the first request, or `load`)."""
+        return any(context.llama is not None for context in self._contexts)
+
+    @property
     def identity(self) -> str:
         # The default token cap changes answers (truncation), so it is part of what the cache keys on.
         return f"local:{self.path.name}@{self._origin}/max_tokens={self.max_tokens}"

@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from edsb.errors import closest, hint
 from edsb.llm.errors import ModelSpecError
 
 ModelKind = Literal["local", "openai", "replay", "oracle", "oracle-wrong"]
 SPEC_FORMS = "local, local:<file.gguf>, openai:<model>, replay:<run dir>, oracle or oracle-wrong"
+NAMES = ("local", "oracle", "oracle-wrong")  # the specs that are a name alone
+PREFIXES = ("local", "openai", "replay")  # the specs `prefix:<target>`
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,17 @@ def parse_model_spec(text: str) -> ModelSpec:
         return ModelSpec("openai", _named_target(text, kind, target, "model name"))
     if kind == "replay":
         return ModelSpec("replay", _named_target(text, kind, target, "run directory"))
-    hint = f" (did you mean openai:{value}?)" if value and not sep else ""
-    raise ModelSpecError(f"unknown model spec {text!r}: use {SPEC_FORMS}{hint}")
+    raise ModelSpecError(f"unknown model spec {text!r}: use {SPEC_FORMS}{hint(_suggestion(value))}")
+
+
+def _suggestion(value: str) -> str | None:
+    """The spec meant: a near miss of a name (`oracel`) or of a prefix (`opanai:gpt-4o`); else, for a bare name, a
+    remote model's (`gpt-4o`)."""
+    kind, sep, target = value.partition(":")
+    if sep:
+        prefix = closest(kind, PREFIXES)
+        return f"{prefix}:{target}" if prefix else None
+    return closest(value, NAMES) or (f"openai:{value}" if value else None)
 
 
 def _named_target(text: str, kind: str, target: str, what: str) -> str:

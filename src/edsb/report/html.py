@@ -48,6 +48,8 @@ from edsb.report.topdown import (
     Marks,
     case_marks,
     floor_plan_figure,
+    leader_end,
+    needs_leader,
     place_labels,
     plan_marks,
     scene_extent,
@@ -164,8 +166,9 @@ class _Layers:
         self.names = self._group(
             NAME_PX,
             "".join(
-                self._text(name, box, NAME_PX * self.unit, "#222")
-                for (name, _, _), box in zip(labels, self.name_boxes, strict=True)
+                self._leader(box, x, y, NAME_PX * self.unit, 0.0, "#222")
+                + self._text(name, box, NAME_PX * self.unit, "#222")
+                for (name, x, y), box in zip(labels, self.name_boxes, strict=True)
             ),
         )
 
@@ -183,6 +186,16 @@ class _Layers:
         return (
             f'<text x="{box[0]:.2f}" y="{-box[1] - 0.25 * size:.2f}" textLength="{box[2] - box[0]:.2f}" '
             f'lengthAdjust="spacingAndGlyphs" fill="{colour}">{_escape(label)}</text>'
+        )
+
+    def _leader(self, box: Box, x: float, y: float, size: float, clearance: float, colour: str) -> str:
+        """A thin line from the anchor (x, y) to its label, where `place_labels` had to move the label away."""
+        if not needs_leader(box, x, y, size, clearance):
+            return ""
+        end = leader_end(box, x, y)
+        return (
+            f'<line x1="{x:.2f}" y1="{-y:.2f}" x2="{end[0]:.2f}" y2="{-end[1]:.2f}" stroke="{colour}" '
+            f'stroke-width="{0.75 * self.unit:.3f}" stroke-opacity="0.8"/>'
         )
 
     def shapes(self, marks: Marks, taken: list[Box]) -> tuple[str, list[Box]]:
@@ -218,6 +231,7 @@ class _Layers:
         for label, x, y, radius, colour in labels:
             (box,) = place_labels([(label, x, y)], LABEL_PX * unit, self.bounds, clearance=radius, taken=placed)
             placed.append(box)
+            shapes.append(self._leader(box, x, y, LABEL_PX * unit, radius, colour))
             shapes.append(self._text(label, box, LABEL_PX * unit, colour))
         return self._group(LABEL_PX, "".join(shapes)), placed
 

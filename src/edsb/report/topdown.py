@@ -11,7 +11,7 @@ SVG layer over a cached background (the HTML report), so both show the same thin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,16 +172,52 @@ def verdict_title(case: TestCase, level: int, verdict: Verdict | None, status: s
 
 # --- labels --------------------------------------------------------------------------------------------------------
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in scene coordinates (y up)
+Measure = Callable[[str], tuple[float, float]]  # a label's width and height as drawn, in scene units
 #: Width of a label per character, in font sizes: a little over DejaVu Sans' mean advance; the SVG report draws each
 #: label at exactly this width (`textLength`), so the boxes below are the boxes drawn.
 LABEL_ADVANCE = 0.6
 _SIDES = ((1, 0), (1, 1), (1, -1), (-1, 0), (-1, 1), (-1, -1), (0, 1), (0, -1))  # right first, then left, above, below
+_RINGS = (1.0, 2.5, 4.0, 6.0)
+# Beyond the rings, spots in 16 directions at every further distance.
+_FAR = [(float(np.cos(a)), float(np.sin(a))) for a in np.linspace(0.0, 2 * np.pi, 16, endpoint=False)]
 
 
 def _overlap(a: Box, b: Box) -> float:
     width = min(a[2], b[2]) - max(a[0], b[0])
     height = min(a[3], b[3]) - max(a[1], b[1])
     return width * height if width > 0 and height > 0 else 0.0
+
+
+def _inside(box: Box, bounds: Box) -> bool:
+    return box[0] >= bounds[0] and box[1] >= bounds[1] and box[2] <= bounds[2] and box[3] <= bounds[3]
+
+
+def _candidates(
+    x: float, y: float, width: float, height: float, size: float, clearance: float, centred: bool, bounds: Box
+) -> Iterable[Box]:
+    """Spots inside `bounds` for a label of this size anchored at (x, y), nearest first: on the anchor (`centred`),
+    then beside it on growing rings (right, left, above, below), then in every direction out to the far corner."""
+    return (box for box in _spots(x, y, width, height, size, clearance, centred, bounds) if _inside(box, bounds))
+
+
+def _spots(
+    x: float, y: float, width: float, height: float, size: float, clearance: float, centred: bool, bounds: Box
+) -> Iterable[Box]:
+    if centred:
+        yield (x - width / 2, y - height / 2, x + width / 2, y + height / 2)
+    for ring in _RINGS:
+        gap = clearance + 0.15 * size + (ring - 1.0) * height
+        for dx, dy in _SIDES:
+            left = x + gap if dx > 0 else x - gap - width if dx < 0 else x - width / 2
+            bottom = y - height / 2 + dy * (height / 2 + gap) if dx else y + gap if dy > 0 else y - gap - height
+            yield (left, bottom, left + width, bottom + height)
+    reach = float(np.hypot(bounds[2] - bounds[0], bounds[3] - bounds[1]))
+    gap = clearance + 0.15 * size + _RINGS[-1] * height
+    while gap < reach:
+        for cos, sin in _FAR:
+            cx, cy = x + cos * (gap + width / 2), y + sin * (gap + height / 2)
+            yield (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
+        gap += height
 
 
 def place_labels(
@@ -192,37 +228,48 @@ def place_labels(
     clearance: float = 0.0,
     taken: Iterable[Box] = (),
     centred: bool = False,
+    measure: Measure | None = None,
 ) -> list[Box]:
     """A box for each label (text, anchor x, anchor y) that overlaps no box placed before it (`taken` included) and
     stays inside `bounds`: on the anchor itself if `centred`, else beside it at `clearance` (a marker's radius),
-    trying right, left, above and below at growing distances; where every spot is taken, the least covered one.
-    Dense clusters (seats around a table, appliances on a counter) stay readable this way."""
+    trying right, left, above and below at growing distances, then farther out in every direction (such a label
+    gets a leader line: `needs_leader`); only where the picture has no free spot left, the least covered one.
+    `measure` gives a label's drawn size (matplotlib measures its text); by default it is `LABEL_ADVANCE` font
+    sizes a character wide and 1.2 font sizes high, as the SVG report draws it. Dense clusters (seats around a
+    table, appliances on a counter, a bottle on a table) stay readable this way."""
     placed = list(taken)
     boxes: list[Box] = []
-    height = 1.2 * size
     for text, x, y in labels:
-        width = LABEL_ADVANCE * size * len(text)
-        candidates: list[Box] = []
-        if centred:
-            candidates.append((x - width / 2, y - height / 2, x + width / 2, y + height / 2))
-        for ring in (1.0, 2.5, 4.0, 6.0):
-            gap = clearance + 0.15 * size + (ring - 1.0) * height
-            for dx, dy in _SIDES:
-                left = x + gap if dx > 0 else x - gap - width if dx < 0 else x - width / 2
-                bottom = y - height / 2 + dy * (height / 2 + gap) if dx else y + gap if dy > 0 else y - gap - height
-                candidates.append((left, bottom, left + width, bottom + height))
-        inside = [
-            c for c in candidates if c[0] >= bounds[0] and c[1] >= bounds[1] and c[2] <= bounds[2] and c[3] <= bounds[3]
-        ] or candidates
-        best = next((c for c in inside if not any(_overlap(c, other) for other in placed)), None)
+        width, height = measure(text) if measure else (LABEL_ADVANCE * size * len(text), 1.2 * size)
+
+        spot = (x, y, width, height, size, clearance, centred, bounds)
+        best = next((c for c in _candidates(*spot) if not any(_overlap(c, other) for other in placed)), None)
         if best is None:
-            best = min(inside, key=lambda c: sum(_overlap(c, other) for other in placed))
+            best = min(_candidates(*spot), key=lambda c: sum(_overlap(c, other) for other in placed), default=None)
+        if best is None:  # larger than the picture: centred on its anchor
+            best = (x - width / 2, y - height / 2, x + width / 2, y + height / 2)
         boxes.append(best)
         placed.append(best)
     return boxes
 
 
+def needs_leader(box: Box, x: float, y: float, size: float, clearance: float = 0.0) -> bool:
+    """Whether a label placed at `box` is far enough from its anchor (x, y) to need a line to it: beyond the first
+    ring of spots that `place_labels` tries."""
+    dx = max(box[0] - x, 0.0, x - box[2])
+    dy = max(box[1] - y, 0.0, y - box[3])
+    return float(np.hypot(dx, dy)) > clearance + 0.15 * size + 0.5 * (box[3] - box[1])
+
+
+def leader_end(box: Box, x: float, y: float) -> tuple[float, float]:
+    """The point of `box` nearest to the anchor (x, y): where a leader line from the anchor meets the label."""
+    return min(max(x, box[0]), box[2]), min(max(y, box[1]), box[3])
+
+
 # --- matplotlib ------------------------------------------------------------------------------------------------------
+CHARACTER_MARKER_PT2, PLAN_MARKER_PT2 = 30.0, 50.0  # scatter sizes (points²) of a character dot and a plan star
+
+
 def draw_scene(
     ax: Axes,
     scene: Scene,
@@ -230,12 +277,10 @@ def draw_scene(
     highlight: Mapping[str, str] | None = None,
     colours: Mapping[str, tuple[float, float, float]] | None = None,
     grid: bool = True,
-    fontsize: float = 5.0,
-    names: bool = True,
 ) -> None:
-    """Footprints (floor objects filled, others dashed), names (unless `names` is false: the HTML report places
-    them itself), fronts, and the occupancy grid faintly. `colours` fills objects by name (regions); `highlight`
-    outlines objects as expected or planned."""
+    """Footprints (floor objects filled, others dashed), fronts, and the occupancy grid faintly; the names come last,
+    from `label_picture`. `colours` fills objects by name (regions); `highlight` outlines objects as expected or
+    planned."""
     from matplotlib.patches import Polygon
 
     highlight = highlight or {}
@@ -260,8 +305,8 @@ def draw_scene(
                 zorder=3 if role else 2,
             )
         )
-        cx, cy = float(box.center[0]), float(box.center[1])
         if box.has_orientation:
+            cx, cy = float(box.center[0]), float(box.center[1])
             reach = min(box.half_depth, 0.6) + 0.15
             ax.annotate(
                 "",
@@ -270,22 +315,82 @@ def draw_scene(
                 arrowprops={"arrowstyle": "-|>", "color": "0.3", "lw": 0.5, "mutation_scale": 5},
                 zorder=4,
             )
-        if names:
-            ax.text(cx, cy, box.name, fontsize=fontsize, ha="center", va="center", color="0.1", zorder=5)
 
 
-def draw_marks(ax: Axes, marks: Marks, *, fontsize: float = 6.0) -> None:
-    """The expected area (PI), characters and plan points of `marks` (object highlights go through draw_scene)."""
+def draw_marks(ax: Axes, marks: Marks) -> None:
+    """The expected area (PI) and the markers of characters and plan points of `marks` (object highlights go
+    through draw_scene, labels through label_picture)."""
     if marks.area is not None:
         mask, extent = marks.area
         rgba = np.zeros((*mask.shape, 4))
         rgba[mask] = (*EXPECTED_COLOUR, EXPECTED_AREA_ALPHA)
         ax.imshow(rgba, origin="lower", extent=extent, interpolation="nearest", zorder=0.5)
-    for label, x, y, kind in marks.points:
-        colour = CHARACTER_COLOUR if kind == "character" else PLAN_COLOUR
-        marker = "o" if kind == "character" else "*"
-        ax.scatter([x], [y], s=50 if kind == "plan" else 30, c=[colour], marker=marker, zorder=7, edgecolors="white")
-        ax.annotate(label, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=fontsize, color=colour, zorder=8)
+    for _, x, y, kind in marks.points:
+        plan = kind == "plan"
+        ax.scatter(
+            [x],
+            [y],
+            s=PLAN_MARKER_PT2 if plan else CHARACTER_MARKER_PT2,
+            c=[PLAN_COLOUR if plan else CHARACTER_COLOUR],
+            marker="*" if plan else "o",
+            zorder=7,
+            edgecolors="white",
+        )
+
+
+def label_picture(
+    ax: Axes,
+    scene: Scene,
+    marks: Iterable[Marks] = (),
+    *,
+    names: bool = True,
+    name_size: float = 5.0,
+    mark_size: float = 6.0,
+) -> None:
+    """Object names (if `names`) and the labels of `marks`, placed by `place_labels` in the axes' final layout
+    (call it last), each measured as matplotlib draws it: none covers another label, none a marker, none leaves the
+    axes; one moved away from its anchor gets a thin leader line. The same placement as the HTML report's."""
+    figure = ax.figure
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    bounds = (x0, y0, x1, y1)
+    per_px = ((x1 - x0) / ax.bbox.width, (y1 - y0) / ax.bbox.height)  # scene units per pixel, across and up
+    per_pt = per_px[0] * figure.dpi / 72
+
+    def measure(fontsize: float) -> Measure:
+        def size(text: str) -> tuple[float, float]:
+            artist = ax.text(0.0, 0.0, text, fontsize=fontsize)
+            extent = artist.get_window_extent(renderer)
+            artist.remove()
+            return extent.width * per_px[0], extent.height * per_px[1]
+
+        return size
+
+    def draw(text: str, box: Box, x: float, y: float, fontsize: float, colour: Any, clearance: float) -> None:
+        centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+        ax.text(*centre, text, fontsize=fontsize, color=colour, ha="center", va="center", zorder=8)
+        if needs_leader(box, x, y, fontsize * per_pt, clearance):
+            end = leader_end(box, x, y)
+            ax.plot([x, end[0]], [y, end[1]], color=colour, linewidth=0.4, alpha=0.8, zorder=6)
+
+    # Markers first: in a picture of its own, no name needs to sit under a character (the HTML report shares one
+    # name layer between pictures, so there names come first).
+    points = [point for mark in marks for point in mark.points]
+    radii = [
+        (np.sqrt(PLAN_MARKER_PT2 if kind == "plan" else CHARACTER_MARKER_PT2) / 2 + 1) * per_pt for *_, kind in points
+    ]
+    taken = [(x - r, y - r, x + r, y + r) for (_, x, y, _), r in zip(points, radii, strict=True)]
+    if names:
+        labels = [(box.name, float(box.center[0]), float(box.center[1])) for box in scene.objects]
+        placed = place_labels(labels, name_size * per_pt, bounds, centred=True, taken=taken, measure=measure(name_size))
+        for (text, x, y), box in zip(labels, placed, strict=True):
+            draw(text, box, x, y, name_size, "0.1", 0.0)
+        taken += placed
+    for (text, x, y, kind), radius in zip(points, radii, strict=True):
+        size = mark_size * per_pt
+        (box,) = place_labels([(text, x, y)], size, bounds, clearance=radius, taken=taken, measure=measure(mark_size))
+        taken.append(box)
+        draw(text, box, x, y, mark_size, CHARACTER_COLOUR if kind == "character" else PLAN_COLOUR, radius)
 
 
 def floor_plan_figure(
@@ -313,7 +418,7 @@ def floor_plan_figure(
         figure = plt.figure(figsize=(width_in, height_in))
         ax = figure.add_axes((0, 0, 1, 1))
         ax.set_axis_off()
-    draw_scene(ax, scene, highlight=highlight, fontsize=5.0 if chrome else 7.0, names=names or chrome)
+    draw_scene(ax, scene, highlight=highlight)
     for mark in marks:
         draw_marks(ax, mark)
     ax.set_xlim(x0, x1)
@@ -327,6 +432,8 @@ def floor_plan_figure(
         if title:
             ax.set_title(title, fontsize=9)
         figure.tight_layout()
+        ax.apply_aspect()  # the axes' final box, which the labels are measured in
+    label_picture(ax, scene, marks, names=names or chrome, name_size=5.0 if chrome else 7.0)
     return figure
 
 
@@ -405,4 +512,6 @@ def regions_figure(scene: Scene) -> Figure:
     ax.tick_params(labelsize=7)
     ax.set_title(f"{scene.name}: {len(scene.objects)} objects, {len(clusters)} regions (DBSCAN)", fontsize=9)
     figure.tight_layout()
+    ax.apply_aspect()
+    label_picture(ax, scene)
     return figure

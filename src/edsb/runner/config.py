@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases
-from edsb.errors import EdsbError, UsageError, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
@@ -91,6 +91,13 @@ class RunConfig(BaseModel):
 _ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
 SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
+_FILE_ONLY = ("preset", "edsb_version")  # keys a file may hold besides the fields: a preset, a config.json's version
+
+
+def _spellings() -> list[str]:
+    """Every key a config file accepts, as the field and as the option (`base_url`, `base-url`, `no-cache`)."""
+    names = [*RunConfig.model_fields, *SESSION_OPTIONS, *_FILE_ONLY, *_ALIASES, "no_cache"]
+    return sorted({spelling for name in names for spelling in (name, name.replace("_", "-"))})
 
 
 def _read_options(path: Path) -> dict[str, Any]:
@@ -120,6 +127,8 @@ def _read_options(path: Path) -> dict[str, Any]:
         if name == "no_cache":
             name, value = "cache", not value
         name = _ALIASES.get(name, name)
+        if name not in RunConfig.model_fields and name not in (*SESSION_OPTIONS, *_FILE_ONLY):
+            raise UsageError(f"{path}: unknown key {key!r}{hint(closest(str(key), _spellings()))}")
         if name == "variants" and isinstance(value, str):
             value = [value]
         if name in ("cases", "distraction"):

@@ -47,6 +47,9 @@ class LoopStats:
     interrupted: bool = False  # stopped by Ctrl-C before every run was done
     connection_streak: int = 0  # consecutive finished runs that could not connect to the model
     error_kinds: dict[str, int] = field(default_factory=dict)
+    # What the sweep waits for until its first run finishes ("loading model…"): with no run done the counts say
+    # nothing, and the first runs on the embedded model take a minute.
+    waiting_for: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
     def note(self, result: RunResult) -> None:
         self.done += 1
@@ -63,6 +66,8 @@ class LoopStats:
         self.tokens += result.prompt_tokens + result.completion_tokens
 
     def line(self) -> str:
+        if not self.done and self.waiting_for is not None:
+            return f"{self.waiting_for()} | in flight {self.in_flight}"
         judged = self.done - self.incomplete
         rate = f"{self.passed / judged:.2f}" if judged else "-"
         return (
@@ -72,13 +77,14 @@ class LoopStats:
 
 
 class _TwoLineProgress(Progress):
-    """The bar and its times on one line, the counts below it: a narrow terminal cuts the counts, not the bar."""
+    """The bar and its times on one line, the counts below it: a narrow terminal cuts the counts, not the bar. The
+    counts are read at every refresh, so the runs in flight and what the sweep waits for are shown as they change."""
 
-    status = ""
+    stats = LoopStats()
 
     def get_renderables(self) -> Iterable[RenderableType]:
         yield self.make_tasks_table(self.tasks)
-        yield Text(self.status, no_wrap=True, overflow="ellipsis")
+        yield Text(self.stats.line(), no_wrap=True, overflow="ellipsis")
 
 
 class _EtaColumn(ProgressColumn):
@@ -106,14 +112,13 @@ class _LiveProgress:
             transient=False,
             expand=False,
         )
-        self._progress.status = stats.line()
+        self._progress.stats = stats
         self._task = self._progress.add_task("runs", total=stats.total)
 
     def start(self, stats: LoopStats, concurrency: int) -> None:
         self._progress.start()
 
     def update(self, stats: LoopStats) -> None:
-        self._progress.status = stats.line()
         self._progress.update(self._task, completed=stats.done)
 
     def stop(self, stats: LoopStats) -> None:
@@ -214,15 +219,18 @@ async def run_keys(
     console: Console | None = None,
     stop: asyncio.Event | None = None,
     log_every_s: float = LOG_EVERY_S,
+    waiting_for: Callable[[], str] | None = None,
 ) -> LoopStats:
     """Execute every key once and append its record; returns the counts of this pass.
+
+    `waiting_for` says, in the progress, what the sweep waits for until its first run finishes.
 
     Once `stop` is set no new run starts; the runs in flight finish and are recorded (a graceful Ctrl-C).
     An exception from `execute` (a set-up failure that no run can survive), or `EndpointUnreachable` after
     `UNREACHABLE_STREAK` connection failures in a row, cancels the runs in flight and propagates; every record
     appended before it stays on disk for the next pass.
     """
-    stats = LoopStats(total=len(keys))
+    stats = LoopStats(total=len(keys), waiting_for=waiting_for)
     queue: asyncio.Queue[RunKey] = asyncio.Queue()
     for key in keys:
         queue.put_nowait(key)

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
-from edsb.llm import RetryPolicy, TranscriptWriter, build_model, transcripts_dir
+from edsb.llm import ChatModel, LocalChatModel, RetryPolicy, TranscriptWriter, build_model, transcripts_dir
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
@@ -170,6 +170,15 @@ def run_benchmark(
     return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
 
 
+def waiting_for(model: ChatModel) -> Callable[[], str]:
+    """What a sweep's first runs wait for, for the progress to say until one finishes: the embedded model loads its
+    weights, then answers the first requests on the CPU (a minute or more on two cores); others answer over HTTP."""
+    inner = getattr(model, "inner", model)  # under the response cache
+    if isinstance(inner, LocalChatModel):
+        return lambda: "model working on the first requests…" if inner.loaded else "loading model…"
+    return lambda: "waiting for the first answers…"
+
+
 def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
     """First Ctrl-C: start no new run and let the ones in flight finish (their results are kept). Second Ctrl-C:
     stop now. Every result counted so far is already on disk, so exiting at once loses only the runs in flight,
@@ -218,6 +227,7 @@ async def _execute(
                 quiet=quiet,
                 console=console,
                 stop=stop,
+                waiting_for=waiting_for(services.model),
             )
         )
         starting = asyncio.wrap_future(sandbox)
