@@ -34,7 +34,10 @@ def inspect_eval_offline(tmp_path: Path, *args: str) -> tuple[EvalLog, list[str]
         TIKTOKEN_CACHE_DIR=str(tmp_path / "tiktoken"),  # empty: a token count by tiktoken would have to download
         INSPECT_LOG_DIR=str(tmp_path / "logs"),
     )
-    env["PYTHONPATH"] = os.pathsep.join([str(OFFLINE_SITE), str(REPO), env["PYTHONPATH"]])
+    # The installed edsb, not the source tree on the path: Inspect names a task `edsb/...` only when its package is
+    # installed (site-packages or editable per its direct_url.json), and the source tree's own `edsb.egg-info`, which
+    # an editable install leaves in src/, would be found first and carries no direct_url.json.
+    env["PYTHONPATH"] = os.pathsep.join([str(OFFLINE_SITE), str(REPO)])
     inspect = Path(sys.executable).with_name("inspect")
     command = [str(inspect), "eval", *args, "--display", "plain", "--max-retries", "0"]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -91,7 +91,7 @@ def test_under_the_reference_annealer_every_pi_failure_of_the_oracle_is_a_sample
     assert cell["passes"] == 50 - len(failed)
     assert cell["success_rate"] == round((50 - len(failed)) / 50, 2)  # the rate stays the annealer's
     assert summary["pi_sampler"]["0"] == {
-        "sampler": "reference", "runs": 50, "failures": len(failed), "sampler_misses": len(failed)
+        "sampler": "reference", "runs": 50, "failures": len(failed), "errors": 0, "sampler_misses": len(failed)
     }  # fmt: skip
 
 

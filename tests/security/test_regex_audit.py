@@ -24,7 +24,14 @@ AUDITED = {
 }
 # Patterns built at import time from edsb's own names: an alternation of escaped literals (the API names).
 BUILT = {
-    ("sandbox/source.py", "re.compile('|'.join((re.escape(key) for key in sorted(_REWRITES, key=len, reverse=True))))"),
+    (
+        "sandbox/source.py",
+        "re.compile('|'.join((re.escape(key) for key in "
+        "sorted((*ENTRY_HEADERS, *API_FUNCTIONS), key=len, reverse=True))))",
+    ),
+    # The exact sandbox's `match` local: the reference's pattern with the body's length fixed, matched once at the
+    # block that the linear scan (`code_block_span`) already found; linear on whitespace floods (test_source.py).
+    ("sandbox/exact.py", "re.compile(f'```python\\\\s*\\\\n([\\\\s\\\\S]{{{body_end - body_start}}})\\\\n\\\\s*```')"),
     # --perturb: whole-word renaming of the benchmark's own texts (cases, descriptions), never model text.
     ("data/perturb.py", "re.compile('\\\\b(?:' + '|'.join(map(re.escape, keys)) + ')\\\\b')"),
 }
