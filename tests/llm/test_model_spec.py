@@ -20,6 +20,15 @@ from edsb.llm.retry import is_retryable_status, retry_after_s
         ("openai:qwen2.5:7b", ModelSpec("openai", "qwen2.5:7b")),  # Ollama tags keep their colon
         ("openai:meta-llama/Meta-Llama-3.1-8B-Instruct", ModelSpec("openai", "meta-llama/Meta-Llama-3.1-8B-Instruct")),
         ("replay:runs/2025-01-01", ModelSpec("replay", "runs/2025-01-01")),
+        ("anthropic:claude-3-5-sonnet-20241022", ModelSpec("anthropic", "claude-3-5-sonnet-20241022")),
+        ("google:gemini-1.5-pro", ModelSpec("google", "gemini-1.5-pro")),
+        (
+            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
+            ModelSpec("deepinfra", "meta-llama/Meta-Llama-3.1-70B-Instruct"),
+        ),
+        ("groq:llama-3.1-70b-versatile", ModelSpec("groq", "llama-3.1-70b-versatile")),
+        ("cerebras:llama3.1-70b", ModelSpec("cerebras", "llama3.1-70b")),
+        ("lepton:llama3-1-70b", ModelSpec("lepton", "llama3-1-70b")),
     ],
 )
 def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
@@ -34,7 +43,8 @@ def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
         ("openai:", "needs a model name"),
         ("replay:", "needs a run directory"),
         ("local:", "names no GGUF file"),
-        ("anthropic:claude", "unknown model spec"),
+        ("mistral:large", "unknown model spec"),
+        ("anthropic:", "needs a model name"),
     ],
 )
 def test_bad_specs_are_one_line_user_errors(text: str, message: str) -> None:

@@ -17,8 +17,10 @@ from edsb.llm.openai_client import (
     OpenAIChatModel,
 )
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
+from edsb.llm.providers import get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
+from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
 from edsb.llm.spec import ModelSpec, parse_model_spec
 
 DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
@@ -54,8 +56,10 @@ def build_model(
     `perturb` the perturbation seed of the run, whose mapping the oracle's answers go through.
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
-    if parsed.kind != "openai" and (base_url or api_key_env):
-        raise UsageError(f"--base-url and --api-key-env apply to openai:<model> models, not {parsed}")
+    if not parsed.remote and (base_url or api_key_env):
+        raise UsageError(
+            f"--base-url and --api-key-env apply to a provider's models (openai:<model>, ...), not {parsed}"
+        )
     model: ChatModel
     if parsed.kind == "replay":
         assert parsed.target is not None
@@ -65,17 +69,23 @@ def build_model(
         from edsb.llm.oracle import OracleChatModel
 
         return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong", perturb=perturb)
-    if parsed.kind == "openai":
+    if parsed.remote:
         assert parsed.target is not None
-        model = OpenAIChatModel(
-            parsed.target,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            timeout_s=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
-            max_in_flight=max_in_flight,
-            max_response_bytes=max_response_bytes,
-        )
+        provider = get_provider(parsed.kind)
+        options: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key_env": api_key_env,
+            "timeout_s": timeout,
+            "retry": retry or RetryPolicy(max_retries=max_retries),
+            "max_in_flight": max_in_flight,
+            "max_response_bytes": max_response_bytes,
+        }
+        if provider.api == "anthropic":
+            model = AnthropicChatModel(parsed.target, **options)
+        elif provider.api == "google":
+            model = GoogleChatModel(parsed.target, **options)
+        else:
+            model = OpenAIChatModel(parsed.target, provider=provider, **options)
     else:
         # One context per run in flight, up to the cores (each then gets cores / contexts threads).
         model = LocalChatModel(parsed.target, instances=max_in_flight)
