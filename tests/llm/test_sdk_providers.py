@@ -203,6 +203,15 @@ def test_an_oversized_body_is_refused_and_not_asked_for_again(openai_server: Ope
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_oversized_head_is_refused(openai_server: OpenAIServer, provider: str) -> None:
+    completion = Reply.completion("fine")
+    openai_server.enqueue(Reply(200, completion.body, {**completion.headers, "X-Filler": "a" * 150_000}))
+    with pytest.raises(TransportError) as caught:
+        complete(make(provider, openai_server))
+    assert (caught.value.kind, caught.value.attempts) == ("oversized", 1)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_hang_times_out_and_a_dead_port_is_unreachable(openai_server: OpenAIServer, provider: str) -> None:
     openai_server.enqueue(Reply.hang())
     with pytest.raises(TransportError) as caught:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 ANTHROPIC_URL = "https://api.anthropic.com"
 GOOGLE_URL = "https://generativelanguage.googleapis.com"
 _TOKEN_LIMIT = 2**53
+HEAD_LIMIT = 100 * 1024  # what httpcore's HTTP/1.1 parser holds of a response head
 
 
 class ResponseTooLarge(Exception):
@@ -126,6 +127,9 @@ def _transport_failure(exc: BaseException) -> AttemptFailure | None:
             return AttemptFailure("oversized", str(error))
         if isinstance(error, httpx2.TimeoutException):
             return AttemptFailure("timeout", f"{type(error).__name__}: {error}")
+        if isinstance(error, httpx2.RemoteProtocolError) and "buffer too long" in str(error).lower():
+            # h11 refuses a response head over its 100 KiB (the aiohttp client's limit is 128 lines of 8,190 bytes)
+            return AttemptFailure("oversized", f"the response's head is over the limit of {HEAD_LIMIT:,} bytes")
         if isinstance(error, httpx2.ConnectError | httpx2.ProxyError | httpx2.UnsupportedProtocol):
             return AttemptFailure("unreachable", one_line(f"{type(error).__name__}: {error}"))
         if isinstance(error, httpx2.TransportError | httpx2.DecodingError):

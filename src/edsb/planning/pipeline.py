@@ -44,6 +44,8 @@ class RunServices:
     benchmark: Benchmark
     model: ChatModel
     temperature: float = 0.1
+    max_tokens: int | None = None  # the reply's token cap sent with every request (None: none sent)
+    model_seed: int | None = None  # repeat r sends model_seed + r (None: no seed sent)
     seed: int = 0
     sampler: SamplerName = SamplerName.REFERENCE
     limits: SandboxLimits = field(default_factory=SandboxLimits)
@@ -90,6 +92,8 @@ async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: 
         temperature=services.temperature,
         json_mode=request.json_mode,
         sample_index=key.repeat,
+        max_tokens=services.max_tokens,
+        seed=None if services.model_seed is None else services.model_seed + key.repeat,
     )
     if services.transcripts is not None:
         response = await services.transcripts.complete(
