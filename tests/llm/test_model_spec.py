@@ -7,7 +7,16 @@ from datetime import UTC, datetime
 import pytest
 
 from edsb.errors import EdsbError
-from edsb.llm import ChatRequest, ModelSpec, ModelSpecError, RetryPolicy, build_model, parse_model_spec, request_key
+from edsb.llm import (
+    ApiKeyError,
+    ChatRequest,
+    ModelSpec,
+    ModelSpecError,
+    RetryPolicy,
+    build_model,
+    parse_model_spec,
+    request_key,
+)
 from edsb.llm.retry import is_retryable_status, retry_after_s
 
 
@@ -103,3 +112,45 @@ def test_which_statuses_are_retried() -> None:
     assert [is_retryable_status(s) for s in (400, 401, 404, 408, 409, 429, 500, 502, 503)] == [
         False, False, False, True, True, True, True, True, True,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable", "url"),
+    [
+        ("openai:m", "OPENAI_API_KEY", "https://api.openai.com/v1"),
+        (
+            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "DEEPINFRA_API_TOKEN",
+            "https://api.deepinfra.com/v1/openai",
+        ),
+        ("groq:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("groq-native:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("cerebras:llama3.1-70b", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
+        ("lepton:llama3-1-70b", "LEPTON_API_TOKEN", "https://llama3-1-70b.lepton.run/api/v1"),
+    ],
+)
+def test_openai_compatible_providers_take_the_references_host_and_key_variable(
+    spec: str, variable: str, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", variable):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ApiKeyError, match=f"^{variable} is not set"):
+        build_model(spec, cache=False)
+    monkeypatch.setenv(variable, "k")
+    model = build_model(spec, cache=False)
+    provider = spec.partition(":")[0].removesuffix("-native")
+    assert model.identity == f"{provider}:{spec.partition(':')[2]}@{url}"
+    # --base-url and --api-key-env still override both.
+    monkeypatch.setenv("OTHER_KEY", "k2")
+    moved = build_model(spec, base_url="http://127.0.0.1:9/v1", api_key_env="OTHER_KEY", cache=False)
+    assert moved.identity.endswith("@http://127.0.0.1:9/v1") and moved.identity.startswith(f"{provider}:")
+
+
+def test_a_missing_sdk_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # as if the extra were not installed
+    with pytest.raises(EdsbError, match=r"pip install 'edsb\[anthropic\]'") as caught:
+        build_model("anthropic:claude", cache=False)
+    assert "\n" not in str(caught.value)
