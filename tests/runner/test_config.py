@@ -25,7 +25,7 @@ from edsb.runner.config import (
 from edsb.runner.keys import longest_first
 from tests.support.data import DATA
 from tests.support.edsb_cli import scripted_run_child
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.run_dir import records_by_key
 
 # Every option of `edsb run` but --config itself, in command-line spelling.
@@ -327,6 +327,19 @@ def test_openai_sends_no_cap_and_no_seed_by_default(scripted_server: OpenAIServe
     argv = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(out)]
     assert _edsb([*argv, "--cases", "13", "--distraction", "0", "--no-cache", "--quiet"]) == 0
     assert all(not {"max_tokens", "seed"} & request.json().keys() for request in scripted_server.chat_requests)
+
+
+def test_a_reply_cut_at_the_token_cap_says_so(tmp_path: Path) -> None:
+    def cut(request: RecordedRequest) -> Reply:
+        return Reply.completion('{"reasoning": "David is hungry and', finish_reason="length")
+
+    out = tmp_path / "run"
+    with OpenAIServer(cut) as server:
+        argv = ["run", "--model", "openai:m", "--base-url", server.base_url, "--out", str(out), "--max-tokens", "50"]
+        assert _edsb([*argv, "--cases", "13", "--distraction", "0", "--no-cache", "--quiet"]) == 0
+    [record] = records_by_key(out).values()
+    assert record["error_kind"] == "narrator_format"
+    assert "the narrator reply stopped at the token cap of 50" in record["error"]
 
 
 def test_runs_with_two_model_calls_start_before_those_with_one() -> None:
