@@ -21,7 +21,7 @@ from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, SamplerName, VariantName
-from edsb.report.formats import CompareFormat, ReportFormat
+from edsb.report.formats import CompareFormat, ReportFormat, plural
 
 
 class _FlagsWithoutPlaceholders:
@@ -246,7 +246,7 @@ def cases_command(
                 + "\n"
             )
         return
-    table = Table("id", "scene", "tags", "max lvl", "instruction", title=f"{len(rows)} cases")
+    table = Table("id", "scene", "tags", "max lvl", "instruction", title=plural(len(rows), "case"))
     for case in rows:
         table.add_row(
             str(case.id),
@@ -480,14 +480,7 @@ def run_command(
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))
     outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
-    summary = write_summary(
-        out,
-        outcome.results,
-        resolved.variants,
-        model=resolved.model,
-        runs_planned=outcome.runs_planned,
-        perturb=resolved.perturb,
-    )
+    summary = write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
     if outcome.interrupted:
         raise KeyboardInterrupt
     render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
@@ -496,15 +489,15 @@ def run_command(
         err.print(hint, markup=False, highlight=False)
     stats = outcome.stats
     err.print(
-        f"{len(outcome.keys)} runs planned, {outcome.skipped} already done, {stats.done} executed "
+        f"{plural(len(outcome.keys), 'run')} planned, {outcome.skipped} already done, {stats.done} executed "
         f"({stats.incomplete} incomplete: rerun the same command to retry them); results in {out}",
         markup=False,
         highlight=False,
     )
     if stats.incomplete:  # a sweep with holes must not look like a finished one to a script or CI
-        raise EdsbError(
-            f"{stats.incomplete} runs are incomplete (no answer from the model, or an edsb fault); see {out}"
-        )
+        are = "is" if stats.incomplete == 1 else "are"
+        why = "no answer from the model, or an edsb fault"
+        raise EdsbError(f"{plural(stats.incomplete, 'run')} {are} incomplete ({why}); see {out}")
 
 
 def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
@@ -523,12 +516,24 @@ def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
     return None
 
 
+AllOption = Annotated[
+    bool,
+    typer.Option("--all", help="Show every row of long lists (per case, reasons, cases that flip); default: 20."),
+]
+
+
 @app.command("report", cls=_Command)
 def report_command(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `edsb run`.")],
     fmt: Annotated[
         ReportFormat,
-        typer.Option("--format", metavar="FORMAT", help=f"Output format: {_one_of(ReportFormat)}.", show_default=False),
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help=f"Output format: {_one_of(ReportFormat)} (json: the results document with its run card; samples: "
+            "one JSON line per run with its texts, code, plan and verdict).",
+            show_default=False,
+        ),
     ] = ReportFormat.TABLE,
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
     price_in: Annotated[
@@ -544,12 +549,13 @@ def report_command(
             "-o", "--output", metavar="FILE", help="Write the report to FILE (needed for html; default: stdout)."
         ),
     ] = None,
+    show_all: AllOption = False,
     data: DataOption = None,
 ) -> None:
-    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and per-case counts;
-    `--format html -o report.html` writes one self-contained page with a drill-down per run."""
+    """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and their reasons, and
+    per-case counts; `--format html -o report.html` writes one self-contained page with a drill-down per run."""
     from edsb.data.benchmark import Benchmark
-    from edsb.report.render import load_run, render_report
+    from edsb.report.render import open_run, render_report
 
     if fmt == ReportFormat.HTML:
         from edsb.report.html import write_html_report
@@ -559,20 +565,40 @@ def report_command(
         written = write_html_report(run_dir, output, Benchmark.open(data))
         err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
         return
-    config, summary = load_run(run_dir)
+    if fmt == ReportFormat.SAMPLES:
+        from edsb.report.samples import write_samples
+
+        if output is None:
+            write_samples(run_dir, sys.stdout)
+            return
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as handle:
+            count = write_samples(run_dir, handle)
+        err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
+        return
+    run, summary = open_run(run_dir)
+    config = run.config.model_dump()
     for note in summary.get("notes", []):
         err.print(f"note: {note}", markup=False, highlight=False)
+
+    def render(console: Console) -> str | None:
+        if fmt == ReportFormat.JSON:
+            from edsb.report.card import results_document
+
+            return json.dumps(results_document(run_dir, run.config, run.results, summary), indent=2)
+        prices = (price_in, price_out)
+        return render_report(
+            config, summary, fmt, intervals=intervals, prices=prices, console=console, show_all=show_all
+        )
+
     if output is None:
-        text = render_report(config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=out)
+        text = render(out)
         if text is not None:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         with output.open("w", encoding="utf-8") as handle:  # a table goes to the file as plain text, no colours
-            file_console = Console(file=handle, soft_wrap=True, color_system=None, width=160)
-            text = render_report(
-                config, summary, fmt, intervals=intervals, prices=(price_in, price_out), console=file_console
-            )
+            text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
             if text is not None:
                 handle.write(text if text.endswith("\n") else text + "\n")
         err.print(f"report written to {output}", markup=False, highlight=False)
@@ -588,8 +614,16 @@ def report_command(
 def show_command(
     case_id: Annotated[int, typer.Argument(metavar="CASE", help="Test case id.")],
     output: Annotated[
-        Path, typer.Option("-o", "--output", metavar="FILE", help="Picture to write: .png, .svg or .pdf.")
-    ],
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Picture to write: .png, .svg or .pdf (default: case<CASE>-d<LEVEL>.png here, with --run "
+            "case<CASE>-d<LEVEL>-r<N>-<VARIANT>.png).",
+            show_default=False,
+        ),
+    ] = None,
     distraction: Annotated[int, typer.Option("--distraction", min=0, metavar="LEVEL", help="Distraction level.")] = 0,
     run: Annotated[
         Path | None, typer.Option("--run", metavar="RUN_DIR", help="Run directory whose plan to draw.")
@@ -619,10 +653,12 @@ def show_command(
     scene = load_scene(benchmark, case.scene_name)
     if run_dir is None:
         figure = case_figure(case, level, scene)
+        name = f"case{case_id}-d{level}.png"
     else:
         result = run_dir.find(case_id, distraction, repeat, variant)
         figure = result_figure(case, level, scene, result)
-    written = save_figure(figure, output)
+        name = f"case{case_id}-d{level}-r{repeat}-{result.variant}.png"
+    written = save_figure(figure, output or Path(name))
     err.print(f"picture written to {written}", markup=False, highlight=False)
 
 
@@ -669,6 +705,7 @@ def compare_command(
         Path | None,
         typer.Option("-o", "--output", metavar="FILE", help="Write to this file (needed by --format html)."),
     ] = None,
+    show_all: AllOption = False,
 ) -> None:
     """Paired comparison with the first run: per variant and tag, the difference in success and execution rate
     over the runs sharing a run key, its 95% interval clustered by case, a p-value and the discordant pairs;
@@ -691,15 +728,55 @@ def compare_command(
         err.print(f"board written to {written}", markup=False, highlight=False)
         return
     if output is None:
-        text = render_board(board, fmt, console=out)
+        text = render_board(board, fmt, console=out, show_all=show_all)
         if text is not None:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     with output.open("w", encoding="utf-8") as handle:  # the tables as plain text for `table`
-        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True))
+        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True), show_all=show_all)
         if text is not None:
             handle.write(text if text.endswith("\n") else text + "\n")
     err.print(f"comparison written to {output}", markup=False, highlight=False)
+
+
+sandbox_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Which sandbox runs model code here, and a self-test.")
+app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("check", cls=_Command)
+def sandbox_check(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Say which sandbox this host gets and why, then run ten attacks in contained children: exit 0 when every one
+    is refused (and honest code still runs), 1 otherwise."""
+    import textwrap
+    from dataclasses import asdict
+
+    from edsb.sandbox.kernel import host_support, prepare
+    from edsb.sandbox.selfcheck import self_check
+
+    support = host_support()
+    prepare()
+    results = self_check()
+    passed = all(result.passed for result in results)
+    if as_json:
+        report = {
+            "host": asdict(support),
+            "self_test": [{"name": r.name, "passed": r.passed, **asdict(r.outcome)} for r in results],
+            "passed": passed,
+        }
+        out.print_json(json.dumps(report))
+    else:
+        lines = [*support.describe(), "self-test, in forked children under every layer this host has:"]
+        lines += [
+            f"  {'ok  ' if r.passed else 'FAIL'} {r.name}: {r.outcome.status}, {r.outcome.detail}" for r in results
+        ]
+        verdict = "every attack refused" if passed else "NOT every attack was refused: do not run untrusted code here"
+        lines.append(f"result: {verdict}")
+        for line in lines:
+            indent = "       " if line.startswith("  ") else "  "
+            sys.stdout.write(textwrap.fill(line, 80, subsequent_indent=indent, break_long_words=True) + "\n")
+    raise typer.Exit(0 if passed else 1)
 
 
 def _fail(message: str, exit_code: int) -> None:

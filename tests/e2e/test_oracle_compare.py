@@ -47,7 +47,7 @@ def test_oracle_against_oracle_wrong_is_minus_one(oracle_runs: tuple[Path, Path]
     cases = {(d["variant"], d["case"]) for d in comparison["discordant_cases"]}
     assert len(cases) == 4 * 30
     _, markdown, _ = edsb_in_process(["compare", *map(str, oracle_runs), "--format", "markdown"], capsys)
-    assert "| ours | Total | success | 90 | 1.00 | 0.00 | -1.00 [-1.00, -1.00] | <0.001 | 90 | 0 |" in markdown
+    assert "| ours | Total | success | 90 | 1.00 → 0.00 | -1.00 [-1.00, -1.00] | <0.001 | 90 / 0 |" in markdown
 
 
 def test_a_real_run_against_itself_is_exactly_zero(oracle_runs: tuple[Path, Path], capsys) -> None:

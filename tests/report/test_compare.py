@@ -89,7 +89,7 @@ def test_a_run_compared_with_itself(runs: tuple[Path, Path], capsys) -> None:
             assert d["p_value"] in (1.0, None)
     assert data["comparisons"][0]["discordant_cases"] == []
     _, out, err = edsb_in_process(["compare", str(base), str(base), "--format", "markdown"], capsys)
-    assert err == "" and "| ours | Total | success | 6 | 0.50 | 0.50 | +0.00 [+0.00, +0.00] | 1.000 | 0 | 0 |" in out
+    assert err == "" and "| ours | Total | success | 6 | 0.50 → 0.50 | +0.00 [+0.00, +0.00] | 1.000 | 0 / 0 |" in out
 
 
 def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) -> None:
@@ -111,7 +111,7 @@ def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) ->
     assert leader[("base", "Total")]["cell"] == "0.5 (0.83)" and leader[("other", "Total")]["cell"] == "0.67 (0.83)"
     _, markdown, _ = edsb_in_process(["compare", *map(str, runs), "--format", "markdown"], capsys)
     low, high = total["interval"]
-    assert f"| ours | Total | success | 6 | 0.50 | 0.67 | +0.17 [{low:+.2f}, {high:+.2f}] |" in markdown
+    assert f"| ours | Total | success | 6 | 0.50 → 0.67 | +0.17 [{low:+.2f}, {high:+.2f}] |" in markdown
     assert "| base | 0.5 (0.83) [" in markdown and "| other | ours | 5 | d0-r0 | d1-r0 |" in markdown
     written = runs[0].parent / "compare.md"
     code, _, err = edsb_in_process(["compare", *map(str, runs), "--format", "markdown", "-o", str(written)], capsys)
@@ -147,7 +147,7 @@ def test_different_coverage_pairs_the_shared_keys_and_says_what_was_left_out(tmp
     assert json.loads(out)["comparisons"][0]["coverage"] == {
         "pairs": 6, "only_base": 1, "only_run": 2, "incomplete_base": 1, "incomplete_run": 1,
     }  # fmt: skip
-    assert "warning: b vs a: 6 runs paired; left out: 1 judged runs of a without a judged partner in b, 2 of b" in err
+    assert "warning: b vs a: 6 runs paired; left out: 1 judged run of a without a judged partner in b, 2 of b" in err
     assert "incomplete runs never pair: 1 in a, 1 in b" in err
     _, markdown, _ = edsb_in_process(["compare", str(base_dir), str(other_dir), "--format", "markdown"], capsys)
     assert (

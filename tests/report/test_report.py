@@ -187,20 +187,21 @@ def test_pi_failures_that_are_sampler_misses_are_counted_per_cell(tmp_path: Path
     _, out, _ = edsb_in_process(["report", str(run), "--format", "json"], capsys)
     summary = json.loads(out)["variants"]
     assert summary["scene-graph"]["pi_sampler"]["0"] == {
-        "sampler": "reference", "runs": 4, "failures": 3, "sampler_misses": 2
+        "sampler": "reference", "runs": 4, "failures": 3, "errors": 0, "sampler_misses": 2
     }  # fmt: skip
     assert summary["scene-graph"]["cells"]["PI"]["0"]["success_rate"] == 0.25  # the annealer's rate, unchanged
     assert summary["ours"]["pi_sampler"]["Total"] == {
         "sampler": "optimal",
         "runs": 1,
         "failures": 1,
+        "errors": 0,
         "sampler_misses": 0,
     }
 
     _, out, _ = edsb_in_process(["report", str(run), "--format", "markdown"], capsys)
     assert "### PI failures that are sampler misses (the optimal sampler would have passed them)" in out
-    assert "| scene-graph | 0 | reference | 4 | 3 | 2 |" in out
-    assert "| ours | 0 | optimal | 1 | 1 | 0 |" in out
+    assert "| scene-graph | 0 | reference | 4 | 3 | 0 | 2 |" in out
+    assert "| ours | 0 | optimal | 1 | 1 | 0 | 0 |" in out
 
     page = tmp_path / "pi.html"
     code, _, err = edsb_in_process(["report", str(run), "--format", "html", "-o", str(page)], capsys)
@@ -208,7 +209,7 @@ def test_pi_failures_that_are_sampler_misses_are_counted_per_cell(tmp_path: Path
     html = page.read_text()
     table = html[html.index('id="sampler-misses"') :]
     table = table[: table.index("</table>")]
-    assert "<td>scene-graph</td><td>0</td><td>reference</td><td>4</td><td>3</td><td>2</td>" in table
+    assert "<td>scene-graph</td><td>0</td><td>reference</td><td>4</td><td>3</td><td>0</td><td>2</td>" in table
     # the two missed runs, each in its summary line and its verdict
     assert html.count("a sampler miss: the optimal sampler would have passed these relationships") == 4
 

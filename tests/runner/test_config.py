@@ -253,7 +253,7 @@ def test_resume_refuses_a_different_run_and_accepts_other_settings(
 
     # Settings that do not change results may differ on a resume.
     assert _edsb([*base, *selection, "--concurrency", "7", "--max-retries", "0"]) == 0
-    assert "1 runs planned, 1 already done, 0 executed" in capsys.readouterr().err
+    assert "1 run planned, 1 already done, 0 executed" in capsys.readouterr().err
     assert len(records_by_key(out)) == 1
 
 

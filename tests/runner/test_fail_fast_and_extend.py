@@ -49,7 +49,7 @@ def test_incomplete_runs_make_the_exit_code_non_zero(tmp_path: Path) -> None:
         result = scripted_run_child(server.base_url, tmp_path / "run", tmp_path / "cache", *options)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        f"edsb: error: 1 runs are incomplete (no answer from the model, or an edsb fault); see {tmp_path / 'run'}"
+        f"edsb: error: 1 run is incomplete (no answer from the model, or an edsb fault); see {tmp_path / 'run'}"
     )
 
 

@@ -12,5 +12,5 @@ from edsb.runner.run import RunOutcome, run_benchmark
 
 def run_and_summarise(config: RunConfig, out: Path, **options: Any) -> RunOutcome:
     outcome = run_benchmark(config, out, **options)
-    write_summary(out, outcome.results, config.variants, model=config.model, runs_planned=outcome.runs_planned)
+    write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
     return outcome

@@ -28,7 +28,7 @@ from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
-from edsb.planning.variants import VARIANTS, get_variant
+from edsb.report.formats import variant_rank
 from edsb.report.render import (
     POWER_TITLE,
     SAMPLER_MISS_HEADER,
@@ -37,6 +37,7 @@ from edsb.report.render import (
     power_rows,
     sampler_miss_rows,
 )
+from edsb.report.samples import executed_code
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
@@ -53,7 +54,6 @@ from edsb.report.topdown import (
 )
 from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
-from edsb.sandbox import extract_code
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
 # Error kinds, in order of first appearance in a report: colours far apart from each other and from the status
@@ -246,19 +246,6 @@ def _exchanges(records: list[TranscriptRecord], sections: _Sections) -> list[dic
     return exchanges
 
 
-def _executed_code(exchanges: list[dict[str, Any]], table: list[str], variant: str) -> str | None:
-    """The code the sandbox ran: the Event Parser's reply, or the Narrator's for w/o Event (whose Narrator writes
-    the plan code). None when no such reply exists (the Narrator waited, or the run failed before)."""
-    try:
-        code_module = "narrator" if get_variant(variant).parser is None else "event_parser"
-    except UsageError:  # a variant this edsb does not know: show no code rather than guess
-        return None
-    for exchange in reversed(exchanges):
-        if exchange["module"] == code_module and exchange["reply"] is not None:
-            return extract_code("\n\n".join(table[i] for i in exchange["reply"]))
-    return None
-
-
 SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed these relationships)"
 
 
@@ -267,13 +254,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     run = RunDirectory.open(run_dir)
     if run.config.perturb != benchmark.perturb:
         benchmark = Benchmark(benchmark.root, run.config.perturb)
-    summary = build_summary(run.results, run.config.variants)
+    summary = build_summary(run.results)
     label = perturbation_label(run.config.perturb)
-    paper_order = {name: index for index, name in enumerate(VARIANTS)}  # the rows of the paper's tables
-    records = sorted(
-        run.results,
-        key=lambda r: (paper_order.get(r.variant, len(paper_order)), r.variant, r.case, r.distraction, r.repeat),
-    )
+    records = sorted(run.results, key=lambda r: (variant_rank(r.variant), r.case, r.distraction, r.repeat))
     sections = _Sections()
     transcripts = transcripts_by_run(run_dir)
     backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
@@ -300,9 +283,9 @@ def build_page(run_dir: Path, benchmark: Benchmark) -> str:
             "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
             "event": json.dumps(record.event) if record.event else None,
         }
-        exchanges = _exchanges(transcripts.get(record.run_key.file_stem, []), sections)
-        entry["exchanges"] = exchanges
-        entry["code"] = _executed_code(exchanges, sections.table(), record.variant) if exchanges else None
+        transcript = transcripts.get(record.run_key.file_stem, [])
+        entry["exchanges"] = _exchanges(transcript, sections)
+        entry["code"] = executed_code(transcript, record.variant)
         if case is not None:
             level = min(record.distraction, case.max_distraction)
             scene = load_scene(benchmark, case.scene_name)

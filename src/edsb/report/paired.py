@@ -17,6 +17,7 @@ import numpy as np
 
 from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
+from edsb.report.formats import paper_order, plural, variant_rank
 from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
 from edsb.report.summary import TAG_COLUMNS, to_scored_run
 from edsb.results import RunKey, RunResult
@@ -129,11 +130,11 @@ class DifferenceRow:
 
 
 def _groups(results: Iterable[RunResult], by_level: bool) -> dict[tuple[str, str, str], list[int]]:
-    """Indices of `results` by (variant, tag, level), in report order: variants as they come, tags as the
+    """Indices of `results` by (variant, tag, level), in report order: variants in the paper's order, tags as the
     paper's columns, `Total` before the levels."""
     groups: dict[tuple[str, str, str], list[int]] = {}
     indexed = list(enumerate(results))
-    variants = list(dict.fromkeys(r.variant for _, r in indexed))
+    variants = paper_order(r.variant for _, r in indexed)
     levels = [TOTAL, *(str(v) for v in sorted({r.distraction for _, r in indexed}))] if by_level else [TOTAL]
     for variant in variants:
         for tag in TAG_COLUMNS:
@@ -172,14 +173,15 @@ class DiscordantCase:
 
 
 def discordant_cases(pairing: Pairing) -> list[DiscordantCase]:
-    """Every (variant, case) with at least one pair whose success differs, in key order."""
+    """Every (variant, case) with at least one pair whose success differs: variants in the paper's order, then
+    cases ascending."""
     found: dict[tuple[str, int], DiscordantCase] = {}
     for a, b in pairing.pairs:
         if a.passed == b.passed:
             continue
         entry = found.setdefault((a.variant, a.case), DiscordantCase(a.variant, a.case, [], []))
         (entry.base_only if a.passed else entry.run_only).append(a.run_key)
-    return list(found.values())
+    return sorted(found.values(), key=lambda entry: (variant_rank(entry.variant), entry.case))
 
 
 @dataclass(frozen=True)
@@ -268,8 +270,8 @@ def coverage_note(comparison: PairedComparison, base: str) -> str | None:
     parts = []
     if not c.complete:
         parts.append(
-            f"{name} vs {base}: {c.pairs} runs paired; left out: {c.only_base} judged runs of {base} without a judged"
-            f" partner in {name}, {c.only_run} of {name} without one in {base}"
+            f"{name} vs {base}: {plural(c.pairs, 'run')} paired; left out: {plural(c.only_base, 'judged run')} of"
+            f" {base} without a judged partner in {name}, {c.only_run} of {name} without one in {base}"
         )
     if c.incomplete_base or c.incomplete_run:
         parts.append(

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edsb.errors import UsageError
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS
+from edsb.scoring.metrics import TOTAL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], by_level: bool):
+def _cell(summary: Mapping[str, Any], variant: str, group: str, by_level: bool) -> Mapping[str, Any] | None:
     cells = summary["variants"][variant].get("cells", {})
+    cell: Mapping[str, Any] | None = cells.get(TOTAL, {}).get(group) if by_level else cells.get(group, {}).get(TOTAL)
+    return cell
+
+
+def _series(summary: Mapping[str, Any], variant: str, groups: Sequence[str], by_level: bool):
     values, low, high = [], [], []
     for group in groups:
-        cell = cells.get("Total", {}).get(group) if by_level else cells.get(group, {}).get("Total")
+        cell = _cell(summary, variant, group, by_level)
         if cell is None:
             values.append(float("nan"))
             low.append(0.0)
@@ -31,8 +37,10 @@ def _series(summary: Mapping[str, Any], variant: str, groups: tuple[str, ...], b
 
 
 def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
-    """Two panels, by tag and by level, one bar per variant; the rate axis runs from 0 to 1.0 exactly (the legend
-    sits above the panels, not in the room a longer axis would leave)."""
+    """Two panels, by tag and by level, one bar per variant, each labelled with its rate; the rate axis runs from
+    0 to 1.0 exactly (the legend sits above the panels, not in the room a longer axis would leave). A tag or level
+    no variant ran is left off its axis, and a variant without runs where others have some says `no runs` where its
+    bar would be: an empty place never reads as 0 %."""
     try:
         import matplotlib
 
@@ -46,11 +54,17 @@ def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
     panels = ((axes[0], TAG_COLUMNS, False, "by tag (all levels)"), (axes[1], LEVEL_ROWS, True, "by distraction level"))
     width = 0.8 / len(variants)
-    for axis, groups, by_level, label in panels:
+    for axis, every_group, by_level, label in panels:
+        groups = [g for g in every_group if any(_cell(summary, v, g, by_level) for v in variants)]
         for index, variant in enumerate(variants):
             values, errors = _series(summary, variant, groups, by_level)
             positions = [g + (index - (len(variants) - 1) / 2) * width for g in range(len(groups))]
-            axis.bar(positions, values, width, yerr=errors, capsize=3, label=variant)
+            bars = axis.bar(positions, values, width, yerr=errors, capsize=3, label=variant)
+            rates = [f"{value:.2f}" if value == value else "" for value in values]  # NaN: no bar, no label
+            axis.bar_label(bars, rates, padding=2, fontsize="x-small", rotation=90 if len(variants) > 3 else 0)
+            for position, value in zip(positions, values, strict=True):
+                if value != value:
+                    axis.text(position, 0.02, "no runs", rotation=90, ha="center", va="bottom", fontsize="x-small")
         axis.set_xticks(range(len(groups)), groups)
         axis.set_ylim(0, 1.0)
         axis.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])

@@ -7,29 +7,44 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from edsb.report.cost import estimate_cost, price_for
-from edsb.report.formats import CompareFormat, ReportFormat
+from edsb.report.formats import CompareFormat, ReportFormat, paper_order, plural
 from edsb.report.paired import Board, Difference, PairedComparison, Standing
 from edsb.report.stats import ALPHA, POWER, REPEATS_PROJECTED
-from edsb.report.summary import LEVEL_ROWS, MODULES, TAG_COLUMNS, build_summary, label_perturbation, paper_rows
+from edsb.report.summary import (
+    LEVEL_ROWS,
+    MODULES,
+    TAG_COLUMNS,
+    build_summary,
+    label_perturbation,
+    paper_rows,
+)
 from edsb.results import RunKey
 from edsb.results.rundir import RunDirectory
 from edsb.scoring.metrics import TOTAL
 
 
-def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(config, summary) of a run directory, the summary recomputed from its results (files are only read)."""
+def open_run(run_dir: Path) -> tuple[RunDirectory, dict[str, Any]]:
+    """A run directory and its summary, recomputed from its results (files are only read)."""
     run = RunDirectory.open(run_dir)
-    summary = label_perturbation(build_summary(run.results, run.config.variants), run.config.perturb)
+    summary = label_perturbation(build_summary(run.results), run.config.perturb)
     if run.notes:
         summary["notes"] = run.notes
+    return run, summary
+
+
+def load_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config, summary) of a run directory."""
+    run, summary = open_run(run_dir)
     return run.config.model_dump(), summary
 
 
@@ -69,16 +84,57 @@ def token_rows(summary: Mapping[str, Any], config: Mapping[str, Any], prices: tu
 
 
 def sampler_miss_rows(summary: Mapping[str, Any]) -> list[list[str]]:
-    """Per variant and PI level: failures, and how many of them the optimal sampler would have passed."""
+    """Per variant and PI level: failures, execution errors, and how many failures the optimal sampler would have
+    passed."""
     return [
-        [variant, level, cell["sampler"], str(cell["runs"]), str(cell["failures"]), str(cell["sampler_misses"])]
+        [variant, level, cell["sampler"], str(cell["runs"]), str(cell["failures"]), str(cell.get("errors", 0)),
+         str(cell["sampler_misses"])]
         for variant, data in summary["variants"].items()
         for level, cell in data.get("pi_sampler", {}).items()
-    ]
+    ]  # fmt: skip
 
 
 SAMPLER_MISS_TITLE = "PI failures that are sampler misses (the optimal sampler would have passed them)"
-SAMPLER_MISS_HEADER = ("variant", "level", "sampler", "runs", "failures", "sampler misses")
+SAMPLER_MISS_HEADER = ("variant", "level", "sampler", "runs", "failures", "errors", "sampler misses")
+
+
+def token_notes(summary: Mapping[str, Any]) -> list[str]:
+    """Where the paper's mean (an errored run counts 0 tokens) differs from what the runs used: say why, and give
+    the mean over every judged run beside it."""
+    notes = []
+    for variant, data in summary["variants"].items():
+        tokens, total = data.get("tokens"), data.get("cells", {}).get("Total", {}).get("Total")
+        if not tokens or total is None or "mean_prompt_every_run" not in tokens:
+            continue
+        paper = (int(total["prompt_tokens"]), int(total["completion_tokens"]))
+        every = (int(tokens["mean_prompt_every_run"]), int(tokens["mean_completion_every_run"]))
+        if paper != every:
+            erred = plural(total["errors"], "run")
+            notes.append(
+                f"{variant}: the mean per run counts an errored run as 0 tokens, as the paper's token table does "
+                f"({erred} of {total['runs']} erred); over every run it is {every[0]} / {every[1]}"
+            )
+    return notes
+
+
+def power_notes(summary: Mapping[str, Any]) -> list[str]:
+    """Why a variant's power figures read `-` (variants with the same reason on one line)."""
+    by_note: dict[str, list[str]] = {}
+    for variant, data in summary["variants"].items():
+        if note := data.get("power", {}).get("note"):
+            by_note.setdefault(note, []).append(variant)
+    return [f"-: {', '.join(variants)}: {note}" for note, variants in by_note.items()]
+
+
+def reason_block(summary: Mapping[str, Any], title: str, field: str) -> Block:
+    """Reasons counted per variant (`failure_reasons`, `error_reasons`, `incomplete_reasons`), most frequent first,
+    with the runs whose reason the summary left out."""
+    rows, notes = [], []
+    for variant, data in summary["variants"].items():
+        rows += [[variant, reason, str(count)] for reason, count in data.get(field, {}).items()]
+        if other := data.get(f"{field}_other_runs"):
+            notes.append(f"{variant}: {plural(other, 'more run')} with other reasons (--format samples lists each)")
+    return Block(title, ["variant", "reason", "runs"], rows, notes)
 
 
 def _incomplete_rows(summary: Mapping[str, Any]) -> list[list[str]]:
@@ -98,10 +154,36 @@ def error_rows(summary: Mapping[str, Any]) -> list[list[str]]:
     return rows + _incomplete_rows(summary)
 
 
-def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+ROWS_SHOWN = 20  # rows of a long list (per case, cases that flip) shown unless `--all`
+
+
+@dataclass(frozen=True)
+class Block:
+    """One table of a report: a title, a header, the rows, notes printed under it, and how many rows a limit
+    left out (the output says so, and how to see them)."""
+
+    title: str
+    header: Sequence[str]
+    rows: list[list[str]]
+    notes: Sequence[str] = ()
+    hidden: int = 0
+
+    def limited(self, show_all: bool, shown: int = ROWS_SHOWN) -> Block:
+        """The first `shown` rows unless `show_all`; the rest counted in `hidden`."""
+        if show_all or len(self.rows) <= shown:
+            return self
+        return replace(self, rows=self.rows[:shown], hidden=len(self.rows) - shown)
+
+    @property
+    def footer(self) -> list[str]:
+        more = [f"{plural(self.hidden, 'more row')} not shown: --all shows every one"] if self.hidden else []
+        return [*self.notes, *more]
+
+
+def _markdown(block: Block) -> str:
+    lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
+    lines += ["| " + " | ".join(row) + " |" for row in block.rows]
+    return "\n\n".join(["\n".join(lines), *block.footer])  # each note a paragraph of its own
 
 
 CSV_HEADER = (
@@ -177,31 +259,26 @@ def render_report(
     prices: tuple[float | None, float | None] = (None, None),
     console: Console | None = None,
     brief: bool = False,
+    show_all: bool = False,
 ) -> str | None:
-    """Markdown/CSV/JSON as text; `table` prints to the console and returns None. `brief` keeps the paper's
-    blocks only (what `edsb run` shows at the end)."""
-    if fmt == ReportFormat.HTML:
-        raise ValueError("the HTML report is written by report.html.write_html_report")
-    if fmt == ReportFormat.JSON:
-        return json.dumps(summary, indent=2)
-    levels = _levels_present(summary)
+    """Markdown/CSV as text; `table` prints to the console and returns None. `brief` keeps the paper's blocks only
+    (what `edsb run` shows at the end); `show_all` lifts the limit on long lists. The JSON results document and the
+    sample log are written by `report.card` and `report.samples`."""
+    if fmt in (ReportFormat.HTML, ReportFormat.JSON, ReportFormat.SAMPLES):
+        raise ValueError(f"the {fmt} report is not a table: see report.card, report.samples and report.html")
     if fmt == ReportFormat.CSV:
         return tidy_csv(summary)
-    blocks: list[tuple[str, Sequence[str], list[list[str]]]] = []
-    for level in levels:
+    blocks: list[Block] = []
+    for level in _levels_present(summary):
         title = "Success (execution), all distraction levels" if level == "Total" else f"Distraction level {level}"
-        blocks.append((title, ["variant", *TAG_COLUMNS], paper_rows(summary, level, intervals=intervals)))
+        blocks.append(Block(title, ["variant", *TAG_COLUMNS], paper_rows(summary, level, intervals=intervals)))
     if brief:
-        blocks.append(
-            (
-                "Not counted: no answer from the model, or an edsb fault (retried on resume)",
-                ["variant", "kind", "runs"],
-                _incomplete_rows(summary),
-            )
-        )
+        not_counted = "Not counted: no answer from the model, or an edsb fault (retried on resume)"
+        blocks.append(Block(not_counted, ["variant", "kind", "runs"], _incomplete_rows(summary)))
+        return _emit(blocks, fmt, console, summary.get("perturbation"))
     stats_rows = []
     for variant, data in summary["variants"].items():
-        if brief or not data.get("runs"):
+        if not data.get("runs"):
             continue
         se = data.get("success_se_clustered")
         pass_k = data.get("pass_hat_k", {})
@@ -215,54 +292,89 @@ def render_report(
                 str(data.get("incomplete", 0)),
             ]
         )
-    blocks.append(
-        ("Statistics", ["variant", "runs", "success [95% CI]", "clustered SE", "pass^k", "incomplete"], stats_rows)
-    )
-    if brief:
-        return _emit(blocks, fmt, console, summary.get("perturbation"))
-    blocks.append((POWER_TITLE, power_header(), power_rows(summary)))
+    header = ["variant", "runs", "success [95% CI]", "clustered SE", "pass^k", "incomplete"]
+    blocks.append(Block("Statistics", header, stats_rows))
+    blocks.append(Block(POWER_TITLE, power_header(), power_rows(summary), power_notes(summary)))
     tokens, price = token_rows(summary, config, prices)
-    cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in/--price-out)"
-    blocks.append(
-        (
-            "Tokens (prompt / completion)",
-            ["variant", "narrator", "event parser", "mean per run (paper: errored runs count 0)", cost_header],
-            tokens,
-        )
-    )
-    blocks.append((SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
-    blocks.append(("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
-    reasons = [
-        [variant, reason, str(count)]
-        for variant, data in summary["variants"].items()
-        for reason, count in data.get("failure_reasons", {}).items()
-    ]
-    blocks.append(("Why plans failed (most frequent reasons)", ["variant", "reason", "runs"], reasons))
-    blocks.append(("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary)))
+    cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in, --price-out)"
+    token_header = ["variant", "narrator", "event parser", "mean per run (paper: errored runs count 0)", cost_header]
+    blocks.append(Block("Tokens (prompt / completion)", token_header, tokens, token_notes(summary)))
+    blocks.append(Block(SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
+    blocks.append(Block("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
+    for title, field in (
+        ("Why runs erred (most frequent reasons)", "error_reasons"),
+        ("Why runs are incomplete (not counted; retried on resume)", "incomplete_reasons"),
+        ("Why plans failed (most frequent reasons)", "failure_reasons"),
+    ):
+        blocks.append(reason_block(summary, title, field).limited(show_all))
+    per_case = Block("Per case", ["variant", "case", "runs", "passed", "errors"], case_rows(summary))
+    blocks.append(per_case.limited(show_all))
     return _emit(blocks, fmt, console, summary.get("perturbation"))
 
 
-def _emit(
-    blocks: Sequence[tuple[str, Sequence[str], list[list[str]]]],
-    fmt: ReportFormat,
-    console: Console | None,
-    label: str | None = None,
-) -> str | None:
-    """`label` (a perturbed run's `perturbed (seed N)`) ends every block's title, so no table is mistaken for the
-    benchmark's own numbers."""
+def _emit(blocks: Sequence[Block], fmt: ReportFormat, console: Console | None, label: str | None = None) -> str | None:
+    """Markdown as text, or the tables printed to the console. `label` (a perturbed run's `perturbed (seed N)`) ends
+    every block's title, so no table is mistaken for the benchmark's own numbers."""
     if label:
-        blocks = [(f"{title} — {label}", header, rows) for title, header, rows in blocks]
+        blocks = [replace(block, title=f"{block.title} — {label}") for block in blocks]
     if fmt == ReportFormat.MARKDOWN:
-        return "\n\n".join(f"### {title}\n\n{_markdown(header, rows)}" for title, header, rows in blocks if rows)
+        return "\n\n".join(f"### {block.title}\n\n{_markdown(block)}" for block in blocks if block.rows)
     console = console or Console()
-    for title, header, rows in blocks:
-        if not rows:
-            continue
-        table = Table(*header, title=title)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+    for block in blocks:
+        if block.rows:
+            print_block(console, block)
     return None
+
+
+def column_widths(header: Sequence[str], rows: Sequence[Sequence[str]], available: int) -> list[int] | None:
+    """Content widths that fit `available` cells in all, no column narrower than its longest word (so nothing is
+    cut or broken mid-word), the room left going to the columns that need least of it to show their cells on one
+    line; None when even the longest words do not fit side by side. (rich's own shrinking squeezes the widest
+    columns first, below their longest word.)"""
+    columns = list(zip(header, *rows, strict=True))
+    shortest = [max(cell_len(word) for text in column for word in text.split() or [""]) for column in columns]
+    # What a column needs to show every cell on one line (a header may wrap: it is one line of many).
+    longest = [
+        max(least, *(cell_len(text) for text in column[1:])) for least, column in zip(shortest, columns, strict=True)
+    ]
+    room = available - sum(shortest)
+    if room < 0:
+        return None
+    widths = list(shortest)
+    # The columns that need least room get all of it first (each one fewer wrapped cell), then the rest is shared.
+    for index in sorted(range(len(widths)), key=lambda i: longest[i] - shortest[i]):
+        extra = min(longest[index] - widths[index], room)
+        widths[index] += extra
+        room -= extra
+    return widths
+
+
+def print_block(console: Console, block: Block) -> None:
+    """A block at the console's width, never cut: the title and notes wrap at spaces; the table wraps its cells
+    at spaces, and one too wide even so (its longest words side by side exceed the width) is printed stacked, a
+    `header  value` line per cell, each row a group of its own."""
+    console.print(Text(block.title, style="bold"), soft_wrap=False)
+    # A table's frame: a rule between and around the columns, and a space either side of every cell.
+    widths = column_widths(block.header, block.rows, console.width - 3 * len(block.header) - 1)
+    if widths is not None:
+        columns = (Column(name, width=width, overflow="fold") for name, width in zip(block.header, widths, strict=True))
+        table = Table(*columns)
+        for row in block.rows:
+            table.add_row(*row)
+        console.print(table, soft_wrap=False)
+    else:
+        label = min(max(cell_len(name) for name in block.header), console.width // 3)
+        for number, row in enumerate(block.rows):
+            stacked = Table.grid(
+                Column(style="bold", width=label, overflow="fold"), Column(overflow="fold"), padding=(0, 2)
+            )
+            for name, value in zip(block.header, row, strict=True):
+                stacked.add_row(name, value)
+            if number:
+                console.print()
+            console.print(stacked, soft_wrap=False)
+    for line in block.footer:
+        console.print(Text(line, style="dim"), soft_wrap=False)
 
 
 def _p_text(p: float | None) -> str:
@@ -282,7 +394,7 @@ def _standing_text(entry: Standing) -> str:
 def leaderboard(board: Board) -> tuple[list[str], list[list[str]]]:
     """Runs × variants: each run's success (execution) over all its judged runs, with the case-clustered 95%
     interval of its success rate."""
-    variants = list(dict.fromkeys(e.variant for e in board.standings))
+    variants = paper_order(e.variant for e in board.standings)
     cells = {(e.run, e.variant): e for e in board.standings if e.tag == TOTAL and e.level == TOTAL}
     rows = [
         [run.name, *(_standing_text(cells[(run.name, v)]) if (run.name, v) in cells else "-" for v in variants)]
@@ -291,9 +403,10 @@ def leaderboard(board: Board) -> tuple[list[str], list[list[str]]]:
     return ["run", *variants], rows
 
 
-def difference_block(board: Board, comparison: PairedComparison) -> tuple[str, list[str], list[list[str]]]:
+def difference_block(board: Board, comparison: PairedComparison) -> Block:
     """The paired differences of one later run to the first: a row per variant, tag (and level) and metric, with
-    the discordant pairs (passed, or executed, in one run only)."""
+    the discordant pairs (passed, or executed, in one run only). The columns say `base` and `run`, the title which
+    directories they are, so the table keeps its width whatever the directories are called."""
     base, other, c = board.base.name, comparison.run.name, comparison.coverage
     left_out = [
         f"{count} {what}"
@@ -305,34 +418,24 @@ def difference_block(board: Board, comparison: PairedComparison) -> tuple[str, l
         )
         if count
     ]
-    title = (
-        f"{other} − {base}: paired differences over {c.pairs} shared runs"
-        + (f" (left out: {', '.join(left_out)})" if left_out else "")
-        + " (95% interval clustered by case; only X: the pairs where only X passed, or executed)"
+    title = f"{other} − {base}: paired differences over {plural(c.pairs, 'shared run')}" + (
+        f" (left out: {', '.join(left_out)})" if left_out else ""
     )
-    level = ["level"] if board.by_level else []
-    header = [
-        "variant",
-        "tag",
-        *level,
-        "metric",
-        "pairs",
-        base,
-        other,
-        "Δ [95% CI]",
-        "p",
-        f"only {base}",
-        f"only {other}",
+    notes = [
+        f"base: {base}; run: {other}. Δ: run − base, with its 95% interval clustered by case; only base, only run:"
+        " the pairs where only that side passed (or executed)"
     ]
+    level = ["level"] if board.by_level else []
+    header = ["variant", "tag", *level, "metric", "pairs", "base → run", "Δ [95% CI]", "p", "only base / run"]
     rows = []
     for row in comparison.rows:
         for d in (row.success, row.execution):
             rows.append(
                 [row.variant, row.tag, *([row.level] if board.by_level else []), d.metric, str(d.pairs),
-                 f"{d.base_rate:.2f}", f"{d.run_rate:.2f}", _difference_text(d), _p_text(d.p_value),
-                 str(d.base_only), str(d.run_only)]
+                 f"{d.base_rate:.2f} → {d.run_rate:.2f}", _difference_text(d), _p_text(d.p_value),
+                 f"{d.base_only} / {d.run_only}"]
             )  # fmt: skip
-    return title, header, rows
+    return Block(title, header, rows, notes)
 
 
 def discordant_rows(board: Board) -> list[list[str]]:
@@ -450,9 +553,11 @@ def board_csv(board: Board) -> str:
     return buffer.getvalue()
 
 
-def render_board(board: Board, fmt: CompareFormat, console: Console | None = None) -> str | None:
+def render_board(
+    board: Board, fmt: CompareFormat, console: Console | None = None, *, show_all: bool = False
+) -> str | None:
     """`edsb compare` as Markdown, CSV or JSON text; `table` prints to the console and returns None (the HTML
-    page is written by report.board.write_board)."""
+    page is written by report.board.write_board). `show_all` lifts the limit on the list of cases that flip."""
     if fmt == CompareFormat.JSON:
         return json.dumps(board_json(board), indent=2)
     if fmt == CompareFormat.CSV:
@@ -460,15 +565,14 @@ def render_board(board: Board, fmt: CompareFormat, console: Console | None = Non
     if fmt == CompareFormat.HTML:
         raise ValueError("the HTML board is written by report.board.write_board")
     header, rows = leaderboard(board)
-    blocks: list[tuple[str, Sequence[str], list[list[str]]]] = [
-        ("Leaderboard: success (execution) [95% interval of success, clustered by case]", header, rows)
-    ]
+    blocks = [Block("Leaderboard: success (execution) [95% interval of success, clustered by case]", header, rows)]
     blocks += [difference_block(board, comparison) for comparison in board.comparisons]
-    blocks.append(
-        (
-            "Discordant cases: the runs (level, repeat) of each case that passed in one run and failed in the other",
-            ["run", "variant", "case", f"passed only in {board.base.name}", "passed only in the run"],
-            discordant_rows(board),
-        )
+    discordant = Block(
+        "Cases that flip: the runs (level, repeat) of each case that passed in the base and failed in the run, or "
+        "the reverse",
+        ["run", "variant", "case", "passed only in the base", "passed only in the run"],
+        discordant_rows(board),
+        [f"base: {board.base.name}"],
     )
+    blocks.append(discordant.limited(show_all))
     return _emit(blocks, ReportFormat.MARKDOWN if fmt == CompareFormat.MARKDOWN else ReportFormat.TABLE, console)

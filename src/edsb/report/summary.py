@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from edsb.data.perturb import perturbation_label
+from edsb.report.card import results_document, write_results_document
+from edsb.report.formats import paper_order
 from edsb.report.stats import (
     ALPHA,
     POWER,
@@ -22,13 +24,31 @@ from edsb.report.stats import (
     pass_hat_k,
 )
 from edsb.results import RunResult, RunStatus
-from edsb.results.rundir import SUMMARY_FILE, write_json
+from edsb.results.rundir import SUMMARY_FILE, read_reported_config, write_json
 from edsb.scoring.metrics import TOTAL, Cell, ScoredRun, cell_text, overall_cell, tag_level_cells
 
 TAG_COLUMNS = (TOTAL, "OA", "RC", "SS", "PI")
 LEVEL_ROWS = (TOTAL, "0", "1", "2")
 MODULES = ("narrator", "event_parser")
-FAILURE_REASONS_SHOWN = 10
+FAILURE_REASONS_SHOWN = 10  # reasons kept per variant (failed plans, execution errors), most frequent first
+REASON_CHARS = 300  # a reason longer than this is cut, saying how much was left out
+
+
+def reason_text(text: str) -> str:
+    """A reason as one bounded line, for grouping and counting: whitespace collapsed, and cut after
+    `REASON_CHARS` characters with the number left out (the full text stays in results.jsonl)."""
+    line = " ".join(text.split())
+    if len(line) <= REASON_CHARS:
+        return line
+    return f"{line[:REASON_CHARS]} [+{len(line) - REASON_CHARS} characters]"
+
+
+def top_reasons(reasons: Iterable[str]) -> tuple[dict[str, int], int]:
+    """The most frequent reasons (at most `FAILURE_REASONS_SHOWN`) with their run counts, and the number of runs
+    whose reason is not among them."""
+    counts = Counter(reason_text(reason) for reason in reasons)
+    shown = dict(counts.most_common(FAILURE_REASONS_SHOWN))
+    return shown, sum(counts.values()) - sum(shown.values())
 
 
 def to_scored_run(result: RunResult) -> ScoredRun:
@@ -52,19 +72,25 @@ def cell_json(cell: Cell) -> dict[str, Any]:
 
 
 def pi_sampler_cells(counted: list[RunResult]) -> dict[str, dict[str, Any]]:
-    """Per distraction level (and `Total`) of the PI runs whose positions were sampled: the sampler(s), runs,
-    failures, and the failures that are sampler misses (the optimal sampler would have passed them)."""
-    sampled = [r for r in counted if "PI" in r.tags and r.sampler_method is not None]
+    """Per distraction level (and `Total`) of the judged PI runs: the sampler(s) that placed their positions
+    (`-` when none got that far), runs, failures, execution errors (a run that erred is no failure, and the row
+    says so), and the failures that are sampler misses (the optimal sampler would have passed them). Empty when
+    no PI run sampled a position."""
+    pi = [r for r in counted if "PI" in r.tags]
+    if not any(r.sampler_method is not None for r in pi):
+        return {}
     cells: dict[str, dict[str, Any]] = {}
-    for level in [TOTAL, *sorted({str(r.distraction) for r in sampled}, key=int)]:
-        runs = [r for r in sampled if level == TOTAL or str(r.distraction) == level]
+    for level in [TOTAL, *sorted({str(r.distraction) for r in pi}, key=int)]:
+        runs = [r for r in pi if level == TOTAL or str(r.distraction) == level]
+        methods = sorted({str(r.sampler_method) for r in runs if r.sampler_method is not None})
         cells[level] = {
-            "sampler": "/".join(sorted({str(r.sampler_method) for r in runs})),
+            "sampler": "/".join(methods) or "-",
             "runs": len(runs),
             "failures": sum(r.status is RunStatus.FAILED for r in runs),
+            "errors": sum(r.errored for r in runs),
             "sampler_misses": sum(bool(r.sampler_miss) for r in runs),
         }
-    return cells if sampled else {}
+    return cells
 
 
 def _rounded(value: float) -> float | None:
@@ -94,6 +120,7 @@ def power_summary(records: list[ScoredRun]) -> dict[str, Any]:
     return {
         "alpha": ALPHA,
         "power": POWER,
+        "note": _power_note(values, cases, observed, int(np.bincount(cell_codes).max())),
         "cases": cases,
         "cells": cells,
         "repeats": int(np.bincount(cell_codes).max()),
@@ -105,6 +132,20 @@ def power_summary(records: list[ScoredRun]) -> dict[str, Any]:
     }
 
 
+def _power_note(values: np.ndarray, cases: int, observed: bool, repeats: int) -> str | None:
+    """Why the power figures are missing (None when none is): the reader of a row of `-` learns what to change."""
+    if not observed:
+        if cases < 2:
+            return "one case only: the clustered variance needs runs of two or more cases"
+        if values.min() == values.max():
+            every = "passed" if values[0] else "failed"
+            return f"every run {every}: no variation in success to estimate the variance from"
+        return "success does not vary between cases: no between-case variance to estimate from"
+    if repeats < 2:
+        return "the projections need a case × level cell run at least twice (--repeats 2 or more)"
+    return None
+
+
 def variant_summary(records: list[RunResult]) -> dict[str, Any]:
     """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
     counted = [r for r in records if r.is_judged]
@@ -113,6 +154,12 @@ def variant_summary(records: list[RunResult]) -> dict[str, Any]:
         "incomplete": len(records) - len(counted),
         "incomplete_kinds": dict(Counter(str(r.error_kind or "unknown") for r in records if not r.is_judged)),
     }
+    incomplete_reasons, incomplete_other = top_reasons(
+        r.error or str(r.error_kind or "unknown") for r in records if not r.is_judged
+    )
+    if incomplete_reasons:
+        summary["incomplete_reasons"] = incomplete_reasons
+        summary["incomplete_reasons_other_runs"] = incomplete_other
     if not counted:
         return summary
     metric_records = [to_scored_run(r) for r in counted]
@@ -137,6 +184,10 @@ def variant_summary(records: list[RunResult]) -> dict[str, Any]:
         }
         for module in MODULES
     }
+    error_reasons, errors_other = top_reasons(r.error or str(r.error_kind or "error") for r in counted if r.errored)
+    failure_reasons, failures_other = top_reasons(
+        r.reason for r in counted if r.status is RunStatus.FAILED and r.reason
+    )
     summary.update(
         {
             "success_rate": overall.success_rate,
@@ -156,31 +207,34 @@ def variant_summary(records: list[RunResult]) -> dict[str, Any]:
             },
             "power": power_summary(metric_records),
             "error_kinds": dict(Counter(str(r.error_kind or "error") for r in counted if r.errored)),
+            # What each execution error said (`<kind>: <message>`), most frequent first, and the runs left out.
+            "error_reasons": error_reasons,
+            "error_reasons_other_runs": errors_other,
             # The judge's explanation of each failed plan (character and condition), most frequent first.
-            "failure_reasons": dict(
-                Counter(r.reason for r in counted if r.status is RunStatus.FAILED and r.reason).most_common(
-                    FAILURE_REASONS_SHOWN
-                )
-            ),
+            "failure_reasons": failure_reasons,
+            "failure_reasons_other_runs": failures_other,
             # PI failures the reference annealer caused (the success rate stays the annealer's)
             "pi_sampler": pi_sampler_cells(counted),
             "tokens": {
                 "total_prompt": sum(r.prompt_tokens for r in records),
                 "total_completion": sum(r.completion_tokens for r in records),
                 "by_module": tokens,
+                # The paper's per-run means (the Total cell) count an errored run as 0 tokens; these count what
+                # every judged run used, errored ones included.
+                "mean_prompt_every_run": round(sum(r.prompt_tokens for r in counted) / len(counted), 2),
+                "mean_completion_every_run": round(sum(r.completion_tokens for r in counted) / len(counted), 2),
             },
         }
     )
     return summary
 
 
-def build_summary(results: Iterable[RunResult], variant_order: Iterable[str] = ()) -> dict[str, Any]:
+def build_summary(results: Iterable[RunResult]) -> dict[str, Any]:
+    """Every variant's summary, variants in the paper's order whatever order they were asked for in."""
     grouped: dict[str, list[RunResult]] = defaultdict(list)
     for result in results:
         grouped[result.variant].append(result)
-    order = list(variant_order)
-    order = [v for v in order if v in grouped] + sorted(set(grouped) - set(order))
-    return {"variants": {variant: variant_summary(grouped[variant]) for variant in order}}
+    return {"variants": {variant: variant_summary(grouped[variant]) for variant in paper_order(grouped)}}
 
 
 def label_perturbation(summary: dict[str, Any], perturb: int) -> dict[str, Any]:
@@ -191,19 +245,19 @@ def label_perturbation(summary: dict[str, Any], perturb: int) -> dict[str, Any]:
     return summary
 
 
-def write_summary(
-    run_dir: Path,
-    results: Iterable[RunResult],
-    variant_order: Iterable[str],
-    *,
-    model: str,
-    runs_planned: int,
-    perturb: int = 0,
-) -> dict[str, Any]:
-    """Compute the summary of everything a run directory holds and write it to `summary.json`."""
-    summary = label_perturbation(build_summary(results, variant_order), perturb)
-    summary["config"] = {"model": model, "runs_planned": runs_planned, **({"perturb": perturb} if perturb else {})}
+def write_summary(run_dir: Path, results: list[RunResult], *, runs_planned: int) -> dict[str, Any]:
+    """Compute the summary of everything a run directory holds and write it to `summary.json`, and the results
+    document with its run card to `results.json` (the model and seeds come from the directory's config.json)."""
+    config = read_reported_config(run_dir)
+    summary = label_perturbation(build_summary(results), config.perturb)
+    document = results_document(run_dir, config, results, summary, planned=runs_planned)
+    summary["config"] = {
+        "model": config.model,
+        "runs_planned": runs_planned,
+        **({"perturb": config.perturb} if config.perturb else {}),
+    }
     write_json(Path(run_dir) / SUMMARY_FILE, summary)
+    write_results_document(run_dir, document)
     return summary
 
 

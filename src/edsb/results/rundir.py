@@ -1,5 +1,5 @@
-"""The run directory: `config.json`, the append-only `results.jsonl` and `summary.json`. Everything that reads or
-writes those files lives here, so the runner and the report agree on them without importing each other.
+"""The run directory: `config.json`, the append-only `results.jsonl`, `summary.json` and `results.json`. Everything
+that reads or writes those files lives here, so the runner and the report agree on them without importing each other.
 
 `results.jsonl` holds one line per finished run and is safe to resume after kill -9: a line is either whole (ends
 with a newline and parses) or the torn tail of a killed write, which the loader drops. Lines of runs that finish
@@ -31,6 +31,7 @@ from edsb.results.record import RunResult
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
+RESULTS_DOCUMENT_FILE = "results.json"  # the run card and every cell (docs/results-schema.md)
 
 
 def read_results(path: Path) -> tuple[list[RunResult], int]:
@@ -182,7 +183,8 @@ class ResultStore:
 
 
 class ReportedConfig(BaseModel):
-    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited)."""
+    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited): fields
+    an older version did not write read as unknown (None), or as what that version did."""
 
     model_config = ConfigDict(extra="allow")
     model: StrictStr = ""
@@ -190,6 +192,30 @@ class ReportedConfig(BaseModel):
     perturb: StrictInt = Field(default=0, ge=0)  # absent in directories of older versions: the benchmark itself
     # The PI sampler; directories written before `--sampler` existed were sampled by edsb's optimiser.
     sampler: StrictStr = "optimal"
+    # The sandbox that ran the model's code; directories written before the choice existed used the restricted one.
+    sandbox: StrictStr = "restricted"
+    base_url: StrictStr | None = None
+    cases: list[StrictInt] = []
+    distraction: list[StrictInt] = []
+    repeats: StrictInt | None = None
+    temperature: float | None = None
+    seed: StrictInt | None = None
+    data: StrictStr | None = None
+    edsb_version: StrictStr | None = None
+
+
+def read_reported_config(run_dir: Path) -> ReportedConfig:
+    """A directory's config.json as a report reads it (defaults when the file is missing); an unreadable or
+    malformed file is one clear error."""
+    config_path = Path(run_dir) / CONFIG_FILE
+    try:
+        return ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return ReportedConfig()
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EdsbError(f"{config_path}: unreadable ({exc})") from None
+    except ValidationError as exc:
+        raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
 
 
 @dataclass
@@ -207,15 +233,7 @@ class RunDirectory:
         path = run_dir / RESULTS_FILE
         if not path.is_file():
             raise UsageError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
-        config_path = run_dir / CONFIG_FILE
-        try:
-            config = ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            config = ReportedConfig()
-        except (OSError, json.JSONDecodeError) as exc:
-            raise EdsbError(f"{config_path}: unreadable ({exc})") from None
-        except ValidationError as exc:
-            raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
+        config = read_reported_config(run_dir)
         whole, whole_bytes = read_results(path)
         notes = []
         if whole_bytes < path.stat().st_size:

@@ -1,0 +1,323 @@
+"""The results document (`results.json`, `edsb report RUN --format json`): a run card that says how the numbers were
+made, then every cell with its intervals, as an lm-eval or Inspect user expects of a results file.
+
+The document is typed here, so its JSON Schema (`docs/results-schema.json`) is generated from these models and a
+test checks both that the file is current and that real documents validate against it. The run card reads
+config.json, the results and the transcripts: it never holds a secret (config.json names the key's variable, never
+the key, and only the endpoint's host is kept of its URL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edsb import REFERENCE_COMMIT, REFERENCE_REPO, __version__
+from edsb.data.benchmark import Benchmark
+from edsb.data.manifest import manifest_text, verify_tree
+from edsb.data.selection import select_cases
+from edsb.errors import EdsbError
+from edsb.llm.errors import ReplayError
+from edsb.llm.transcripts import TranscriptRecord, read_transcripts, transcripts_dir
+from edsb.planning.variants import PRESETS
+from edsb.report.formats import paper_order
+from edsb.results import RunResult, RunStatus
+from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
+
+RESULTS_FORMAT: Final = "edsb.results/1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataCard(_Strict):
+    """The benchmark files the run used."""
+
+    repository: str = Field(description="the official repository the files come from")
+    commit: str = Field(description="the commit edsb pins the files at")
+    manifest_sha256: str = Field(
+        description="sha256 of the pinned manifest (sha256sum format), the checksum every data file is verified against"
+    )
+    path: str | None = Field(description="the data directory the run read (None: not recorded)")
+    files_match_manifest: bool | None = Field(
+        description="whether every file of that directory matched the manifest when this document was written "
+        "(None: the directory is not there)"
+    )
+
+
+class ModelCard(_Strict):
+    """The model asked, and where it was served."""
+
+    name: str = Field(description="--model as given: local, openai:<model>, replay:<dir>, oracle, ...")
+    endpoint_host: str | None = Field(
+        description="host[:port] of --base-url, nothing else of the URL (None: no --base-url was recorded: an "
+        "embedded or built-in model, or $OPENAI_BASE_URL / OpenAI's own endpoint)"
+    )
+    identities: list[str] = Field(description="the model identities the results record, as the server reported them")
+
+
+class SentSettings(_Strict):
+    """One combination of settings the requests were sent with, from the transcripts."""
+
+    module: str = Field(description="narrator or event_parser")
+    temperature: float
+    max_tokens: int | None = Field(description="the reply's token cap sent (None: not sent, the server's default)")
+    top_p: float | None
+    seed: int | None = Field(description="the model's sampling seed sent (None: not sent)")
+    json_mode: bool
+    requests: int = Field(description="how many requests were sent with these settings")
+
+
+class Sampling(_Strict):
+    """The sampling settings of the run (config.json), and what the transcripts show was sent."""
+
+    temperature: float | None
+    max_tokens: int | None = Field(description="--max-tokens, when the run recorded one")
+    model_seed: int | None = Field(description="--model-seed, when the run recorded one")
+    sent: list[SentSettings]
+
+
+class Counts(_Strict):
+    """How many runs the directory holds, by outcome."""
+
+    planned: int | None = Field(description="runs the last `edsb run` planned (None: not recorded)")
+    runs: int = Field(description="runs with a result line (the last line per run key)")
+    judged: int = Field(description="runs counted in the rates: passed + failed + errors")
+    passed: int
+    failed: int
+    errors: int = Field(description="execution errors: they count against both rates")
+    incomplete: int = Field(description="runs with no verdict yet (retried on resume; not counted)")
+
+
+class RunCard(_Strict):
+    """How the numbers were made."""
+
+    name: str = Field(description="the run directory's name")
+    edsb_version: str | None = Field(description="the edsb version that made the run (None: not recorded)")
+    written_by: str = Field(description="the edsb version that wrote this document")
+    data: DataCard
+    model: ModelCard
+    sampling: Sampling
+    variants: list[str] = Field(description="the variants asked for, in the paper's order")
+    preset: str | None = Field(description="the preset whose grid the directory covers exactly (None: no preset's)")
+    cases: list[int]
+    distraction: list[int] = Field(description="the distraction levels asked for")
+    repeats: int | None
+    sampler: str = Field(description="the PI position sampler: reference (the paper's annealer) or optimal")
+    sandbox: str = Field(description="the sandbox that ran the model's code")
+    perturb: int = Field(description="the perturbation seed (0: the benchmark as published)")
+    seed: int | None = Field(description="the position sampler's seed")
+    limits: dict[str, float | int] = Field(description="the limits that decide verdicts (code time and memory, plans)")
+    started_at: datetime | None = Field(description="the first request's start, from the transcripts (UTC)")
+    finished_at: datetime | None = Field(description="the last request's end, from the transcripts (UTC)")
+    counts: Counts
+
+
+class CellResult(_Strict):
+    """One cell of the paper's tables: a variant's runs of one tag at one distraction level (or `Total`)."""
+
+    runs: int
+    passes: int
+    errors: int
+    success_rate: float = Field(description="mean of passed, rounded to 2 decimals as the paper does")
+    error_rate: float
+    execution_rate: float = Field(description="1 - error rate, rounded to 2 decimals")
+    prompt_tokens: float = Field(description="mean per run, an errored run counting 0 (the paper's convention)")
+    completion_tokens: float
+    success_interval: tuple[float, float] = Field(description="Wilson 95% interval, 4 decimals")
+    execution_interval: tuple[float, float]
+
+
+class VariantResult(BaseModel):
+    """A variant's results: the summary of `edsb report` (statistics, power, tokens, reasons, per case); the
+    fields below are always there, the others when the variant has judged runs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    runs: int = Field(description="judged runs")
+    incomplete: int
+    incomplete_kinds: dict[str, int]
+    success_rate: float | None = None
+    execution_rate: float | None = None
+    success_interval: tuple[float, float] | None = None
+    execution_interval: tuple[float, float] | None = None
+    cells: dict[str, dict[str, CellResult]] = Field(
+        default={}, description="tag (Total, OA, RC, SS, PI) -> distraction level (Total, 0, 1, 2) -> cell"
+    )
+
+
+class ResultsDocument(_Strict):
+    """`results.json`: the run card, then the results of every variant."""
+
+    format: Literal["edsb.results/1"]
+    run: RunCard
+    perturbation: str | None = Field(description="`perturbed (seed N)` for the robustness suite, else None")
+    notes: list[str] = Field(description="what the reader should know: a torn last line left out, ...")
+    variants: dict[str, VariantResult]
+
+
+def endpoint_host(base_url: str | None) -> str | None:
+    """host[:port] of a URL: never its credentials, path or query (where a key might hide)."""
+    if not base_url:
+        return None
+    parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+    if not parts.hostname:
+        return None
+    return parts.hostname + (f":{parts.port}" if parts.port else "")
+
+
+def _data_card(path: str | None) -> DataCard:
+    matches: bool | None = None
+    if path is not None and Path(path).is_dir():
+        matches = not verify_tree(Path(path))
+    return DataCard(
+        repository=REFERENCE_REPO,
+        commit=REFERENCE_COMMIT,
+        manifest_sha256=hashlib.sha256(manifest_text().encode("utf-8")).hexdigest(),
+        path=path,
+        files_match_manifest=matches,
+    )
+
+
+def _preset(config: ReportedConfig) -> str | None:
+    """The preset recorded in config.json, else the one whose grid the selection is exactly (found through the
+    data, since a preset names its cases by tag)."""
+    recorded = (config.model_extra or {}).get("preset")
+    if isinstance(recorded, str):
+        return recorded
+    for preset in PRESETS.values():
+        grid = (set(preset.variants), list(preset.levels), preset.repeats)
+        if grid != (set(config.variants), sorted(config.distraction), config.repeats):
+            continue
+        try:
+            if select_cases(preset.cases, Benchmark.open(config.data).cases) == sorted(config.cases):
+                return preset.name
+        except EdsbError:  # the data is not there any more: the preset cannot be told
+            return None
+    return None
+
+
+def _sent(records: Iterable[TranscriptRecord]) -> list[SentSettings]:
+    counts: Counter[tuple[Any, ...]] = Counter()
+    for record in records:
+        r = record.request
+        counts[(record.module, r.temperature, r.max_tokens, r.top_p, r.seed, r.json_mode)] += 1
+    return [
+        SentSettings(module=module, temperature=t, max_tokens=m, top_p=p, seed=s, json_mode=j, requests=n)
+        for (module, t, m, p, s, j), n in sorted(counts.items(), key=lambda item: str(item[0]))
+    ]
+
+
+def _counts(results: list[RunResult], planned: int | None) -> Counts:
+    status = Counter(r.status for r in results)
+    return Counts(
+        planned=planned,
+        runs=len(results),
+        judged=sum(r.is_judged for r in results),
+        passed=status[RunStatus.PASSED],
+        failed=status[RunStatus.FAILED],
+        errors=status[RunStatus.ERROR],
+        incomplete=status[RunStatus.INCOMPLETE],
+    )
+
+
+def _planned(run_dir: Path) -> int | None:
+    """The runs the last `edsb run` planned, as its summary.json recorded them."""
+    try:
+        planned = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))["config"]["runs_planned"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return planned if isinstance(planned, int) else None
+
+
+LIMIT_FIELDS = ("code_timeout", "code_memory_mb", "max_plan_characters", "max_plan_relationships",
+                "max_plan_string_chars")  # fmt: skip
+
+
+def read_records(run_dir: Path) -> tuple[list[TranscriptRecord], str | None]:
+    """The transcripts of a run directory, or none and why: a damaged transcript costs the card its times and
+    settings sent, never the document."""
+    try:
+        return read_transcripts(transcripts_dir(run_dir)), None
+    except ReplayError as error:
+        return [], f"the transcripts could not be read ({error}): no times or settings sent in the run card"
+
+
+def run_card(
+    run_dir: Path,
+    config: ReportedConfig,
+    results: list[RunResult],
+    planned: int | None = None,
+    records: list[TranscriptRecord] | None = None,
+) -> RunCard:
+    """The card of a run directory; `planned` defaults to what summary.json recorded, `records` to its transcripts."""
+    run_dir = Path(run_dir)
+    records = read_records(run_dir)[0] if records is None else records
+    extra = config.model_extra or {}
+    settings = {name: extra[name] for name in ("max_tokens", "model_seed") if isinstance(extra.get(name), int)}
+    return RunCard(
+        name=run_dir.resolve().name,
+        edsb_version=config.edsb_version,
+        written_by=__version__,
+        data=_data_card(config.data),
+        model=ModelCard(
+            name=config.model,
+            endpoint_host=endpoint_host(config.base_url),
+            identities=sorted({r.model for r in results if r.model}),
+        ),
+        sampling=Sampling(
+            temperature=config.temperature,
+            max_tokens=settings.get("max_tokens"),
+            model_seed=settings.get("model_seed"),
+            sent=_sent(records),
+        ),
+        variants=paper_order(config.variants),
+        preset=_preset(config),
+        cases=sorted(config.cases),
+        distraction=sorted(config.distraction),
+        repeats=config.repeats,
+        sampler=config.sampler,
+        sandbox=config.sandbox,
+        perturb=config.perturb,
+        seed=config.seed,
+        limits={name: extra[name] for name in LIMIT_FIELDS if isinstance(extra.get(name), int | float)},
+        started_at=min((r.started_at for r in records), default=None),
+        finished_at=max((r.finished_at for r in records), default=None),
+        counts=_counts(results, _planned(run_dir) if planned is None else planned),
+    )
+
+
+def results_document(
+    run_dir: Path, config: ReportedConfig, results: list[RunResult], summary: Mapping[str, Any], **card: Any
+) -> dict[str, Any]:
+    """The results document as plain JSON data, checked against its own schema on the way out."""
+    records, problem = read_records(Path(run_dir))
+    document = ResultsDocument(
+        format=RESULTS_FORMAT,
+        run=run_card(run_dir, config, results, records=records, **card),
+        perturbation=summary.get("perturbation"),
+        notes=[*summary.get("notes", []), *([problem] if problem else [])],
+        variants=summary["variants"],
+    )
+    return document.model_dump(mode="json", exclude_unset=True)
+
+
+def write_results_document(run_dir: Path, document: Mapping[str, Any]) -> Path:
+    path = Path(run_dir) / RESULTS_DOCUMENT_FILE
+    write_json(path, document)
+    return path
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON Schema of the results document (what `docs/results-schema.json` holds)."""
+    schema = ResultsDocument.model_json_schema(mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
