@@ -154,3 +154,23 @@ def test_a_missing_sdk_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPa
     with pytest.raises(EdsbError, match=r"pip install 'edsb\[anthropic\]'") as caught:
         build_model("anthropic:claude", cache=False)
     assert "\n" not in str(caught.value)
+
+
+def test_the_providers_rate_limit_reset_headers_give_the_wait() -> None:
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    anthropic = {
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": "2025-01-01T12:00:07Z",
+        "anthropic-ratelimit-tokens-remaining": "5000",
+        "anthropic-ratelimit-tokens-reset": "2025-01-01T12:00:50Z",  # not exhausted: no reason to wait for it
+    }
+    assert retry_after_s(anthropic, now) == 7.0
+    groq = {"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1m2.5s"}
+    assert retry_after_s(groq, now) == 62.5
+    openai = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "120ms"}
+    assert retry_after_s(openai, now) == 0.12
+    cerebras = {"x-ratelimit-remaining-requests-minute": "0", "x-ratelimit-reset-requests-minute": "33.5"}
+    assert retry_after_s(cerebras, now) == 33.5
+    assert retry_after_s({**groq, "retry-after": "3"}, now) == 3.0  # Retry-After wins
+    assert retry_after_s({"x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "9s"}, now) is None
+    assert retry_after_s({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "soon"}, now) is None
