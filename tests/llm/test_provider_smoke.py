@@ -79,10 +79,18 @@ def test_every_provider_reaches_openais_verdicts_on_the_same_answers(
     assert records and {record.model.partition(":")[0] for record in records} == {provider}
     cap = 2048 if provider in SDK else None  # the reference's setting, as sent and as recorded
     assert {record.request.max_tokens for record in records} == {cap}
-    for request in native:
+    for request in native:  # the fields the reference's client sends, and no other
         body = request.json()
         sent = body.get("max_tokens", (body.get("generationConfig") or {}).get("maxOutputTokens"))
         assert sent == cap
+        if provider == "anthropic":
+            assert set(body) == {"model", "system", "messages", "temperature", "max_tokens"}
+        elif provider == "google":
+            assert set(body) == {"contents", "systemInstruction", "generationConfig"}
+            assert set(body["generationConfig"]) <= {"temperature", "maxOutputTokens", "responseMimeType"}
+        else:
+            assert set(body) <= {"model", "messages", "temperature", "response_format"}
+        assert 0.1 in (body.get("temperature"), (body.get("generationConfig") or {}).get("temperature"))
         assert f"key-for-{provider}".encode() not in request.body
     for file in out.rglob("*"):  # the key went in a header only: no file of the run holds it
         if file.is_file():
