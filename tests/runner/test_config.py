@@ -322,6 +322,19 @@ def test_requests_and_transcripts_carry_the_cap_and_seed_as_sent(
     assert "max_tokens was 300, now None (pass --max-tokens 300" in capsys.readouterr().err
 
 
+def test_a_replay_without_options_sends_the_recorded_cap_and_seed(
+    scripted_server: OpenAIServer, tmp_path: Path
+) -> None:
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    base = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(recorded)]
+    selection = ["--cases", "13", "--distraction", "0-1", "--no-cache", "--quiet"]
+    assert _edsb([*base, *selection, "--max-tokens", "300", "--model-seed", "7"]) == 0
+    assert _edsb(["run", "--model", f"replay:{recorded}", "--out", str(replayed), *selection]) == 0
+    again = {key: record["status"] for key, record in records_by_key(replayed).items()}
+    assert again == {key: record["status"] for key, record in records_by_key(recorded).items()}
+    assert {(r.request.max_tokens, r.request.seed) for r in read_transcripts(replayed)} == {(300, 7)}
+
+
 def test_openai_sends_no_cap_and_no_seed_by_default(scripted_server: OpenAIServer, tmp_path: Path) -> None:
     out = tmp_path / "run"
     argv = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(out)]
