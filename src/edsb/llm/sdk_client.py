@@ -383,7 +383,8 @@ class GoogleChatModel(SdkChatModel):
             httpx_async_client=http,
             retry_options=types.HttpRetryOptions(attempts=1),  # edsb's retry loop decides
         )
-        return self._sdk().Client(api_key=self._api_key, http_options=options)
+        # The Gemini API, never Vertex AI, whatever GOOGLE_GENAI_USE_VERTEXAI says: the key is a Gemini API key.
+        return self._sdk().Client(api_key=self._api_key, vertexai=False, http_options=options)
 
     def chat_arguments(self, request: ChatRequest) -> tuple[dict[str, Any], str]:
         """The arguments of `chats.create` and the message then sent, as the reference builds them."""
