@@ -53,9 +53,11 @@ def _one_of(choices: Iterable[Enum | str]) -> str:
 
 
 MODEL_HELP = (
-    "`local` (the embedded SmolLM2, default), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`, "
-    "`oracle` or `oracle-wrong`."
+    "`local` (the embedded SmolLM2, default), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER openai, "
+    "deepinfra, groq, cerebras, lepton, anthropic or google, `replay:<run dir>`, `oracle` or `oracle-wrong`."
 )
+BASE_URL_HELP = "The provider's endpoint (default its own host; for openai, $OPENAI_BASE_URL if set)."
+API_KEY_ENV_HELP = "Environment variable holding the API key (default the provider's, e.g. OPENAI_API_KEY)."
 
 app = typer.Typer(
     cls=_Group,
@@ -308,14 +310,10 @@ def score_command(
 @app.command("check-model", cls=_Command)
 def check_model_command(
     model: Annotated[str, typer.Option("--model", metavar="MODEL", help=MODEL_HELP)] = "local",
-    base_url: Annotated[
-        str | None, typer.Option(metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
-    ] = None,
+    base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
     api_key_env: Annotated[
         str | None,
-        typer.Option(
-            metavar="NAME", help="Name of the environment variable holding the API key (default OPENAI_API_KEY)."
-        ),
+        typer.Option(metavar="NAME", help=API_KEY_ENV_HELP),
     ] = None,
     timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to wait for the answer.")] = 60.0,
 ) -> None:
@@ -335,12 +333,8 @@ def check_model_command(
 @app.command("run", cls=_Command)
 def run_command(
     model: Annotated[str | None, typer.Option(metavar="MODEL", help=MODEL_HELP)] = None,
-    base_url: Annotated[
-        str | None, typer.Option(metavar="URL", help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL).")
-    ] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Environment variable holding the API key.")
-    ] = None,
+    base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
+    api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
     variant: Annotated[
         list[VariantName] | None,
         typer.Option(
@@ -365,6 +359,24 @@ def run_command(
     ] = None,
     temperature: Annotated[
         float | None, typer.Option(min=0.0, metavar="T", help="Sampling temperature (default 0.1).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Token cap of each reply (default as the paper's client: none sent to OpenAI-compatible providers, "
+            "2048 for anthropic and google; the embedded model's own cap is 1024).",
+        ),
+    ] = None,
+    model_seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Sampling seed sent to the model, N + repeat per repeat (OpenAI-compatible `seed`, Gemini's "
+            "`seed`; anthropic takes none; default none, the embedded model 0).",
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the position sampler (default 0).")] = None,
     sampler: Annotated[
@@ -444,6 +456,8 @@ def run_command(
         "distraction": distraction,
         "repeats": repeats,
         "temperature": temperature,
+        "max_tokens": max_tokens,
+        "model_seed": model_seed,
         "seed": seed,
         "sampler": sampler,
         "perturb": perturb,

@@ -59,3 +59,44 @@ def test_check_the_embedded_model_offline(monkeypatch: pytest.MonkeyPatch) -> No
     assert result["model"] == "SmolLM2-135M-Instruct.Q4_1"
     assert result["prompt_tokens"] > 0
     assert 0 < result["completion_tokens"] <= 32
+
+
+PROVIDER_KEYS = {
+    "deepinfra": "DEEPINFRA_API_TOKEN",
+    "groq": "GROQ_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "lepton": "LEPTON_API_TOKEN",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
+def test_check_every_provider_through_the_cli_without_showing_its_key(
+    openai_server: OpenAIServer, provider: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.edsb_cli import run_edsb
+
+    secret = f"sk-{provider}-0123456789abcdef"
+    monkeypatch.setenv(PROVIDER_KEYS[provider], secret)
+    url = openai_server.root_url if provider in ("anthropic", "google") else openai_server.base_url
+    openai_server.enqueue(Reply.completion('{"ok": true}', prompt_tokens=24, completion_tokens=6))
+    assert run_edsb("check-model", "--model", f"{provider}:m", "--base-url", url) == 0
+    printed = capsys.readouterr()
+    assert '"ok": true' in printed.out and '"prompt_tokens": 24' in printed.out
+    openai_server.enqueue(Reply.error(401, f"bad key {secret}"))
+    assert run_edsb("check-model", "--model", f"{provider}:m", "--base-url", url) == 1
+    printed = capsys.readouterr()
+    assert "http 401" in printed.err
+    assert secret not in printed.out + printed.err
+    [first, _] = openai_server.requests
+    assert secret in first.headers.get("authorization", "") + first.headers.get("x-api-key", "") + first.headers.get(
+        "x-goog-api-key", ""
+    )
+
+
+def test_check_names_the_providers_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEEPINFRA_API_TOKEN", raising=False)
+    assert check_model("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct")["error"].startswith(
+        "DEEPINFRA_API_TOKEN is not set"
+    )

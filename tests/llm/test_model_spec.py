@@ -7,7 +7,16 @@ from datetime import UTC, datetime
 import pytest
 
 from edsb.errors import EdsbError
-from edsb.llm import ChatRequest, ModelSpec, ModelSpecError, RetryPolicy, build_model, parse_model_spec, request_key
+from edsb.llm import (
+    ApiKeyError,
+    ChatRequest,
+    ModelSpec,
+    ModelSpecError,
+    RetryPolicy,
+    build_model,
+    parse_model_spec,
+    request_key,
+)
 from edsb.llm.retry import is_retryable_status, retry_after_s
 
 
@@ -20,6 +29,15 @@ from edsb.llm.retry import is_retryable_status, retry_after_s
         ("openai:qwen2.5:7b", ModelSpec("openai", "qwen2.5:7b")),  # Ollama tags keep their colon
         ("openai:meta-llama/Meta-Llama-3.1-8B-Instruct", ModelSpec("openai", "meta-llama/Meta-Llama-3.1-8B-Instruct")),
         ("replay:runs/2025-01-01", ModelSpec("replay", "runs/2025-01-01")),
+        ("anthropic:claude-3-5-sonnet-20241022", ModelSpec("anthropic", "claude-3-5-sonnet-20241022")),
+        ("google:gemini-1.5-pro", ModelSpec("google", "gemini-1.5-pro")),
+        (
+            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
+            ModelSpec("deepinfra", "meta-llama/Meta-Llama-3.1-70B-Instruct"),
+        ),
+        ("groq:llama-3.1-70b-versatile", ModelSpec("groq", "llama-3.1-70b-versatile")),
+        ("cerebras:llama3.1-70b", ModelSpec("cerebras", "llama3.1-70b")),
+        ("lepton:llama3-1-70b", ModelSpec("lepton", "llama3-1-70b")),
     ],
 )
 def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
@@ -38,7 +56,8 @@ def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
         ("openai:", "needs a model name"),
         ("replay:", "needs a run directory"),
         ("local:", "names no GGUF file"),
-        ("anthropic:claude", "unknown model spec"),
+        ("mistral:large", "unknown model spec"),
+        ("anthropic:", "needs a model name"),
     ],
 )
 def test_bad_specs_are_one_line_user_errors(text: str, message: str) -> None:
@@ -98,3 +117,65 @@ def test_which_statuses_are_retried() -> None:
     assert [is_retryable_status(s) for s in (400, 401, 404, 408, 409, 429, 500, 502, 503)] == [
         False, False, False, True, True, True, True, True, True,
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable", "url"),
+    [
+        ("openai:m", "OPENAI_API_KEY", "https://api.openai.com/v1"),
+        (
+            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "DEEPINFRA_API_TOKEN",
+            "https://api.deepinfra.com/v1/openai",
+        ),
+        ("groq:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("groq-native:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("cerebras:llama3.1-70b", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
+        ("lepton:llama3-1-70b", "LEPTON_API_TOKEN", "https://llama3-1-70b.lepton.run/api/v1"),
+    ],
+)
+def test_openai_compatible_providers_take_the_references_host_and_key_variable(
+    spec: str, variable: str, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", variable):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ApiKeyError, match=f"^{variable} is not set"):
+        build_model(spec, cache=False)
+    monkeypatch.setenv(variable, "k")
+    model = build_model(spec, cache=False)
+    provider = spec.partition(":")[0].removesuffix("-native")
+    assert model.identity == f"{provider}:{spec.partition(':')[2]}@{url}"
+    # --base-url and --api-key-env still override both.
+    monkeypatch.setenv("OTHER_KEY", "k2")
+    moved = build_model(spec, base_url="http://127.0.0.1:9/v1", api_key_env="OTHER_KEY", cache=False)
+    assert moved.identity.endswith("@http://127.0.0.1:9/v1") and moved.identity.startswith(f"{provider}:")
+
+
+def test_a_missing_sdk_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # as if the extra were not installed
+    with pytest.raises(EdsbError, match=r"pip install 'edsb\[anthropic\]'") as caught:
+        build_model("anthropic:claude", cache=False)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_providers_rate_limit_reset_headers_give_the_wait() -> None:
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+    anthropic = {
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": "2025-01-01T12:00:07Z",
+        "anthropic-ratelimit-tokens-remaining": "5000",
+        "anthropic-ratelimit-tokens-reset": "2025-01-01T12:00:50Z",  # not exhausted: no reason to wait for it
+    }
+    assert retry_after_s(anthropic, now) == 7.0
+    groq = {"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1m2.5s"}
+    assert retry_after_s(groq, now) == 62.5
+    openai = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "120ms"}
+    assert retry_after_s(openai, now) == 0.12
+    cerebras = {"x-ratelimit-remaining-requests-minute": "0", "x-ratelimit-reset-requests-minute": "33.5"}
+    assert retry_after_s(cerebras, now) == 33.5
+    assert retry_after_s({**groq, "retry-after": "3"}, now) == 3.0  # Retry-After wins
+    assert retry_after_s({"x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "9s"}, now) is None
+    assert retry_after_s({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "soon"}, now) is None

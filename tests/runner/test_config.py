@@ -9,6 +9,8 @@ import pytest
 
 from edsb.cli import main
 from edsb.errors import UsageError
+from edsb.llm import read_transcripts
+from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.planning.variants import SamplerName
 from edsb.results import RunKey
 from edsb.results.rundir import CONFIG_FILE
@@ -23,7 +25,7 @@ from edsb.runner.config import (
 from edsb.runner.keys import longest_first
 from tests.support.data import DATA
 from tests.support.edsb_cli import scripted_run_child
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.run_dir import records_by_key
 
 # Every option of `edsb run` but --config itself, in command-line spelling.
@@ -38,6 +40,8 @@ cases = "OA,13"
 distraction = "0-1"
 repeats = 2
 temperature = 0.3
+max-tokens = 900
+model-seed = 4
 seed = 7
 concurrency = 3
 timeout = 12.5
@@ -70,6 +74,8 @@ NO_OPTIONS: dict[str, object] = {
         "distraction",
         "repeats",
         "temperature",
+        "max_tokens",
+        "model_seed",
         "seed",
         "concurrency",
         "timeout",
@@ -102,6 +108,7 @@ def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
     assert config.cases == [0, 1, 2, 3, 4, 13, 30, 31, 32, 33, 34, 40, 41, 42, 43, 44]
     assert config.distraction == [0, 1]
     assert (config.repeats, config.temperature, config.seed, config.concurrency) == (2, 0.3, 7, 3)
+    assert (config.max_tokens, config.model_seed) == (900, 4)
     assert (config.timeout, config.max_retries, config.code_timeout, config.code_memory_mb) == (12.5, 1, 4.0, 512)
     assert (config.plan_limits.characters, config.plan_limits.relationships, config.plan_limits.string_chars) == (
         10,
@@ -248,6 +255,104 @@ def test_resume_refuses_a_different_run_and_accepts_other_settings(
     assert _edsb([*base, *selection, "--concurrency", "7", "--max-retries", "0"]) == 0
     assert "1 run planned, 1 already done, 0 executed" in capsys.readouterr().err
     assert len(records_by_key(out)) == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "cap", "seed"),
+    [
+        ("local", LOCAL_MAX_TOKENS, 0),  # the embedded model's own cap, seeded with the repeat number
+        ("openai:m", None, None),  # as the paper's client: no cap, no seed
+        ("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct", None, None),
+        ("anthropic:claude", 2048, None),
+        ("google:gemini", 2048, None),
+        ("oracle", None, None),
+    ],
+)
+def test_generation_settings_default_to_what_each_model_is_sent(model: str, cap: int | None, seed: int | None) -> None:
+    config = resolve_run_config({**NO_OPTIONS, "model": model})
+    assert (config.max_tokens, config.model_seed) == (cap, seed)
+    given = resolve_run_config({**NO_OPTIONS, "model": model, "max_tokens": 77})
+    assert given.max_tokens == 77
+    assert {"max_tokens", "model_seed"} <= set(config.identity())
+
+
+def test_a_seed_for_a_model_that_takes_none_is_refused() -> None:
+    with pytest.raises(UsageError, match="takes no sampling seed") as raised:
+        resolve_run_config({**NO_OPTIONS, "model": "anthropic:claude", "model_seed": 3})
+    assert "\n" not in str(raised.value)
+    assert resolve_run_config({**NO_OPTIONS, "model": "google:gemini", "model_seed": 3}).model_seed == 3
+
+
+def test_a_replay_sends_what_its_recorded_run_sent(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    (recorded / CONFIG_FILE).write_text(RunConfig(model="local", max_tokens=1024, model_seed=0).model_dump_json())
+    config = resolve_run_config({**NO_OPTIONS, "model": f"replay:{recorded}"})
+    assert (config.max_tokens, config.model_seed) == (1024, 0)
+
+
+def test_a_local_config_json_written_before_max_tokens_reads_as_its_old_cap(tmp_path: Path) -> None:
+    written = RunConfig(model="local", seed=3).model_dump(mode="json")
+    del written["max_tokens"], written["model_seed"]
+    path = _write(tmp_path, json.dumps(written), CONFIG_FILE)
+    assert (read_config(path).max_tokens, read_config(path).model_seed) == (512, 0)
+    remote = RunConfig(model="openai:m").model_dump(mode="json")
+    del remote["max_tokens"], remote["model_seed"]
+    path = _write(tmp_path, json.dumps(remote), CONFIG_FILE)
+    assert (read_config(path).max_tokens, read_config(path).model_seed) == (None, None)
+
+
+def test_requests_and_transcripts_carry_the_cap_and_seed_as_sent(
+    scripted_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    base = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(out)]
+    selection = ["--cases", "13", "--distraction", "0", "--repeats", "2", "--no-cache", "--quiet"]
+    assert _edsb([*base, *selection, "--max-tokens", "300", "--model-seed", "7"]) == 0
+    bodies = [request.json() for request in scripted_server.chat_requests]
+    assert bodies and {body["max_tokens"] for body in bodies} == {300}
+    assert {body["seed"] for body in bodies} == {7, 8}  # repeat r sends model_seed + r
+    records = read_transcripts(out)
+    assert records and all(r.request.seed is not None for r in records)
+    assert {(r.request.max_tokens, (r.request.seed or 0) - r.request.sample_index) for r in records} == {(300, 7)}
+    written = json.loads((out / CONFIG_FILE).read_text())
+    assert (written["max_tokens"], written["model_seed"]) == (300, 7)
+    capsys.readouterr()
+    assert _edsb([*base, *selection]) == 2  # a different cap and seed are a different run
+    assert "max_tokens was 300, now None (pass --max-tokens 300" in capsys.readouterr().err
+
+
+def test_a_replay_without_options_sends_the_recorded_cap_and_seed(
+    scripted_server: OpenAIServer, tmp_path: Path
+) -> None:
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    base = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(recorded)]
+    selection = ["--cases", "13", "--distraction", "0-1", "--no-cache", "--quiet"]
+    assert _edsb([*base, *selection, "--max-tokens", "300", "--model-seed", "7"]) == 0
+    assert _edsb(["run", "--model", f"replay:{recorded}", "--out", str(replayed), *selection]) == 0
+    again = {key: record["status"] for key, record in records_by_key(replayed).items()}
+    assert again == {key: record["status"] for key, record in records_by_key(recorded).items()}
+    assert {(r.request.max_tokens, r.request.seed) for r in read_transcripts(replayed)} == {(300, 7)}
+
+
+def test_openai_sends_no_cap_and_no_seed_by_default(scripted_server: OpenAIServer, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "--model", "openai:scripted", "--base-url", scripted_server.base_url, "--out", str(out)]
+    assert _edsb([*argv, "--cases", "13", "--distraction", "0", "--no-cache", "--quiet"]) == 0
+    assert all(not {"max_tokens", "seed"} & request.json().keys() for request in scripted_server.chat_requests)
+
+
+def test_a_reply_cut_at_the_token_cap_says_so(tmp_path: Path) -> None:
+    def cut(request: RecordedRequest) -> Reply:
+        return Reply.completion('{"reasoning": "David is hungry and', finish_reason="length")
+
+    out = tmp_path / "run"
+    with OpenAIServer(cut) as server:
+        argv = ["run", "--model", "openai:m", "--base-url", server.base_url, "--out", str(out), "--max-tokens", "50"]
+        assert _edsb([*argv, "--cases", "13", "--distraction", "0", "--no-cache", "--quiet"]) == 0
+    [record] = records_by_key(out).values()
+    assert record["error_kind"] == "narrator_format"
+    assert "the narrator reply stopped at the token cap of 50" in record["error"]
 
 
 def test_runs_with_two_model_calls_start_before_those_with_one() -> None:

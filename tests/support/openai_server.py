@@ -10,12 +10,20 @@ else with a short default completion. `GET /v1/models` lists `model_name`. Every
 headers and body; `max_in_flight` tells how many chat requests were open at once. Faults: latency (`delay_s`), any
 status, `Retry-After`, connection reset, a hang until the client gives up, a body cut short of its Content-Length, a
 non-JSON body, a completion without choices.
+
+The same server speaks two more wire protocols, so that one scripted model answers every provider alike:
+Anthropic's Messages API (`POST /v1/messages`; point the SDK's `base_url` at `server.root_url`) and Gemini's
+`POST /v1beta/models/<model>:generateContent` (google-genai's `HttpOptions(base_url=server.root_url)`). A request in
+either is recorded as sent (`native_requests`), shown to the queue and the handler as the chat completion it amounts
+to, and the chat-shaped reply (a completion or an `{"error": ...}`) is sent back in the protocol's own shape; any
+other reply body (a native payload, text, an oversized body) goes out as it is.
 """
 
 from __future__ import annotations
 
 import json
 import queue
+import re
 import socket
 import struct
 import threading
@@ -26,8 +34,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
 Fault = Literal["reset", "hang", "truncate"]
+Dialect = Literal["openai", "anthropic", "google"]
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
+ANTHROPIC_PATH = "/v1/messages"
+GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent")
 
 
 @dataclass(frozen=True)
@@ -179,8 +190,18 @@ class OpenAIServer:
             return list(self._requests)
 
     @property
+    def root_url(self) -> str:
+        """The address without `/v1`: what the Anthropic and Google SDKs take as their base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [request for request in self.requests if request.path == CHAT_PATH]
+
+    @property
+    def native_requests(self) -> list[RecordedRequest]:
+        """Requests in the Anthropic or Gemini protocol, as they were sent."""
+        return [request for request in self.requests if dialect_of(request.path) in ("anthropic", "google")]
 
     @property
     def max_in_flight(self) -> int:
@@ -278,17 +299,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = self._read_request()
-        if request.path != CHAT_PATH:
+        dialect = dialect_of(request.path)
+        if dialect is None:
             self._send(Reply.error(404, f"no route {request.path}"))
             return
         self.owner._opened(+1)
         self._open = True
         try:
             try:
-                reply = self.owner._reply_for(request)
+                reply = self.owner._reply_for(as_chat(request, dialect))
             except Exception as exc:  # a broken test handler should surface as a 500, not a hung client
                 reply = Reply.error(500, f"test handler raised {type(exc).__name__}: {exc}")
-            self._send(reply)
+            self._send(in_dialect(reply, dialect))
         finally:
             self._close_request()
 
@@ -325,3 +347,136 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.wfile.write(reply.body)
+
+
+def dialect_of(path: str) -> Dialect | None:
+    if path == CHAT_PATH:
+        return "openai"
+    if path == ANTHROPIC_PATH:
+        return "anthropic"
+    if GEMINI_PATH.fullmatch(path):
+        return "google"
+    return None
+
+
+def _text_of(parts: Any) -> str:
+    """Anthropic's content (a string or blocks) or Gemini's parts, as one string."""
+    if isinstance(parts, str):
+        return parts
+    return "".join(part.get("text", "") for part in parts or [] if isinstance(part, dict))
+
+
+def as_chat(request: RecordedRequest, dialect: Dialect) -> RecordedRequest:
+    """The chat completion a native request amounts to (its system prompt first, Gemini's `model` turns as
+    `assistant`), so the queue's replies and the scripted handlers serve every protocol."""
+    if dialect == "openai":
+        return request
+    body = request.json()
+    messages: list[dict[str, str]] = []
+    chat: dict[str, Any] = {}
+    if dialect == "anthropic":
+        if body.get("system"):
+            messages.append({"role": "system", "content": _text_of(body["system"])})
+        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in body.get("messages", [])]
+        chat.update(model=body.get("model"), temperature=body.get("temperature"), max_tokens=body.get("max_tokens"))
+    else:
+        match = GEMINI_PATH.fullmatch(request.path)
+        assert match is not None
+        system = body.get("systemInstruction") or body.get("system_instruction")
+        if system:
+            messages.append({"role": "system", "content": _text_of(system.get("parts"))})
+        for content in body.get("contents", []):
+            role = "assistant" if content.get("role") == "model" else "user"
+            messages.append({"role": role, "content": _text_of(content.get("parts"))})
+        config = body.get("generationConfig") or {}
+        chat.update(model=match["model"], temperature=config.get("temperature"))
+        if config.get("responseMimeType") == "application/json":
+            chat["response_format"] = {"type": "json_object"}
+    chat["messages"] = messages
+    return RecordedRequest(request.method, CHAT_PATH, request.headers, json.dumps(chat).encode(), request.received_at)
+
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+_GEMINI_STOP = {"stop": "STOP", "length": "MAX_TOKENS"}
+_ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+def in_dialect(reply: Reply, dialect: Dialect) -> Reply:
+    """A chat-shaped reply in the protocol's own shape; faults, and bodies that are neither a completion nor an
+    error object, unchanged."""
+    if dialect == "openai" or reply.fault in ("reset", "hang"):
+        return reply
+    try:
+        payload = json.loads(reply.body)
+    except ValueError:
+        return reply
+    if not isinstance(payload, dict):
+        return reply
+    headers = dict(reply.headers)
+    if isinstance(payload.get("choices"), list) and payload["choices"]:
+        choice = payload["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        usage = payload.get("usage") or {}
+        if dialect == "anthropic":
+            native: dict[str, Any] = {
+                "id": "msg_test",
+                "type": "message",
+                "role": "assistant",
+                "model": payload.get("model", "test-model"),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": _ANTHROPIC_STOP.get(choice.get("finish_reason"), "end_turn"),
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": usage.get("prompt_tokens", 0),
+                    "output_tokens": usage.get("completion_tokens", 0),
+                },
+            }
+        else:
+            prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+            native = {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": _GEMINI_STOP.get(choice.get("finish_reason"), "STOP"),
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": prompt,
+                    "candidatesTokenCount": completion,
+                    "totalTokenCount": prompt + completion,
+                },
+                "modelVersion": payload.get("model", "test-model"),
+            }
+    elif isinstance(payload.get("error"), dict) and set(payload) == {"error"}:
+        message = payload["error"].get("message", "")
+        if dialect == "anthropic":
+            kind = _ANTHROPIC_ERRORS.get(reply.status, "api_error")
+            native = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            # Gemini says how long to wait in the body (google.rpc.RetryInfo), not in a header.
+            details = []
+            wait = {name.lower(): value for name, value in headers.items()}.get("retry-after")
+            if wait is not None:
+                headers = {name: value for name, value in headers.items() if name.lower() != "retry-after"}
+                details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{wait}s"})
+            status = _GEMINI_STATUS.get(reply.status, "UNKNOWN")
+            native = {"error": {"code": reply.status, "message": message, "status": status, "details": details}}
+    else:
+        return reply
+    return Reply(reply.status, json.dumps(native).encode(), headers, reply.delay_s, reply.fault)

@@ -28,6 +28,10 @@ class LocalModelError(EdsbError):
     """The embedded model cannot be loaded (extra `local` not installed, model file missing)."""
 
 
+class ProviderSdkError(EdsbError):
+    """A provider's SDK (an optional extra) is not installed."""
+
+
 class ReplayError(EdsbError):
     """A replay directory without usable transcripts, or a request that was never recorded."""
 

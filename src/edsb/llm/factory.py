@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from edsb.errors import EdsbError, UsageError
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.errors import TransportError
+from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.llm.local import LocalChatModel
 from edsb.llm.openai_client import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -17,9 +19,12 @@ from edsb.llm.openai_client import (
     OpenAIChatModel,
 )
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
+from edsb.llm.providers import get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
+from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
 from edsb.llm.spec import ModelSpec, parse_model_spec
+from edsb.results.rundir import CONFIG_FILE
 
 DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
 CHECK_TIMEOUT_S = 60.0
@@ -54,8 +59,10 @@ def build_model(
     `perturb` the perturbation seed of the run, whose mapping the oracle's answers go through.
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
-    if parsed.kind != "openai" and (base_url or api_key_env):
-        raise UsageError(f"--base-url and --api-key-env apply to openai:<model> models, not {parsed}")
+    if not parsed.remote and (base_url or api_key_env):
+        raise UsageError(
+            f"--base-url and --api-key-env apply to a provider's models (openai:<model>, ...), not {parsed}"
+        )
     model: ChatModel
     if parsed.kind == "replay":
         assert parsed.target is not None
@@ -65,23 +72,61 @@ def build_model(
         from edsb.llm.oracle import OracleChatModel
 
         return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong", perturb=perturb)
-    if parsed.kind == "openai":
+    if parsed.remote:
         assert parsed.target is not None
-        model = OpenAIChatModel(
-            parsed.target,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            timeout_s=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
-            max_in_flight=max_in_flight,
-            max_response_bytes=max_response_bytes,
-        )
+        provider = get_provider(parsed.kind)
+        options: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key_env": api_key_env,
+            "timeout_s": timeout,
+            "retry": retry or RetryPolicy(max_retries=max_retries),
+            "max_in_flight": max_in_flight,
+            "max_response_bytes": max_response_bytes,
+        }
+        if provider.api == "anthropic":
+            model = AnthropicChatModel(parsed.target, **options)
+        elif provider.api == "google":
+            model = GoogleChatModel(parsed.target, **options)
+        else:
+            model = OpenAIChatModel(parsed.target, provider=provider, **options)
     else:
         # One context per run in flight, up to the cores (each then gets cores / contexts threads).
         model = LocalChatModel(parsed.target, instances=max_in_flight)
     if cache is False:
         return model
     return CachedChatModel(model, ResponseCache(None if cache is True else Path(cache)))
+
+
+def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
+    """What a run sends when `--max-tokens` and `--model-seed` are not given: (token cap, base seed), None for
+    nothing sent. The reference's settings for the providers (no cap for the OpenAI-compatible hosts, 2,048 tokens for
+    Anthropic and Google, no seed); the embedded model's own cap, seeded with the repeat number (base 0); a replay
+    what its recorded run sent (its `config.json`), so that its requests hash as recorded."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    if parsed.remote:
+        return get_provider(parsed.kind).max_tokens, None
+    if parsed.kind == "local":
+        return LOCAL_MAX_TOKENS, 0
+    if parsed.kind == "replay":
+        assert parsed.target is not None
+        try:
+            recorded = json.loads((Path(parsed.target).expanduser() / CONFIG_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None, None
+        if not isinstance(recorded, dict):
+            return None, None
+        return _whole(recorded.get("max_tokens")), _whole(recorded.get("model_seed"))
+    return None, None
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def takes_seed(spec: str | ModelSpec) -> bool:
+    """Whether `--model-seed` reaches the model: not for Anthropic, whose Messages API has no seed."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    return not parsed.remote or get_provider(parsed.kind).takes_seed
 
 
 async def check_model_async(

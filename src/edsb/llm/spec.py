@@ -1,5 +1,6 @@
-"""`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `openai:<model>`, `replay:<run dir>`, and
-`oracle` / `oracle-wrong` (hand-written reference answers and their negative control)."""
+"""`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` for a remote provider
+(`openai`, `deepinfra`, `groq`, `cerebras`, `lepton`, `anthropic`, `google`; `providers.py`), `replay:<run dir>`,
+and `oracle` / `oracle-wrong` (hand-written reference answers and their negative control)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,26 @@ from typing import Literal
 
 from edsb.errors import closest, hint
 from edsb.llm.errors import ModelSpecError
+from edsb.llm.providers import ALIASES, PROVIDERS
 
-ModelKind = Literal["local", "openai", "replay", "oracle", "oracle-wrong"]
-SPEC_FORMS = "local, local:<file.gguf>, openai:<model>, replay:<run dir>, oracle or oracle-wrong"
+ModelKind = Literal[
+    "local",
+    "openai",
+    "deepinfra",
+    "groq",
+    "cerebras",
+    "lepton",
+    "anthropic",
+    "google",
+    "replay",
+    "oracle",
+    "oracle-wrong",
+]
+SPEC_FORMS = (
+    f"local, local:<file.gguf>, PROVIDER:<model> ({', '.join(PROVIDERS)}), replay:<run dir>, oracle or oracle-wrong"
+)
 NAMES = ("local", "oracle", "oracle-wrong")  # the specs that are a name alone
-PREFIXES = ("local", "openai", "replay")  # the specs `prefix:<target>`
+PREFIXES = ("local", *PROVIDERS, *ALIASES, "replay")  # the specs `prefix:<target>`
 
 
 @dataclass(frozen=True)
@@ -22,6 +38,11 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return self.kind if self.target is None else f"{self.kind}:{self.target}"
+
+    @property
+    def remote(self) -> bool:
+        """A model behind a provider's API (which `--base-url` and `--api-key-env` address)."""
+        return self.kind in PROVIDERS
 
 
 def parse_model_spec(text: str) -> ModelSpec:
@@ -36,8 +57,9 @@ def parse_model_spec(text: str) -> ModelSpec:
         return ModelSpec("oracle")
     if value == "oracle-wrong":
         return ModelSpec("oracle-wrong")
-    if kind == "openai":
-        return ModelSpec("openai", _named_target(text, kind, target, "model name"))
+    if kind in PROVIDERS or kind in ALIASES:
+        provider = ALIASES.get(kind, kind)
+        return ModelSpec(provider, _named_target(text, kind, target, "model name"))  # type: ignore[arg-type]
     if kind == "replay":
         return ModelSpec("replay", _named_target(text, kind, target, "run directory"))
     raise ModelSpecError(f"unknown model spec {text!r}: use {SPEC_FORMS}{hint(_suggestion(value))}")
@@ -54,7 +76,7 @@ def _suggestion(value: str) -> str | None:
 
 
 def _named_target(text: str, kind: str, target: str, what: str) -> str:
-    """The stripped text after `kind:`, which `openai` and `replay` cannot do without."""
+    """The stripped text after `kind:`, which providers and `replay` cannot do without."""
     if not target.strip():
         raise ModelSpecError(f"model spec {text!r} needs a {what} after '{kind}:'")
     return target.strip()

@@ -34,6 +34,8 @@ from edsb.sandbox import CodeContext, CodeError, SandboxLimits, fault_text, sand
 from edsb.scoring.judge import Judge
 from edsb.text import TextLimits, TextRepairs
 
+# How each API says a reply stopped at its token cap: OpenAI-compatible and llama.cpp, Anthropic, Gemini.
+CAP_FINISH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
 SAMPLER_COLLISION = "bbox"  # mesh-free collision and random start (the reference used HSSD meshes)
 
 
@@ -44,6 +46,8 @@ class RunServices:
     benchmark: Benchmark
     model: ChatModel
     temperature: float = 0.1
+    max_tokens: int | None = None  # the reply's token cap sent with every request (None: none sent)
+    model_seed: int | None = None  # repeat r sends model_seed + r (None: no seed sent)
     seed: int = 0
     sampler: SamplerName = SamplerName.REFERENCE
     limits: SandboxLimits = field(default_factory=SandboxLimits)
@@ -73,10 +77,13 @@ class RunTrace:
     model: str | None = None
     event: dict[str, Any] | None = None
     repairs: TextRepairs = field(default_factory=TextRepairs)
+    cut: list[str] = field(default_factory=list)  # modules whose reply stopped at the token cap
 
     def add(self, module: str, response: ChatResponse) -> None:
         if response.surrogates_replaced:
             self.repairs.surrogates.add(module)
+        if response.finish_reason in CAP_FINISH_REASONS:
+            self.cut.append(module)
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
@@ -90,6 +97,8 @@ async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: 
         temperature=services.temperature,
         json_mode=request.json_mode,
         sample_index=key.repeat,
+        max_tokens=services.max_tokens,
+        seed=None if services.model_seed is None else services.model_seed + key.repeat,
     )
     if services.transcripts is not None:
         response = await services.transcripts.complete(
@@ -250,6 +259,9 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         # An execution error: every RunError is raised where the reference's run fails on what the model answered
         # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
         status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
+        if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
+            cap = f" of {services.max_tokens}" if services.max_tokens else ""
+            message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
     except Exception as exc:

@@ -14,6 +14,7 @@ from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
+from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
@@ -27,6 +28,8 @@ from edsb.text import TextLimits
 IDENTITY_FIELDS = (
     "model",
     "temperature",
+    "max_tokens",
+    "model_seed",
     "seed",
     "sampler",
     "code_timeout",
@@ -38,6 +41,8 @@ IDENTITY_FIELDS = (
 )
 # The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
 SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
+# The embedded model's token cap of a directory written before `--max-tokens` existed.
+LOCAL_CAP_BEFORE_OPTION = 512
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -55,6 +60,10 @@ class RunConfig(BaseModel):
     distraction: list[int] = Field(default_factory=lambda: [0, 1, 2])
     repeats: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
+    # The reply's token cap as sent (None: none sent) and the model's sampling seed, base of the repeats' (repeat r
+    # sends model_seed + r; None: none sent). `resolve_run_config` fills in the model's defaults.
+    max_tokens: int | None = Field(default=None, ge=1)
+    model_seed: int | None = Field(default=None, ge=0)
     seed: int = 0
     sampler: SamplerName = SamplerName.REFERENCE
     concurrency: int = Field(default=4, ge=1)
@@ -117,7 +126,8 @@ def _read_options(path: Path) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for key, value in table.items():
         name = str(key).replace("-", "_")
-        if name != "api_key_env" and any(word in name for word in ("key", "secret", "token", "password")):
+        secret_like = any(word in name for word in ("key", "secret", "token", "password"))
+        if secret_like and name not in RunConfig.model_fields:  # `api_key_env`, `max_tokens` are options
             raise UsageError(
                 f"{path}: option {key!r} is not accepted; API keys are read from environment variables "
                 "(name the variable with api-key-env)"
@@ -171,9 +181,10 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     for name in IDENTITY_FIELDS:
         if old[name] != new[name]:
             option = _OPTION_OF.get(name, name.replace("_", "-"))
+            fix = f"leave out --{option}" if old[name] is None else f"pass --{option} {old[name]}"
             raise UsageError(
                 f"{run_dir} holds a different run: {name} was {old[name]!r}, now {new[name]!r} "
-                f"(pass --{option} {old[name]} to resume or extend it, or use a new --out directory)"
+                f"({fix} to resume or extend it, or use a new --out directory)"
             )
     notes = []
     if previous.base_url != config.base_url:
@@ -201,6 +212,10 @@ def read_config(path: Path) -> RunConfig:
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(raw, dict):
         raw.setdefault("sampler", str(SAMPLER_BEFORE_CHOICE))
+        if "max_tokens" not in raw and str(raw.get("model", "local")).partition(":")[0] == "local":
+            # Written before --max-tokens: the embedded model then capped every reply at 512 tokens and seeded each
+            # request with its repeat number.
+            raw.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=raw.get("model_seed", 0))
     return RunConfig.model_validate(raw)
 
 
@@ -238,11 +253,25 @@ def resolve_run_config(
     merged["distraction"] = parse_levels(distraction if distraction is not None else None)
     variants = merged.get("variants") or ["ours"]
     merged["variants"] = [get_variant(v).name for v in variants]
+    _fill_generation_defaults(merged)
     merged["data"] = str(benchmark.resolved_root)
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
         raise UsageError(f"invalid run option {validation_message(exc)}") from None
+
+
+def _fill_generation_defaults(merged: dict[str, Any]) -> None:
+    """The model's own token cap and seed where the options leave them out, so config.json (and each request, and
+    its transcript) says what is sent; a seed for a model that takes none is refused."""
+    model = merged.get("model") or RunConfig.model_fields["model"].default
+    cap, seed = generation_defaults(model)
+    if merged.get("max_tokens") is None:
+        merged["max_tokens"] = cap
+    if merged.get("model_seed") is None:
+        merged["model_seed"] = seed
+    elif not takes_seed(model):
+        raise UsageError(f"--model-seed: {model} takes no sampling seed (Anthropic's Messages API has none)")
 
 
 def default_out_dir(model: str, now: datetime | None = None) -> Path:

@@ -130,6 +130,8 @@ def run_benchmark(
         benchmark=benchmark,
         model=model,
         temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        model_seed=config.model_seed,
         seed=config.seed,
         sampler=config.sampler,
         limits=limits,

@@ -1,0 +1,63 @@
+"""The remote providers `--model PROVIDER:MODEL` names: where each is served, which variable holds its key, which API
+it speaks and what it sends by default.
+
+The names, hosts, key variables and token caps are those of the official implementation's LLM client (Lim et al.,
+ICCV 2025), so a command written for it names the same models here. Five hosts speak OpenAI's chat completions API
+and share edsb's aiohttp client; Anthropic and Google are reached through their official SDKs (optional extras).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Api = Literal["openai", "anthropic", "google"]
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One provider. `base_url` may hold `{model}` (Lepton serves each model at a host of its own); None: the SDK's
+    own default host. `max_tokens`: the cap sent when `--max-tokens` is not given (None: no cap is sent)."""
+
+    name: str
+    api: Api
+    key_env: str
+    base_url: str | None
+    max_tokens: int | None = None
+    takes_seed: bool = True  # whether the API has a sampling seed for `--model-seed`
+    extra: str | None = None  # the pip extra that installs its SDK
+
+    def url_for(self, model: str) -> str | None:
+        return None if self.base_url is None else self.base_url.format(model=model)
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+# The reference caps Anthropic's and Google's replies at 2,048 tokens and sends no cap to the OpenAI-compatible hosts.
+SDK_MAX_TOKENS = 2048
+
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider("openai", "openai", "OPENAI_API_KEY", OPENAI_URL),
+        Provider("deepinfra", "openai", "DEEPINFRA_API_TOKEN", "https://api.deepinfra.com/v1/openai"),
+        Provider("groq", "openai", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        Provider("cerebras", "openai", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
+        Provider("lepton", "openai", "LEPTON_API_TOKEN", "https://{model}.lepton.run/api/v1"),
+        Provider(
+            "anthropic",
+            "anthropic",
+            "ANTHROPIC_API_KEY",
+            None,
+            max_tokens=SDK_MAX_TOKENS,
+            takes_seed=False,
+            extra="anthropic",
+        ),
+        Provider("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
+    )
+}
+# The reference's `groq-native` calls Groq's own SDK, which posts the very same chat completion to the same host.
+ALIASES = {"groq-native": "groq"}
+
+
+def get_provider(name: str) -> Provider:
+    return PROVIDERS[ALIASES.get(name, name)]
