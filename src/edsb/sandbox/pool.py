@@ -1,13 +1,15 @@
-"""The parent's side of the sandbox: a pool of worker processes per `SandboxLimits`, and the calls that hand a reply
-to a worker and wait for its answer.
+"""The parent's side of the sandbox: per `SandboxLimits`, a template process and the fresh children forked from it,
+one per run, and the calls that hand a reply to a child and wait for its answer.
 
-A pool holds one template process and at most `workers` worker processes (by default one per core, whatever the
-runner's concurrency: a call waits for a free worker). The template starts with a minimal environment (none of the
-parent's variables, so no API keys), in `/`, in its own session, with stderr discarded; it imports everything, sets
-the limits, and keeps the scenes the workers have used, but never runs model code. Workers are forked from it, so a
-new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when a
-run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
-runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
+The template starts with a minimal environment (none of the parent's variables, so no API keys), in `/`, in its own
+session, with stderr discarded; it imports everything, builds the kernel's filters and keeps the scenes, but never
+runs model code. Every run gets a child of its own, forked from it: the child loads its scene, contains itself
+(`kernel`), says so in a first frame, runs the code once and is killed as soon as it has answered, so nothing a run
+changes reaches a later one. `size` children (by default one per core, whatever the runner's concurrency: a call
+waits for a free slot) are forked ahead and wait for their request; each one used is replaced in the background
+while the parent judges its run. The parent kills a child at its wall-clock timeout, reads bounded frames, and
+checks the answer as untrusted data (`_answer`). The public functions are thread-safe, so an asyncio runner can call
+them from a thread pool (`sandbox_threads`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from edsb.geometry.scene import Scene
 from edsb.results import ErrorKind
+from edsb.sandbox import kernel
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
@@ -40,23 +43,23 @@ from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied
 
 
 def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
-    """Run the code of a model reply (or bare code) in a sandbox worker: what it set, or CodeError for the model's
-    failures (EdsbFault / SandboxError when edsb itself fails)."""
+    """Run the code of a model reply (or bare code) in a fresh sandbox process: what it set, or CodeError for the
+    model's failures (EdsbFault / SandboxError when edsb itself fails)."""
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
 
 
 def sandbox_threads(limits: SandboxLimits | None = None) -> ThreadPoolExecutor:
-    """Threads for an event loop's sandbox calls (`loop.run_in_executor`): as many as the pool has workers, so that
-    no thread waits for a worker and no idle one competes for the GIL. At concurrency 256, asyncio's default pool
+    """Threads for an event loop's sandbox calls (`loop.run_in_executor`): as many as the pool runs at once, so that
+    no thread waits for a slot and no idle one competes for the GIL. At concurrency 256, asyncio's default pool
     (cores + 4 threads, four of them waiting on the workers) made the loop wait for the GIL at each hand-off."""
     return default_pool(limits or DEFAULT_LIMITS).threads
 
 
 def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSource] = ()) -> None:
-    """Start the pool for these limits now, its workers included (they stay for the runs) and holding `scenes`
-    (the benchmark scenes the runs will use, loaded once for all workers): a setting that cannot work, such as a
-    memory limit below what a worker needs, is then one SandboxError before any run instead of a failure of each,
-    and no run waits for a worker to start or a scene to load."""
+    """Start the pool for these limits now, its first children forked and the template holding `scenes` (the
+    benchmark scenes the runs will use, loaded once for all children): a setting that cannot work, such as a memory
+    limit below what the template needs or `exact` on a host without the kernel's layers, is then one SandboxError
+    before any run instead of a failure of each, and no run waits for the template or a scene."""
     default_pool(limits or DEFAULT_LIMITS).warm_up(scenes)
 
 
@@ -74,7 +77,7 @@ def default_pool(limits: SandboxLimits) -> SandboxPool:
 
 
 def shutdown_sandboxes() -> None:
-    """Stop every worker of every default pool (also registered to run at exit)."""
+    """Stop every process of every default pool (also registered to run at exit)."""
     with _pools_lock:
         pools = list(_pools.values())
         _pools.clear()
@@ -86,8 +89,8 @@ atexit.register(shutdown_sandboxes)
 
 
 def default_workers() -> int:
-    """Workers per pool by default: one per core this process may use (at most 8). A run keeps a worker for a
-    millisecond or so, so more workers than cores would only add processes, never throughput."""
+    """Runs at once per pool by default: one per core this process may use (at most 8). A run keeps its process
+    for a few milliseconds, so more than cores would only add processes, never throughput."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -96,21 +99,25 @@ def default_workers() -> int:
 
 
 class SandboxPool:
-    """A bounded set of worker processes for one `SandboxLimits`, forked from one template process; `execute` may be
-    called from many threads (a call waits while every worker is busy)."""
+    """Runs of one `SandboxLimits`, each in a fresh child forked from one template process; `execute` may be called
+    from many threads (at most `size` runs at once, the others wait). `size` children are forked ahead and wait for
+    a request, so a run does not wait for its fork: each one used is replaced in the background."""
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
         self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="edsb-sandbox")
-        self._idle: list[_Worker] = []
+        # One thread forks children ahead (its requests to the template are serial anyway).
+        self._forker = ThreadPoolExecutor(1, thread_name_prefix="edsb-fork")
+        self._forking = False
+        self._idle: list[_Child] = []
         self._lock = threading.Lock()
         self._closed = False
         self._template: _Template | None = None
         self._template_lock = threading.Lock()
-        # Benchmark scenes given at start or loaded by some worker: the template loads them too, so that later
-        # workers have them.
+        # Benchmark scenes given at start or loaded by some child: the template loads them too, so that later
+        # children have them.
         self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
         # Inline scenes, pickled once: id(scene) -> (scene, digest, pickle).
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
@@ -119,44 +126,41 @@ class SandboxPool:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
         with self._slots:
-            for _ in range(3):
-                worker = self._checkout()
-                try:
-                    return worker.run(request, self.limits, self._scene_loaded)
-                except _StaleWorker:
-                    continue  # it died while idle: the request never reached it
-                finally:
-                    self._checkin(worker)
-        raise SandboxError("sandbox workers keep dying before they accept work")
+            try:
+                for _ in range(3):
+                    child = self._checkout()
+                    try:
+                        return child.run(request, self.limits, self._scene_loaded)
+                    except _StaleChild:
+                        continue  # it died while idle: the request never reached it
+                    finally:
+                        child.retire()
+                raise SandboxError("sandbox processes keep dying before they accept work")
+            finally:
+                self._fork_ahead()
 
     def warm_up(self, scenes: Iterable[SceneSource] = ()) -> None:
-        """Start the template and every worker now, the template holding `scenes` first so that every worker has
-        them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
-        workers cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are out):
-        one that finds no idle worker forks its own, and workers beyond the pool's size are stopped when idle."""
+        """Start the template and fork `size` children now, the template holding `scenes` first so that every child
+        has them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
+        template cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are
+        out): one that finds no idle child forks its own."""
         with self._lock:
             for scene in scenes:
                 spec = ("source", scene.data_dir, scene.scene_name, str(scene.perturb))
                 self._scenes.setdefault(scene_key(spec), spec)
-        workers: list[_Worker] = []
-        try:
-            for _ in range(self.size):
-                workers.append(self._checkout())
-        finally:
-            for worker in workers:
-                self._checkin(worker)
+        self._fill()
 
-    def worker_pids(self) -> list[int]:
-        """The process ids of the idle workers (for tests and benchmarks)."""
+    def idle_pids(self) -> list[int]:
+        """The process ids of the children forked ahead (for tests and benchmarks)."""
         with self._lock:
-            return [worker.pid for worker in self._idle]
+            return [child.pid for child in self._idle]
 
     def close_idle(self) -> None:
-        """Stop the idle workers (the next call forks a fresh one); the template stays."""
+        """Stop the children forked ahead (the next call forks a fresh one); the template stays."""
         with self._lock:
             idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.stop()
+        for child in idle:
+            child.stop()
 
     @property
     def template_pid(self) -> int | None:
@@ -168,8 +172,9 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.stop()
+        self._forker.shutdown(wait=True)
+        for child in idle:
+            child.stop()
         with self._template_lock:
             template, self._template = self._template, None
         if template is not None:
@@ -188,9 +193,12 @@ class SandboxPool:
         else:
             scene = ("inline", *self._scene_blob(context.scene))
         return {
+            "sandbox": self.limits.sandbox,
             "reply": reply,
             "scene": scene,
             "latest_plans": context.latest_plans,
+            "seed": context.seed,
+            "memory_bytes": self.limits.memory_bytes,
             "cpu_seconds": self.limits.cpu_budget,
             "max_printed_chars": self.limits.max_printed_chars,
             "max_result_bytes": self.limits.max_result_bytes,
@@ -210,19 +218,53 @@ class SandboxPool:
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
-    def _checkout(self) -> _Worker:
+    def _checkout(self) -> _Child:
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
             while self._idle:
-                worker = self._idle.pop()
-                if worker.idle_and_alive():
-                    return worker
-                worker.stop()
+                child = self._idle.pop(0)  # the oldest: the newest may hold a scene that the oldest lacks
+                if child.idle_and_alive():
+                    return child
+                child.stop()
         return self._spawn()
 
-    def _spawn(self) -> _Worker:
-        """A new worker forked from the template (started, or restarted if it died, on first need)."""
+    def _fork_ahead(self) -> None:
+        """Replace the children used, in the background, while the parent judges their runs."""
+        with self._lock:
+            if self._forking or self._closed or len(self._idle) >= self.size:
+                return
+            self._forking = True
+        try:
+            self._forker.submit(self._fill_in_background)
+        except RuntimeError:  # shut down by close()
+            with self._lock:
+                self._forking = False
+
+    def _fill_in_background(self) -> None:
+        try:
+            self._fill()
+        except SandboxError:
+            pass  # the next run forks its own child and reports the failure
+        finally:
+            with self._lock:
+                self._forking = False
+
+    def _fill(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed or len(self._idle) >= self.size:
+                    return
+            child = self._spawn()
+            with self._lock:
+                if not self._closed and len(self._idle) < self.size:
+                    self._idle.append(child)
+                    continue
+            child.stop()
+            return
+
+    def _spawn(self) -> _Child:
+        """A new child forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
             scenes = list(self._scenes.values())
         with self._template_lock:
@@ -232,7 +274,7 @@ class SandboxPool:
                 if self._template is None or not self._template.alive:
                     self._template = _Template.start(self.limits)
                 try:
-                    return self._template.spawn(scenes, self.limits)
+                    return self._template.spawn(scenes)
                 except _TemplateDied:
                     self._template.stop()
                     self._template = None
@@ -240,22 +282,12 @@ class SandboxPool:
                         raise SandboxError("the sandbox template process keeps dying") from None
         raise AssertionError("unreachable")
 
-    def _checkin(self, worker: _Worker) -> None:
-        if not worker.alive or worker.runs >= self.limits.runs_per_worker:
-            worker.stop()
-            return
-        with self._lock:
-            if not self._closed and len(self._idle) < self.size:
-                self._idle.append(worker)
-                return
-        worker.stop()
-
 
 # --- the parent's side of the template and the workers ----------------------------------------------------------------
 
 _STARTUP_TIMEOUT = 120.0  # seconds for the template to import its modules
-_LOAD_TIMEOUT = 120.0  # seconds to load and prepare a scene (in a worker once per scene; in the template per spawn)
-_REAP_TIMEOUT = 5.0  # seconds for a killed worker's exit status
+_LOAD_TIMEOUT = 120.0  # seconds to load a scene and contain a child (or, in the template, to load and fork)
+_REAP_TIMEOUT = 5.0  # seconds for a killed child's exit status
 _WORKER_ENV = {
     "PYTHONHASHSEED": "0",  # set iteration in model code is reproducible from run to run
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -272,7 +304,7 @@ _BOOTSTRAP = (
 _CONTROL_ANSWER_BYTES = 1 << 16
 
 
-class _StaleWorker(Exception):
+class _StaleChild(Exception):
     pass
 
 
@@ -280,8 +312,13 @@ class _TemplateDied(Exception):
     pass
 
 
+# What an answer may say it is: the child's frames after "contained" are the model's to forge, so an error is only
+# believed as one of the model's own kinds.
+_CODE_KINDS = frozenset(kind for kind in ErrorKind if kind.value.startswith("code_"))
+
+
 class _Template:
-    """The template process: forks workers on request and reports their exit status (they are its children)."""
+    """The template process: forks children on request and reaps them (they are its children)."""
 
     def __init__(self, process: subprocess.Popen[bytes], control: socket.socket) -> None:
         self.process = process
@@ -289,9 +326,14 @@ class _Template:
         self.answers = FrameReader(control.fileno())
         self.alive = True
         self._lock = threading.Lock()  # one request and its answer at a time
+        self._done: list[int] = []  # children killed after their run, reaped with the next request
 
     @classmethod
     def start(cls, limits: SandboxLimits) -> _Template:
+        if limits.sandbox == "exact":
+            support = kernel.host_support()
+            if not support.exact:
+                raise SandboxError(f"the exact sandbox cannot run on this host: {support.reason}")
         paths = [os.path.abspath(p) for p in sys.path if p]  # the template runs in /
         ours, theirs = socket.socketpair()
         try:
@@ -306,7 +348,7 @@ class _Template:
             )
         except OSError as exc:
             ours.close()
-            raise SandboxError(f"cannot start a sandbox worker: {exc}") from None
+            raise SandboxError(f"cannot start the sandbox: {exc}") from None
         finally:
             theirs.close()
         template = cls(process, ours)
@@ -314,18 +356,19 @@ class _Template:
             ready = template._receive(_STARTUP_TIMEOUT)
         except (WorkerDied, Deadline):
             template.stop()
-            raise SandboxError("a sandbox worker failed to start (is edsb importable by the same Python?)") from None
+            raise SandboxError("the sandbox failed to start (is edsb importable by the same Python?)") from None
         if ready.get("status") != "ready":
             template.stop()
-            raise SandboxError(f"a sandbox worker failed to start: {ready.get('message', ready)}")
+            raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
         return template
 
-    def spawn(self, scenes: list[tuple[str, ...]], limits: SandboxLimits) -> _Worker:
-        """A new worker, holding every scene of `scenes` the template could load; _TemplateDied if it is gone."""
+    def spawn(self, scenes: list[tuple[str, ...]]) -> _Child:
+        """A new child, holding every scene of `scenes` the template could load; _TemplateDied if it is gone."""
         ours, theirs = socket.socketpair()
-        payload = pickle.dumps({"op": "spawn", "scenes": scenes}, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with self._lock:
+                done, self._done = self._done, []
+                payload = pickle.dumps({"op": "spawn", "scenes": scenes, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
                     socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], [theirs.fileno()])
                 except OSError:
@@ -341,16 +384,17 @@ class _Template:
             raise
         if answer.get("status") != "spawned":
             ours.close()
-            raise SandboxError(f"a sandbox worker failed to start: {answer.get('message', answer)}")
-        return _Worker(int(answer["pid"]), ours, self, {scene_key(spec) for spec in answer["scenes"]})
+            raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
+        return _Child(int(answer["pid"]), ours, self, {scene_key(spec) for spec in answer["scenes"]})
 
     def reap(self, pid: int) -> int | None:
-        """The exit status of a worker that was killed or exited (as `Popen.returncode`); None if unknown."""
+        """The exit status of a child that was killed or exited (as `Popen.returncode`); None if unknown."""
         if not self.alive:
             return None
-        payload = pickle.dumps({"op": "reap", "pid": pid}, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with self._lock:
+                done, self._done = self._done, []
+                payload = pickle.dumps({"op": "reap", "pid": pid, "done": done}, pickle.HIGHEST_PROTOCOL)
                 self.control.sendall(HEADER.pack(len(payload)) + payload)
                 answer = self._receive(_REAP_TIMEOUT)
         except (OSError, WorkerDied, Deadline):
@@ -358,6 +402,12 @@ class _Template:
             return None
         status = answer.get("status")
         return status if isinstance(status, int) else None
+
+    def reap_later(self, pid: int) -> None:
+        """Reap a killed child with the next request (its exit status is not needed), without a round trip now."""
+        with self._lock:
+            if self.alive:
+                self._done.append(pid)
 
     def stop(self) -> None:
         if not self.alive:
@@ -374,16 +424,16 @@ class _Template:
         return self.answers.read(time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
 
 
-class _Worker:
-    """The parent's handle on one worker: its process id (a child of the template) and its socket."""
+class _Child:
+    """The parent's handle on one child: its process id (a child of the template) and its socket. A child serves
+    one run; the parent kills it once it has the answer (the code may still be running, having forged one)."""
 
     def __init__(self, pid: int, channel: socket.socket, template: _Template, scenes: set[tuple[str, ...]]) -> None:
         self.pid = pid
         self.channel = channel
         self.answers = FrameReader(channel.fileno())
         self.template = template
-        self.scenes = scenes  # scenes the worker holds: a run on one of them needs no "loaded" step
-        self.runs = 0
+        self.scenes = scenes  # scenes the child holds: a run on another one loads it first
         self.alive = True
         self.exit_status: int | None = None
         # A handle on this very process: signalling it can never hit another process that reused the id (possible
@@ -393,7 +443,7 @@ class _Worker:
             self.pidfd = os.pidfd_open(pid)
 
     def idle_and_alive(self) -> bool:
-        """An idle worker never writes: anything readable on its socket (end of file, at least) means it died."""
+        """An idle child never writes: anything readable on its socket (end of file, at least) means it died."""
         if not self.alive or self.answers.buffer:
             return False
         poller = select.poll()
@@ -401,53 +451,50 @@ class _Worker:
         return not poller.poll(0)
 
     def run(self, request: dict[str, Any], limits: SandboxLimits, loaded: Callable[[tuple[Any, ...]], None]) -> RawPlan:
-        self.runs += 1
-        scene = scene_key(request["scene"])
-        announce = scene not in self.scenes
-        payload = pickle.dumps({**request, "announce": announce}, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
-            self.stop()
-            raise _StaleWorker() from None
+            raise _StaleChild() from None
+        # The first frame is the child's own, sent before any of the model's code runs: trusted.
         try:
-            if announce:
-                response = self._receive(time.monotonic() + _LOAD_TIMEOUT, limits.max_result_bytes)
-                if response.get("status") == "loaded":
-                    self.scenes.add(scene)
-                    loaded(request["scene"])
-                    response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
-            else:
-                response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
-        except Deadline:
+            ready = self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except (WorkerDied, Deadline) as exc:
             self.stop()
+            raise SandboxError(
+                f"a sandbox process failed before running the code (exit status {self.exit_status})"
+            ) from exc
+        if ready.get("status") != "contained":
+            raise SandboxError(str(ready.get("message", ready)))
+        if scene_key(request["scene"]) not in self.scenes:
+            loaded(request["scene"])
+        # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
+        try:
+            response = self.answers.read(time.monotonic() + limits.timeout, limits.max_result_bytes)
+        except Deadline:
             raise CodeError(
                 ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s"
             ) from None
         except WorkerDied as died:
+            if died.args != ("end of output",):  # a frame that is no answer: the model's, written to the channel
+                raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({died})") from None
             self.stop()
             raise self._death_error(str(died)) from None
-        if response.get("recycle"):
-            self.stop()
-        status = response.get("status")
-        try:
-            if status == "ok":
-                return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
-            if status == "error":
-                error = CodeError(response["kind"], str(response["message"]))
-                error.repaired = response.get("repaired") is True
-                raise error
-            if status == "fault":
-                raise EdsbFault(str(response["message"]))
-        except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
-            self.stop()
-            raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker sent a malformed answer ({exc!r})") from None
-        raise SandboxError(str(response.get("message", "the sandbox worker failed")))
+        return _answer(response, limits)
+
+    def retire(self) -> None:
+        """Kill the child (done with its run, or never used) and have the template reap it later."""
+        if self._kill():
+            self.template.reap_later(self.pid)
 
     def stop(self) -> None:
-        """Kill the worker and collect its exit status (until then its process id cannot be reused)."""
+        """Kill the child and collect its exit status now (for `_death_error`)."""
+        if self._kill():
+            self.exit_status = self.template.reap(self.pid)
+
+    def _kill(self) -> bool:
         if not self.alive:
-            return
+            return False
         self.alive = False
         with contextlib.suppress(OSError):
             if self.pidfd is not None:
@@ -455,18 +502,34 @@ class _Worker:
             elif self.template.alive:  # its dead children stay unreaped until it reaps them: the id is still theirs
                 os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            self.channel.close()  # without a kill, the worker exits at the end of its input
+            self.channel.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
-        self.exit_status = self.template.reap(self.pid)
+        return True
 
     def _death_error(self, detail: str) -> CodeError:
         code = self.exit_status
         if code is not None and code < 0 and -code == signal.SIGXCPU:
             return CodeError(ErrorKind.CODE_TIMEOUT, "TimeoutError: the code used up its CPU time")
         if code is not None and code < 0 and -code == signal.SIGKILL:
-            return CodeError(ErrorKind.CODE_MEMORY, "MemoryError: the worker was killed (out of memory?)")
-        return CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker died ({detail}, exit status {code})")
+            return CodeError(ErrorKind.CODE_MEMORY, "MemoryError: the sandbox process was killed (out of memory?)")
+        return CodeError(ErrorKind.CODE_CRASH, f"the sandbox process died ({detail}, exit status {code})")
 
-    def _receive(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
-        return self.answers.read(deadline, max_result_bytes)
+
+def _answer(response: dict[str, Any], limits: SandboxLimits) -> RawPlan:
+    """A child's answer, checked as untrusted data: a plan, or one of the model's own error kinds. Only the
+    restricted sandbox may report a fault of edsb's (its guards and blame run in the child, and no model code can
+    reach the channel there); under `exact`, a "fault" can only be forged, and is the model's malformed answer."""
+    status = response.get("status")
+    try:
+        if status == "ok":
+            return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
+        if status == "error" and response["kind"] in _CODE_KINDS:
+            error = CodeError(ErrorKind(response["kind"]), str(response["message"]))
+            error.repaired = response.get("repaired") is True
+            raise error
+        if status == "fault" and limits.sandbox == "restricted":
+            raise EdsbFault(str(response["message"]))
+    except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
+        raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({exc!r})") from None
+    raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer (status {str(status)[:40]!r})")
