@@ -190,6 +190,8 @@ class ReportedConfig(BaseModel):
     perturb: StrictInt = Field(default=0, ge=0)  # absent in directories of older versions: the benchmark itself
     # The PI sampler; directories written before `--sampler` existed were sampled by edsb's optimiser.
     sampler: StrictStr = "optimal"
+    # The sandbox that ran the code; directories written before `--sandbox` existed ran in the restricted one.
+    sandbox: StrictStr = "restricted"
 
 
 @dataclass

@@ -16,8 +16,9 @@ from edsb.data.selection import parse_levels, select_cases
 from edsb.errors import EdsbError, UsageError, validation_message
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.plans import PlanLimits
-from edsb.planning.variants import SamplerName, get_preset, get_variant
+from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
+from edsb.sandbox.limits import SandboxName
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
@@ -29,6 +30,7 @@ IDENTITY_FIELDS = (
     "temperature",
     "seed",
     "sampler",
+    "sandbox",
     "code_timeout",
     "code_memory_mb",
     "perturb",
@@ -38,6 +40,8 @@ IDENTITY_FIELDS = (
 )
 # The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
 SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
+# The sandbox of a directory written before `--sandbox` existed: RestrictedPython was the only one then.
+SANDBOX_BEFORE_CHOICE: SandboxName = "restricted"
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -57,6 +61,8 @@ class RunConfig(BaseModel):
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
     seed: int = 0
     sampler: SamplerName = SamplerName.REFERENCE
+    # The sandbox that runs (never `auto`: `resolve_run_config` resolves it); by default what `auto` picks here.
+    sandbox: SandboxName = Field(default_factory=lambda: choose_sandbox(SandboxChoice.AUTO)[0])
     concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
@@ -187,11 +193,13 @@ _OPTION_OF = {"code_memory_mb": "code-memory"}
 
 
 def read_config(path: Path) -> RunConfig:
-    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser.
-    Raises JSONDecodeError or ValidationError for an unreadable file."""
+    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser, one
+    written before `--sandbox` existed ran in the restricted sandbox. Raises JSONDecodeError or ValidationError for
+    an unreadable file."""
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(raw, dict):
         raw.setdefault("sampler", str(SAMPLER_BEFORE_CHOICE))
+        raw.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
     return RunConfig.model_validate(raw)
 
 
@@ -200,12 +208,18 @@ def write_config(run_dir: Path, config: RunConfig) -> None:
 
 
 def resolve_run_config(
-    options: dict[str, Any], config_file: Path | None = None, *, fetch: bool = False, offline: bool = False
+    options: dict[str, Any],
+    config_file: Path | None = None,
+    *,
+    fetch: bool = False,
+    offline: bool = False,
+    notes: list[str] | None = None,
 ) -> RunConfig:
     """The configuration of one `edsb run`: defaults < preset < config file < explicit options (None = not given).
 
     `options` uses `RunConfig` field names plus `preset`; cases and levels may be selection strings or lists.
-    `fetch` / `offline`: as `Benchmark.open` (the data is downloaded on first use unless offline).
+    `fetch` / `offline`: as `Benchmark.open` (the data is downloaded on first use unless offline). The sandbox
+    choice (`auto` by default) is resolved here; `notes` receives the line that says why `auto` fell back.
     """
     merged: dict[str, Any] = {}
     file_options = load_config_file(config_file) if config_file else {}
@@ -218,6 +232,9 @@ def resolve_run_config(
         )
     merged.update(file_options)
     merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
+    merged["sandbox"], note = choose_sandbox(str(merged.get("sandbox") or SandboxChoice.AUTO))
+    if note is not None and notes is not None:
+        notes.append(note)
     benchmark = Benchmark.open(merged.get("data"), fetch=fetch, offline=offline)
     cases = merged.get("cases")
     if isinstance(cases, list):
