@@ -1,12 +1,84 @@
 """Kernel containment for one run's child process (Linux): descriptors, rlimits, an unprivileged user, Landlock and
 seccomp, applied in a fixed order before any byte of the model's code runs.
 
-Interface agreed before the work was split (issue 29); the bodies are filled in by the kernel branch.
+The layers overlap on purpose, so that no single one is the boundary:
+- descriptors: every one but the result channel closed, 0-2 on /dev/null (nothing inherited, output goes nowhere);
+- rlimits: address space, CPU (SIGXCPU, then SIGKILL at the hard limit), no file growth, few descriptors, no cores;
+- privileges: a root worker drops to uid 65534 where the interpreter's files are readable by it, else keeps uid 0
+  with every capability dropped (it then owns root's files only as far as Landlock lets it reach them);
+- Landlock: read-only on the interpreter's and libraries' directories and nothing else (no /proc, /tmp, /etc, home,
+  data); TCP bind/connect, signals and abstract Unix sockets outside the domain refused where the ABI has them;
+- seccomp: a default-deny allow-list; anything else returns EPERM (never a kill, so a denial is a Python
+  exception); threads only (clone must carry CLONE_THREAD; clone3 gets ENOSYS so glibc falls back to clone); a
+  syscall of another architecture kills the process.
+
+`prepare()` builds the Landlock ruleset and the seccomp program once in the template; `contain()` in each forked
+child then only closes, limits and loads. `contain()` without `prepare()` builds them itself (slower, same result).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
+import os
+import resource
+import signal
+import stat
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Landlock ABI 3 is the least the boundary needs: ABI 1 confines reads, writes, creation and removal to the rules, but
+# before ABI 3 truncation (truncate(2), open with O_TRUNC) is not a handled right, so a file the child may read (a
+# library) could be emptied. TCP rules (ABI 4), signal and abstract-socket scopes (ABI 6) and UDP rules (ABI 10) are
+# applied when the kernel has them, but are not required: the seccomp allow-list already refuses socket creation and
+# every syscall that sends a signal, so they are a second layer, not the only one.
+MIN_LANDLOCK_ABI = 3
+UNPRIVILEGED_ID = 65534  # "nobody" on most distributions
+PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated): make the host look weaker (tests)
+
+# The seccomp allow-list: every syscall a contained run may make; all others fail with EPERM. Measured on x86_64
+# (Debian 12, glibc 2.36, CPython 3.11, numpy 2.4) with `strace -f` on a forked child after warm imports, running
+# honest plan code: lazy imports of random, copy, logging, dataclasses, collections, json, math, itertools, types,
+# re, statistics, decimal, fractions, datetime, traceback; numpy matmul, linalg (inv, eig, svd, solve), random and
+# printing; a thread and a thread pool; print to stdout and stderr; the time calls; a MemoryError; then the reply on
+# the channel. Widened by what glibc or the kernel use in the same roles on other setups (statx, the legacy x86 names,
+# pread/readv, the poll family for the channel) and by the time calls, which the vDSO may turn into real syscalls.
+# Names missing on an architecture are skipped. Argument-checked calls (clone, ioctl, prlimit64) are added below.
+SECCOMP_ALLOW: tuple[str, ...] = (
+    # files the Landlock rules let it open, and descriptors it holds
+    "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
+    "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
+    "access", "faccessat", "faccessat2", "getcwd", "fcntl", "dup", "dup2", "dup3",
+    # the result channel (a connected socket inherited from the parent)
+    "sendto", "recvfrom", "sendmsg", "recvmsg", "getsockopt", "getsockname", "getpeername",
+    "poll", "ppoll", "select", "pselect6",
+    # memory
+    "mmap", "munmap", "mprotect", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
+    # threads and their synchronisation
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
+    "gettid", "getpid", "getppid", "exit", "exit_group", "restart_syscall",
+    # signals of its own (sending one to any process is not in the list)
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+    # time (the vDSO may fall back to these)
+    "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep",
+    # facts about itself
+    "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "uname", "sysinfo",
+    "getrlimit", "getrusage", "times", "getrandom",
+)  # fmt: skip
+_CLONE_THREAD = 0x00010000
+_CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B)  # TCGETS (isatty), TIOCGWINSZ, FIONCLEX, FIOCLEX, FIONREAD
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_CAP_SETGID, _CAP_SETUID = 6, 7
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 @dataclass(frozen=True)
@@ -18,15 +90,319 @@ class HostSupport:
     landlock_abi: int | None  # None: no Landlock (not built in, not in the LSM list, refused by an outer filter)
     seccomp: bool
     user: str  # "root", or "uid N"; whether a root worker can drop to an unprivileged user
+    kernel: str = ""  # the kernel release
+    landlock_note: str = ""  # why Landlock is missing or too old, or what its ABI adds
+    seccomp_note: str = ""
+    privilege_drop: str = ""  # what `contain` does about privileges here, and why
+    drop_to_uid: bool = False  # a root worker can setuid to UNPRIVILEGED_ID (else it only drops its capabilities)
 
     def describe(self) -> list[str]:
         """Lines for `edsb sandbox check`."""
-        raise NotImplementedError
+        abi = "none" if self.landlock_abi is None else f"ABI {self.landlock_abi}"
+        sandbox = "exact (CPython's exec, contained by the kernel)" if self.exact else "restricted (RestrictedPython)"
+        return [
+            f"sandbox: {sandbox}",
+            f"why: {self.reason}",
+            f"kernel: Linux {self.kernel}" if self.kernel else f"kernel: {sys.platform}",
+            f"Landlock: {abi}" + (f" ({self.landlock_note})" if self.landlock_note else ""),
+            f"seccomp: {'usable' if self.seccomp else 'not usable'}"
+            + (f" ({self.seccomp_note})" if self.seccomp_note else ""),
+            f"user: {self.user}",
+            f"privilege drop: {self.privilege_drop}",
+        ]
 
 
+@functools.cache
 def host_support() -> HostSupport:
     """Probe the kernel (cached; safe in any process, it enforces nothing)."""
-    raise NotImplementedError
+    if sys.platform != "linux":
+        return HostSupport(False, f"no Landlock or seccomp on {sys.platform}", None, False, _user(), "", "", "", "")
+    weaker = {part.strip() for part in os.environ.get(PROBE_ENV, "").split(",") if part.strip()}
+    abi, landlock_note = _probe_landlock()
+    if "no-landlock" in weaker:
+        abi, landlock_note = None, f"reported missing: {PROBE_ENV}=no-landlock"
+    seccomp, seccomp_note = _probe_seccomp()
+    if "no-seccomp" in weaker:
+        seccomp, seccomp_note = False, f"reported missing: {PROBE_ENV}=no-seccomp"
+    drop_to_uid, privilege_drop = _probe_privilege_drop()
+    missing = []
+    if abi is None or abi < MIN_LANDLOCK_ABI:
+        missing.append(f"Landlock ABI {MIN_LANDLOCK_ABI} or newer")
+    if not seccomp:
+        missing.append("seccomp filters")
+    if missing:
+        reason = "this kernel lacks " + " and ".join(missing) + ", so model code runs under RestrictedPython"
+    else:
+        reason = "Landlock, seccomp and rlimits are all available"
+    return HostSupport(
+        exact=not missing,
+        reason=reason,
+        landlock_abi=abi,
+        seccomp=seccomp,
+        user=_user(),
+        kernel=os.uname().release,
+        landlock_note=landlock_note,
+        seccomp_note=seccomp_note,
+        privilege_drop=privilege_drop,
+        drop_to_uid=drop_to_uid,
+    )
+
+
+def _user() -> str:
+    uid = os.geteuid() if hasattr(os, "geteuid") else -1
+    return "root" if uid == 0 else f"uid {uid}"
+
+
+def _probe_landlock() -> tuple[int | None, str]:
+    """The ABI, or None with the cause (the errno of a version query says which)."""
+    try:
+        from landlockpy import _syscall as landlock_syscall
+        from landlockpy.errors import LandlockError
+    except ImportError:
+        return None, "the landlockpy package is not installed"
+    try:
+        abi = landlock_syscall.abi_version()
+    except LandlockError as exc:
+        if exc.errno == errno.ENOSYS:
+            return None, "not built into this kernel (Linux 5.13+), or refused by a container's seccomp profile"
+        if exc.errno == errno.EOPNOTSUPP:
+            return None, "built in but not enabled at boot: add landlock to the kernel's lsm= list"
+        return None, f"refused ({errno.errorcode.get(exc.errno or 0, exc.errno)}), likely by an outer seccomp filter"
+    if abi < MIN_LANDLOCK_ABI:
+        return abi, f"too old: ABI {MIN_LANDLOCK_ABI} (Linux 6.2) governs truncation"
+    extras = [name for need, name in ((4, "TCP rules"), (6, "signal and socket scopes"), (10, "UDP rules")) if abi >= need]
+    return abi, "files" + "".join(f", {name}" for name in extras)
+
+
+def _probe_seccomp() -> tuple[bool, str]:
+    """Whether filters can be installed: PR_SET_SECCOMP with a NULL program fails with EFAULT when they can."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, RuntimeError, OSError):  # RuntimeError: libseccomp itself is missing
+        return False, "pyseccomp over libseccomp2 is not installed (apt install libseccomp2)"
+    libc = _libc()
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, None, 0, 0) == 0:  # pragma: no cover - cannot succeed
+        return False, "the kernel accepted an empty filter"
+    err = ctypes.get_errno()
+    if err == errno.EFAULT:
+        outer = _status_field("Seccomp")
+        return True, "inside an outer filter as well" if outer not in ("", "0") else ""
+    if err == errno.EINVAL:
+        return False, "not built into this kernel (CONFIG_SECCOMP_FILTER)"
+    return False, f"refused ({errno.errorcode.get(err, err)})"
+
+
+def _probe_privilege_drop() -> tuple[bool, str]:
+    if os.geteuid() != 0:
+        return False, f"none needed: the worker runs as uid {os.geteuid()}"
+    effective = _capabilities()[0]
+    if not effective & (1 << _CAP_SETUID) or not effective & (1 << _CAP_SETGID):
+        return False, "capabilities dropped only: this root lacks CAP_SETUID/CAP_SETGID"
+    if not _id_mapped("/proc/self/uid_map") or not _id_mapped("/proc/self/gid_map"):
+        return False, f"capabilities dropped only: uid {UNPRIVILEGED_ID} is not mapped in this user namespace"
+    unreadable = next((path for path in _read_paths() if not _readable_by_others(path)), None)
+    if unreadable is not None:
+        return False, f"capabilities dropped only (uid stays 0): uid {UNPRIVILEGED_ID} cannot read {unreadable}"
+    return True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
+
+
+def _status_field(name: str) -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def _id_mapped(map_file: str) -> bool:
+    try:
+        lines = Path(map_file).read_text().splitlines()
+    except OSError:
+        return True  # no user namespaces: every id exists
+    for line in lines:
+        inside, _, count = (int(part) for part in line.split())
+        if inside <= UNPRIVILEGED_ID < inside + count:
+            return True
+    return False
+
+
+def _readable_by_others(path: str) -> bool:
+    """Whether a user that is neither owner nor in the group can list `path` (every ancestor searchable)."""
+    current = Path(path)
+    try:
+        mode = current.stat().st_mode
+        if stat.S_ISDIR(mode) and (mode & 0o005) != 0o005 or not stat.S_ISDIR(mode) and not mode & 0o004:
+            return False
+        return all(parent.stat().st_mode & 0o001 for parent in current.parents)
+    except OSError:
+        return False
+
+
+# --- ctypes: the few calls the standard library lacks ---------------------------------------------------------------
+
+
+@functools.cache
+def _libc() -> Any:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.restype = ctypes.c_int
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _capabilities() -> tuple[int, int]:
+    """(effective, permitted) capability sets of this thread."""
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if _libc().capget(ctypes.byref(header), data) != 0:
+        return 0, 0
+    return (
+        data[0].effective | data[1].effective << 32,
+        data[0].permitted | data[1].permitted << 32,
+    )
+
+
+def _drop_capabilities() -> None:
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()  # all zero
+    if _libc().capset(ctypes.byref(header), data) != 0:
+        raise ContainmentError(f"cannot drop capabilities: {os.strerror(ctypes.get_errno())}")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _prctl(option: int, arg: Any, what: str) -> None:
+    if _libc().prctl(option, arg, 0, 0, 0) != 0:
+        raise ContainmentError(f"cannot {what}: {os.strerror(ctypes.get_errno())}")
+
+
+# --- the layers, built -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Prepared:
+    ruleset: Any  # landlockpy.Ruleset holding its descriptor, or None where Landlock is not used
+    seccomp_program: bytes | None  # the compiled BPF program; None where seccomp is not used
+    canary_syscall: int = -1  # getpgid: harmless, outside the allow-list, on every architecture
+
+
+_prepared: _Prepared | None = None
+
+
+def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space and the
+    benchmark data."""
+    home = str(Path.home())
+    no_ancestor = ["/", "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/etc", "/root", "/home", home]
+    no_descendant = ["/proc", "/sys", "/dev", *extra]
+    with contextlib.suppress(Exception):
+        from edsb.data.location import default_data_dir, resolve_data_dir
+
+        no_descendant += [str(resolve_data_dir()), str(default_data_dir())]
+    no_ancestor += no_descendant
+    return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
+
+
+def _read_paths(protected: Sequence[str] = ()) -> list[str]:
+    """The directories a contained run may read: the interpreter's prefixes, the import path and the system library
+    directories. An entry that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or
+    the data) is left out: the template has imported what runs need, so only lazy imports could miss it."""
+    no_ancestor, no_descendant = _fenced_paths(protected)
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *[p for p in sys.path if p]]
+    candidates += ["/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib"]
+    chosen: list[str] = []
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if not os.path.exists(real) or real in chosen:
+            continue
+        if any(_within(f, real) for f in no_ancestor) or any(_within(real, f) for f in no_descendant):
+            continue
+        chosen.append(real)
+    return [path for path in chosen if not any(other != path and _within(path, other) for other in chosen)]
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _build_ruleset(abi: int, paths: Sequence[str]) -> Any:
+    """A Landlock ruleset handling every right this ABI knows, granting only reads beneath `paths` (strict: the
+    library may not silently drop a right we ask for)."""
+    from landlockpy import AccessFS, Ruleset, Scope, fs_for_abi, net_for_abi, scope_for_abi
+
+    ruleset = Ruleset(
+        handled_fs=fs_for_abi(abi),
+        handled_net=net_for_abi(abi),
+        scoped=scope_for_abi(abi) & (Scope.SIGNAL | Scope.ABSTRACT_UNIX_SOCKET),
+        best_effort=False,
+    )
+    try:
+        for path in paths:
+            access = AccessFS.READ_FILE | AccessFS.READ_DIR if os.path.isdir(path) else AccessFS.READ_FILE
+            ruleset.allow_path(path, access)
+    except BaseException:
+        ruleset.close()
+        raise
+    return ruleset
+
+
+def _build_seccomp_filter() -> Any:
+    import pyseccomp as seccomp
+
+    rules = seccomp.SyscallFilter(seccomp.ERRNO(errno.EPERM))
+    rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
+    native = seccomp.system_arch()
+
+    def known(name: str) -> bool:
+        return bool(seccomp.resolve_syscall(native, name) >= 0)
+
+    for name in SECCOMP_ALLOW:
+        if known(name):
+            rules.add_rule(seccomp.ALLOW, name)
+    # threads only: CLONE_THREAD set and no namespace flag; clone3 hides its flags in memory, so it answers ENOSYS
+    # and glibc falls back to clone.
+    rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD))
+    if known("clone3"):
+        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for request in _IOCTL_ALLOWED:
+        rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
+    # reading its own limits (resource.getrlimit), never setting any
+    rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
+    return rules
+
+
+def _compile(rules: Any) -> bytes:
+    """The filter's BPF program, so that each child loads it without compiling."""
+    fd = os.memfd_create("edsb-seccomp", os.MFD_CLOEXEC)
+    try:
+        with open(fd, "w+b", closefd=False) as handle:
+            rules.export_bpf(handle)
+            handle.seek(0)
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def _build(protected: Sequence[str] = ()) -> _Prepared:
+    support = host_support()
+    ruleset = None
+    if support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI:
+        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected))
+    if not support.seccomp:
+        return _Prepared(ruleset, None)
+    import pyseccomp as seccomp
+
+    canary = int(seccomp.resolve_syscall(seccomp.system_arch(), "getpgid"))
+    return _Prepared(ruleset, _compile(_build_seccomp_filter()), canary)
 
 
 @dataclass(frozen=True)
@@ -41,17 +417,120 @@ class Containment:
     drop_privileges: bool = True
     landlock: bool = True
     seccomp: bool = True
+    close_fds: bool = True  # close all but keep_fds and put 0-2 on /dev/null
 
 
 class ContainmentError(Exception):
     """A layer that was asked for could not be applied: the child must not run the code (fail closed)."""
 
 
-def prepare() -> None:
-    """Work done once in the template before it forks (the seccomp filter and the Landlock ruleset built)."""
-    raise NotImplementedError
+OPEN_FILES_LIMIT = 64  # RLIMIT_NOFILE: lazy imports hold one or two at a time
+CPU_GRACE_SECONDS = 1  # the hard CPU limit (SIGKILL) this far above the soft one (SIGXCPU)
+
+
+def prepare(protected: Sequence[str] = ()) -> None:
+    """Work done once in the template before it forks (the seccomp filter and the Landlock ruleset built).
+
+    `protected`: directories (the data directory) that no read rule may cover, on top of the usual secrets. It also
+    reads the local time zone now, which glibc then keeps, since /etc is out of reach later."""
+    global _prepared
+    import time
+
+    time.localtime()
+    if _prepared is not None and _prepared.ruleset is not None:
+        _prepared.ruleset.close()
+    _prepared = _build(protected)
 
 
 def contain(containment: Containment) -> None:
     """Apply the layers in the calling (single-threaded, freshly forked) process; ContainmentError if one fails."""
-    raise NotImplementedError
+    c = containment
+    support = host_support()
+    if (c.landlock or c.seccomp) and not sys.platform.startswith("linux"):
+        raise ContainmentError(f"no kernel sandbox on {sys.platform}")
+    if c.landlock and (support.landlock_abi is None or support.landlock_abi < MIN_LANDLOCK_ABI):
+        raise ContainmentError(f"Landlock ABI {MIN_LANDLOCK_ABI}+ is needed: {support.landlock_note}")
+    if c.seccomp and not support.seccomp:
+        raise ContainmentError(f"seccomp is needed: {support.seccomp_note}")
+    built = _prepared if _prepared is not None else _build()  # before the drop: the rules open the paths
+    ruleset_fd = built.ruleset.fileno() if built.ruleset is not None else -1
+    try:
+        if c.close_fds:
+            _close_descriptors(c.keep_fds, ruleset_fd)
+        if c.rlimits:
+            _set_rlimits(c)
+        if c.drop_privileges:
+            _drop_privileges(support)
+        _prctl(_PR_SET_NO_NEW_PRIVS, 1, "set no_new_privs")
+        if c.landlock:
+            _restrict_landlock(built)
+        if c.seccomp:
+            _load_seccomp(built)
+    except ContainmentError:
+        raise
+    except Exception as exc:  # fail closed: whatever went wrong, the code must not run
+        raise ContainmentError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if built.ruleset is not None:
+            built.ruleset.close()  # in a forked child: its own copy; the template keeps its descriptor
+
+
+def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
+    kept = sorted({fd for fd in (*keep, ruleset_fd) if fd >= 0} | {0, 1, 2})
+    low = 0
+    for fd in kept:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)  # close_range(2): one syscall whatever the limit
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd not in keep:
+            os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
+
+def _set_rlimits(c: Containment) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit is an OSError, not a kill
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES_LIMIT, OPEN_FILES_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CPU, (c.cpu_seconds, c.cpu_seconds + CPU_GRACE_SECONDS))
+    resource.setrlimit(resource.RLIMIT_AS, (c.memory_bytes, c.memory_bytes))
+
+
+def _drop_privileges(support: HostSupport) -> None:
+    if os.geteuid() == 0:
+        os.setgroups([])
+        if support.drop_to_uid:
+            os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+            os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+    if any(_capabilities()):
+        _drop_capabilities()
+    if any(_capabilities()) or support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID:
+        raise ContainmentError("the privilege drop did not take effect")
+
+
+def _restrict_landlock(built: _Prepared) -> None:
+    if built.ruleset is None:
+        raise ContainmentError("no Landlock ruleset was built")
+    built.ruleset.restrict(no_new_privs=False)  # no_new_privs is already set
+    try:  # canary: a best-effort no-op would still let the root directory open
+        canary = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except PermissionError:
+        return
+    os.close(canary)
+    raise ContainmentError("Landlock did not take effect: '/' can still be opened")
+
+
+def _load_seccomp(built: _Prepared) -> None:
+    program = built.seccomp_program
+    if program is None:
+        raise ContainmentError("no seccomp program was built")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise ContainmentError(f"cannot load the seccomp filter: {os.strerror(ctypes.get_errno())}")
+    if _libc().syscall(built.canary_syscall, 0) != -1:  # canary: a syscall outside the allow-list must now fail
+        raise ContainmentError("seccomp did not take effect")

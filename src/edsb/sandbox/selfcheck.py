@@ -1,0 +1,233 @@
+"""A self-test of the kernel boundary (`edsb sandbox check`): attacks run in forked children under `contain()`, each
+judged from outside, by what the child reports over a pipe and how it ended. The tests use the same harness."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, Containment, ContainmentError, contain, host_support
+
+DEFAULT_MEMORY_BYTES = 4 << 30
+DEFAULT_CPU_SECONDS = 5
+_REPORT_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attack ended: "refused" (it met an exception), "done" (it did what it tried), "killed" (a signal
+    ended the child), "uncontained" (contain() itself failed: nothing ran) or "timeout"."""
+
+    status: str
+    detail: str
+
+    @property
+    def refused(self) -> bool:
+        return self.status == "refused"
+
+
+def run_contained(
+    attack: Callable[[], object],
+    containment: Containment | None = None,
+    *,
+    timeout: float = 60.0,
+    before: Callable[[], None] | None = None,
+) -> Outcome:
+    """Fork a child, apply `containment` (all layers by default; the pipe is added to keep_fds), run `attack` and
+    judge it. `before` runs in the child ahead of contain(), as the pool loads a scene there."""
+    base = containment or Containment(memory_bytes=DEFAULT_MEMORY_BYTES, cpu_seconds=DEFAULT_CPU_SECONDS)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(read_end)
+        _child(attack, replace(base, keep_fds=(*base.keep_fds, write_end)), write_end, before)
+    os.close(write_end)
+    try:
+        report, timed_out = _read_report(read_end, pid, timeout)
+    finally:
+        os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return Outcome("timeout", f"still running after {timeout:g} s")
+    if os.WIFSIGNALED(status):
+        return Outcome("killed", signal.Signals(os.WTERMSIG(status)).name)
+    try:
+        message = json.loads(report)
+        return Outcome(str(message["status"]), str(message["detail"]))
+    except (ValueError, KeyError, TypeError):
+        return Outcome("done", f"no report (exit status {os.WEXITSTATUS(status)}): {report[:200]!r}")
+
+
+def _child(attack: Callable[[], object], containment: Containment, channel: int, before: Callable[[], None] | None) -> None:  # pragma: no cover
+    code = 0
+    try:
+        if before is not None:
+            before()
+        try:
+            contain(containment)
+        except ContainmentError as exc:
+            message = {"status": "uncontained", "detail": str(exc)}
+        else:
+            try:
+                message = {"status": "done", "detail": repr(attack())[:300]}
+            except BaseException as exc:  # noqa: BLE001 - every exception is the attack refused
+                message = {"status": "refused", "detail": traceback.format_exception_only(exc)[-1].strip()[:300]}
+        with contextlib.suppress(OSError):
+            os.write(channel, json.dumps(message).encode()[:_REPORT_BYTES])
+    except BaseException:  # noqa: BLE001
+        code = 3
+    os._exit(code)
+
+
+def _read_report(fd: int, pid: int, timeout: float) -> tuple[str, bool]:
+    deadline = time.monotonic() + timeout
+    data = b""
+    while len(data) < _REPORT_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return data.decode(errors="replace"), True
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, _REPORT_BYTES)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace"), False
+
+
+# --- the attacks of `edsb sandbox check` -------------------------------------------------------------------------------
+
+
+def libc_syscall(number: int, *args: int) -> int:
+    """A raw syscall through ctypes, as model code could make one; OSError when the kernel refuses it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    result = int(libc.syscall(number, *[ctypes.c_long(a) for a in args]))
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return result
+
+
+def syscall_number(name: str) -> int:
+    """This architecture's number for a syscall."""
+    import pyseccomp as seccomp
+
+    return int(seccomp.resolve_syscall(seccomp.system_arch(), name))
+
+
+_PTRACE_SEIZE = 0x4206
+
+
+def _write_tmp() -> object:
+    path = f"/tmp/edsb-sandbox-check-{os.getpid()}"
+    with open(path, "w") as handle:
+        handle.write("x")
+    return path
+
+
+def _read_passwd() -> object:
+    with open("/etc/passwd", "rb") as handle:
+        return len(handle.read())
+
+
+def _read_parent_environ() -> object:
+    with open(f"/proc/{os.getppid()}/environ", "rb") as handle:
+        return len(handle.read())
+
+
+def _tcp_socket() -> object:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return sock.connect_ex(("127.0.0.1", 9))
+
+
+def _fork() -> object:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    return pid
+
+
+def _subprocess() -> object:
+    return subprocess.run(["/bin/true"], check=False).returncode
+
+
+def _signal_parent() -> object:
+    os.kill(os.getppid(), 0)  # signal 0: the permission check alone
+    return "signalled"
+
+
+def _ptrace_parent() -> object:
+    return libc_syscall(syscall_number("ptrace"), _PTRACE_SEIZE, os.getppid(), 0, 0)
+
+
+def _io_uring() -> object:
+    params = ctypes.create_string_buffer(120)
+    return libc_syscall(syscall_number("io_uring_setup"), 8, ctypes.addressof(params))
+
+
+def _memory_bomb() -> object:
+    import numpy as np
+
+    return np.ones(10**10).nbytes
+
+
+SELF_CHECK: tuple[tuple[str, Callable[[], object]], ...] = (
+    ("create a file in /tmp", _write_tmp),
+    ("read /etc/passwd", _read_passwd),
+    ("read the parent's /proc/<pid>/environ", _read_parent_environ),
+    ("open a TCP socket", _tcp_socket),
+    ("fork a process", _fork),
+    ("run a program (subprocess)", _subprocess),
+    ("signal the parent", _signal_parent),
+    ("ptrace the parent (libc syscall)", _ptrace_parent),
+    ("set up io_uring (libc syscall)", _io_uring),
+    ("allocate 80 GB in numpy", _memory_bomb),
+)
+
+
+def _honest() -> object:
+    import threading
+
+    import numpy as np
+
+    result: list[float] = []
+    worker = threading.Thread(target=lambda: result.append(float((np.eye(3) @ np.ones(3)).sum())))
+    worker.start()
+    worker.join()
+    print("honest output goes nowhere")
+    return result[0]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    outcome: Outcome
+    passed: bool
+
+
+def self_check() -> list[CheckResult]:
+    """The ten attacks (each must be refused) and one honest run (must succeed), with every layer the host has."""
+    support = host_support()
+    containment = Containment(
+        memory_bytes=DEFAULT_MEMORY_BYTES,
+        cpu_seconds=DEFAULT_CPU_SECONDS,
+        landlock=support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI,
+        seccomp=support.seccomp,
+    )
+    results = [CheckResult(name, outcome := run_contained(attack, containment), outcome.refused) for name, attack in SELF_CHECK]
+    honest = run_contained(_honest, containment)
+    results.append(CheckResult("honest code runs (numpy, a thread, print)", honest, honest.status == "done"))
+    return results
