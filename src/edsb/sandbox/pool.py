@@ -272,7 +272,7 @@ class SandboxPool:
                 raise SandboxError("the sandbox pool is closed")
             for attempt in range(2):
                 if self._template is None or not self._template.alive:
-                    self._template = _Template.start(self.limits)
+                    self._template = _Template.start(self.limits, scenes)
                 try:
                     return self._template.spawn(scenes)
                 except _TemplateDied:
@@ -329,16 +329,18 @@ class _Template:
         self._done: list[int] = []  # children killed after their run, reaped with the next request
 
     @classmethod
-    def start(cls, limits: SandboxLimits) -> _Template:
+    def start(cls, limits: SandboxLimits, scenes: list[tuple[str, ...]]) -> _Template:
+        """The template, started; `scenes` name the data directories no Landlock read rule may cover."""
         if limits.sandbox == "exact":
             support = kernel.host_support()
             if not support.exact:
                 raise SandboxError(f"the exact sandbox cannot run on this host: {support.reason}")
         paths = [os.path.abspath(p) for p in sys.path if p]  # the template runs in /
+        data = json.dumps(sorted({spec[1] for spec in scenes if spec[0] == "source"}))
         ours, theirs = socket.socketpair()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, json.dumps(paths), str(limits.memory_bytes)],
+                [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, json.dumps(paths), str(limits.memory_bytes), data],
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

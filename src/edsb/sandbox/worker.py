@@ -78,8 +78,8 @@ def template_main() -> None:
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
             answer({"status": "fatal", "message": _too_little_memory(memory, in_use)})
             return
-        if kernel.host_support().exact:
-            kernel.prepare()  # built once here, applied in every child
+        if sys.platform.startswith("linux"):  # the layers this host has, built once here, applied in every child
+            kernel.prepare(protected=json.loads(sys.argv[3]))
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -178,7 +178,8 @@ def _containment(request: dict[str, Any], channel: int, exact: bool) -> kernel.C
     layers: dict[str, bool] = {}
     if not exact:
         support = kernel.host_support()
-        layers = {"landlock": support.landlock_abi is not None, "seccomp": support.seccomp}
+        abi = support.landlock_abi
+        layers = {"landlock": abi is not None and abi >= kernel.MIN_LANDLOCK_ABI, "seccomp": support.seccomp}
     return kernel.Containment(
         memory_bytes=int(request["memory_bytes"]),
         cpu_seconds=math.ceil(float(request["cpu_seconds"])),
