@@ -297,6 +297,15 @@ _WORKER_ENV = {
     "MKL_NUM_THREADS": "1",
     "LC_ALL": "C.UTF-8",
 }
+
+
+def _template_env() -> dict[str, str]:
+    """The template's whole environment: `_WORKER_ENV`, and the probe's simulation of a weaker host (tests), so that
+    the template and the parent agree on what the host supports."""
+    probe = os.environ.get(kernel.PROBE_ENV)
+    return _WORKER_ENV if probe is None else {**_WORKER_ENV, kernel.PROBE_ENV: probe}
+
+
 _BOOTSTRAP = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
     "from edsb.sandbox.worker import template_main; template_main()"
@@ -344,7 +353,7 @@ class _Template:
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=_WORKER_ENV,
+                env=_template_env(),
                 cwd="/",
                 start_new_session=True,
             )
