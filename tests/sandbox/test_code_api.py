@@ -5,7 +5,6 @@ Literal answers below were checked against the reference implementation run on t
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from edsb.data.benchmark import Benchmark
@@ -40,7 +39,6 @@ def api_for(api_scenes: dict[str, ApiScene], scene: str, **latest: LatestPlan) -
         ("House", "get_objects_associated_with", ("couch_1", "chairs"), ["chair_1", "chair_3"]),
         ("House", "get_closest_object", ("table_1", "chair"), "chair_1"),
         ("House", "get_closest_object", ("table_1", "piano"), "None"),
-        ("House", "get_objects_between", ("chair_1", "chair_3"), ["table_3"]),
         ("Office", "get_objects_in_front_of", ("cabinet_1",), ["chair_3", "chair_8", "table_7", "table_11"]),
         ("Office", "get_objects_behind", ("cabinet_1",), ["cabinet_2", "chair_9", "chair_13"]),
         ("Office", "get_objects_associated_with", ("cabinet_2", "chair"), ["chair_9", "chair_13"]),
@@ -94,20 +92,17 @@ def test_label_filter_accepts_label_minus_its_last_letter(api_scenes) -> None:
         api.get_objects_left_of("chair_4", label=3)
 
 
-def test_objects_between_excludes_the_anchors_and_keeps_centres_near_the_segment(api_scenes) -> None:
+def test_objects_between_raises_as_the_reference_once_a_centre_projects_inside_the_segment(api_scenes) -> None:
     api = api_for(api_scenes, "Office")
-    scene = api_scenes["Office"]
-    first, second = scene.by_name["chair_1"], scene.by_name["chair_6"]
-    found = api.get_objects_between("chair_1", "chair_6")
-    assert found and "chair_1" not in found and "chair_6" not in found
-    start, end = first.center[:2].astype(float), second.center[:2].astype(float)
-    direction = end - start
-    for name in found:
-        offset = scene.by_name[name].center[:2].astype(float) - start
-        t = offset @ direction / (direction @ direction)
-        assert 0.0 <= t <= 1.0
-        assert np.linalg.norm(offset - t * direction) < 0.5
-    assert api.get_objects_between("chair_1", "chair_6", label="laptops") == [n for n in found if "laptop" in n]
+    missing = "'CodeExecutor' object has no attribute 'between_threshold'"
+    for label in (None, "chair", "chairs", "laptop", "tv"):  # the anchors (chairs) or objects between them
+        with pytest.raises(AttributeError) as raised:
+            api.get_objects_between("chair_1", "chair_6", label=label)
+        assert str(raised.value) == missing
+    # Only a label whose objects all project outside the segment, or no object at all, gives an answer.
+    assert api.get_objects_between("chair_1", "chair_6", label="couch") == []
+    assert api.get_objects_between("chair_1", "chair_6", label="stools") == []
+    assert api.get_objects_between("chair_1", "chair_6", label="piano") == []
     with pytest.raises(KeyError):
         api.get_objects_between("chair_1", "chair_99")
 

@@ -9,10 +9,10 @@ Kept quirks (they decide verdicts): area functions never check their anchors; la
 others reject with KeyError (§9.11); `is_object_occupied` only ever finds seats (§9.2); the `behind` / `left of` /
 `right of` queries return [] for unknown anchors while `in front of` and `supported by` assert.
 
-One deliberate deviation (§9.1): the reference's `get_objects_between` reads a threshold that is never set, so any
-call with a candidate raises AttributeError. Ours does what it was meant to do: objects other than the two anchors
-whose centre projects onto the segment between the anchors' centres and lies less than 0.5 m from it (the same
-tolerance as the sampler's `between`, from `geometry.relations`), in scene order.
+`get_objects_between` is the reference's too, bug included (§9.1): it reads a threshold that is never set, so it
+raises AttributeError at the first object (the anchors included) whose centre projects inside the segment between
+the anchors' centres; it returns [] only when the label filter leaves no such object. The query it was meant to be is
+documented in docs/known-issues.md.
 
 Model code reaches this module only through the sandbox, which refuses underscore attributes: everything internal
 is underscore-named, and handles carry no public reference to the API.
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from edsb.geometry.boxes import Box
-from edsb.geometry.distances import footprint_distance_matrix, two_anchor_distance
+from edsb.geometry.distances import footprint_distance_matrix
 from edsb.geometry.relations import (
     ADJACENT_TO,
     ALIGNED_WITH,
@@ -217,6 +217,10 @@ class PlanEntry:
         self.position: Any = []
         self.target_action: Any = ""
         self.orientation: list[str] | None = None
+
+
+#: What the reference raises where `get_objects_between` reads its threshold (§9.1).
+_MISSING_THRESHOLD = "'CodeExecutor' object has no attribute 'between_threshold'"
 
 
 # --- the API ----------------------------------------------------------------------------------------------------------
@@ -406,19 +410,19 @@ class CodeApi:
         ]
 
     def get_objects_between(self, anchor_1: Any, anchor_2: Any, label: Any = None) -> list[str]:
-        """Objects whose centre lies between the anchors' centres (see the module notes: fixes §9.1)."""
+        """[], or the reference's AttributeError once an object's centre projects inside the anchors' segment (§9.1)."""
         first, second = self._box(anchor_1), self._box(anchor_2)
+        start = first.center[:2]
+        segment = second.center[:2] - start
+        length = np.linalg.norm(segment)
         accepted = _accepted_labels(label)  # the scene holds at least the anchors
-        candidates = [
-            box
-            for box in self._scene.objects
-            if (accepted is None or box.label in accepted) and box.id not in (first.id, second.id)
-        ]
-        if not candidates:
-            return []
-        centres = np.stack([box.center[:2] for box in candidates])
-        off = two_anchor_distance(first.center, second.center, centres, BETWEEN)
-        return [box.name for box, distance in zip(candidates, off, strict=True) if distance == 0.0]
+        for box in self._scene.objects:
+            if accepted is not None and box.label not in accepted:
+                continue
+            t = np.dot(segment, box.center[:2] - start) / (length * length + 1e-12)
+            if 0 <= t <= 1:  # the reference then compares with its missing threshold
+                raise caused_by_model(AttributeError(_MISSING_THRESHOLD))
+        return []
 
     def get_closest_object(self, anchor: Any, label: Any = None) -> str:
         """The object nearest the anchor by footprint distance (first in scene order on ties); `"None"` if none."""

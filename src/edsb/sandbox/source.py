@@ -28,11 +28,13 @@ def extract_code(reply: str) -> str:
     whose backtracking is quadratic on long whitespace runs; this scan gives the same answer in linear time, so the
     harness can call it on any reply.
     """
-    block = _first_python_block(reply)
-    return reply if block is None else block
+    block = code_block_span(reply)
+    return reply if block is None else reply[block[1] : block[2]]
 
 
-def _first_python_block(text: str) -> str | None:
+def code_block_span(text: str) -> tuple[int, int, int] | None:
+    """Where the first python block of `text` is: the index of its opening fence, and the start and end of its
+    body (see `extract_code`); None if there is none."""
     runs = {m.start(): m.end() for m in _WHITESPACE_RUN.finditer(text)}
     # Valid block ends: a newline whose whitespace run is followed by a fence.
     ends: list[int] = []
@@ -51,7 +53,7 @@ def _first_python_block(text: str) -> str | None:
                 body_start = newline + 1
                 k = bisect.bisect_left(ends, body_start + 1)  # the body holds at least one character
                 if k < len(ends):
-                    return text[body_start : ends[k]]
+                    return position, body_start, ends[k]
         position = text.find(_OPEN_FENCE, position + 1)
     return None
 
@@ -61,19 +63,28 @@ def _first_python_block(text: str) -> str | None:
 ENTRY_NAME = "parse_event"
 ENTRY_HEADERS = ("def parse_event():", "def generate_next_plan():")
 _ENTRY_METHOD_HEADER = "def parse_event(self):"
-_REWRITES: dict[str, str] = {
-    **dict.fromkeys(ENTRY_HEADERS, _ENTRY_METHOD_HEADER),
-    **{name: f"self.{name}" for name in API_FUNCTIONS},
-}
-_REWRITE_PATTERN = re.compile("|".join(re.escape(key) for key in sorted(_REWRITES, key=len, reverse=True)))
+_REWRITE_PATTERN = re.compile(
+    "|".join(re.escape(key) for key in sorted((*ENTRY_HEADERS, *API_FUNCTIONS), key=len, reverse=True))
+)
+
+#: How each sandbox's `self` exposes an API function: RestrictedPython refuses underscore attributes, so the restricted
+#: sandbox's API object has them as `self.<name>`; the exact sandbox's executor has the reference's `self._<name>`.
+RESTRICTED_PREFIX = "self."
+EXACT_PREFIX = "self._"
 
 
-def prepare_code(code: str) -> str:
+def prepare_code(code: str, method_prefix: str = RESTRICTED_PREFIX) -> str:
     """The code as the reference executes it: exact entry headers become a method header, every API name (as a
-    plain substring, comments and strings included) becomes `self.<name>`, and the result is stripped.
+    plain substring, comments and strings included, longest first) becomes `<method_prefix><name>`, and the result
+    is stripped.
 
-    The reference writes `self._<name>`; our API object exposes the same functions without the underscore (the
-    sandbox forbids underscore attributes). The verdicts are the same: `my_get_character` becomes `my_self...` (a
-    NameError), `def get_closest_object_2(...)` no longer compiles, and so on.
+    The reference writes `self._<name>` (`EXACT_PREFIX`). The restricted sandbox's API object exposes the same
+    functions without the underscore (`RESTRICTED_PREFIX`); the verdicts are the same: `my_get_character` becomes
+    `my_self...` (a NameError), `def get_closest_object_2(...)` no longer compiles, and so on.
     """
-    return _REWRITE_PATTERN.sub(lambda match: _REWRITES[match.group(0)], code).strip()
+
+    def replacement(match: re.Match[str]) -> str:
+        found = match.group(0)
+        return _ENTRY_METHOD_HEADER if found in ENTRY_HEADERS else method_prefix + found
+
+    return _REWRITE_PATTERN.sub(replacement, code).strip()
