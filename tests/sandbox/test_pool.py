@@ -49,18 +49,21 @@ POISONS: dict[SandboxName, tuple[str, ...]] = {
     "exact": (
         """def parse_event():
     import math, random, re, sys, threading, typing
+    get_character('A').set_target_action('poisoned')
     np.array = lambda *a, **k: np.zeros(3)
     np.set_printoptions(precision=1)
     re.match = lambda *a, **k: None
-    re.compile('chair_(\\\\d+)')
+    re.compile('chair_(\\d+)')
     typing.List = None
     math.floor = lambda x: 99
     random.seed(99)
     np.random.seed(99)
-    type(self).get_closest_object = lambda *a, **k: 'chair_99'
+    api = type(self)
+    for name in dir(api):
+        if not name.startswith('__'):
+            setattr(api, name, lambda *a, **k: 'chair_99')
     sys.modules['numpy.linalg'] = None
     threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()
-    get_character('A').set_target_action('poisoned')
 """,
         "def parse_event():\n    import builtins\n    builtins.print = None\n    builtins.int = str\n",
         "import os\nos.environ['PATH'] = '/nowhere'\ndef parse_event():\n    pass\n",
@@ -157,6 +160,8 @@ def test_a_poisoning_run_leaves_nothing_for_the_next(sandbox: SandboxName, house
     """Concurrency 1, the same pool: whatever the poisoner's own verdict, the honest run after it is unaffected."""
     with SandboxPool(limits_for(sandbox, timeout=5.0, workers=1)) as pool:
         assert verdict(pool, HONEST, house) == ("ok", ([("A", [], HONEST_ACTION, None)], HONEST_OUTPUT))
+        if sandbox == "exact":  # the poisoner ran to its end: every patch was made
+            assert verdict(pool, POISONS[sandbox][0], house) == ("ok", ([("A", [], "poisoned", None)], ""))
         for poison in POISONS[sandbox]:
             verdict(pool, poison, house)
             assert verdict(pool, HONEST, house) == ("ok", ([("A", [], HONEST_ACTION, None)], HONEST_OUTPUT))
@@ -180,7 +185,7 @@ def test_a_verdict_does_not_depend_on_what_ran_before(sandbox: SandboxName, hous
 def test_the_random_state_is_the_runs_own(benchmark: Benchmark) -> None:
     """`random` and `numpy.random` start from the run's seed: the same seed draws the same numbers whatever ran
     before, another seed others (every fork of the template would otherwise draw the same)."""
-    draw = "import random\ndef parse_event():\n    print(random.random(), np.random.rand())\n"
+    draw = "def parse_event():\n    import random\n    print(random.random(), np.random.rand())\n"
     one, two = (CodeContext.for_benchmark(benchmark.root, "House", seed=seed) for seed in (1, 2))
     with SandboxPool(limits_for("exact", timeout=5.0, workers=1)) as pool:
         before = pool.execute(draw, one).output
@@ -190,10 +195,11 @@ def test_the_random_state_is_the_runs_own(benchmark: Benchmark) -> None:
 
 
 def forge(status: dict[str, object]) -> str:
-    """Plan code that writes its own answer frame to every descriptor, then keeps running."""
+    """Plan code that writes its own answer frame to every descriptor, then keeps running (top-level imports are
+    invisible inside `parse_event`, as in the reference)."""
     return (
-        "import json, os, struct\n"
         "def parse_event():\n"
+        "    import json, os, struct\n"
         f"    body = json.dumps({status!r}).encode()\n"
         "    for fd in range(3, 256):\n"
         "        try:\n"
