@@ -227,7 +227,7 @@ class SandboxPool:
                 if child.idle_and_alive():
                     return child
                 child.stop()
-        return self._spawn()
+        return self._spawn()[0]
 
     def _fork_ahead(self) -> None:
         """Replace the children used, in the background, while the parent judges their runs."""
@@ -253,18 +253,21 @@ class SandboxPool:
     def _fill(self) -> None:
         while True:
             with self._lock:
-                if self._closed or len(self._idle) >= self.size:
-                    return
-            child = self._spawn()
+                missing = 0 if self._closed else self.size - len(self._idle)
+            if missing <= 0:
+                return
+            children = self._spawn(min(missing, _FORK_BATCH))
             with self._lock:
-                if not self._closed and len(self._idle) < self.size:
-                    self._idle.append(child)
-                    continue
-            child.stop()
-            return
+                room = 0 if self._closed else self.size - len(self._idle)
+                self._idle += children[:room]
+                extra = children[room:]
+            for child in extra:
+                child.stop()
+            if extra:
+                return
 
-    def _spawn(self) -> _Child:
-        """A new child forked from the template (started, or restarted if it died, on first need)."""
+    def _spawn(self, count: int = 1) -> list[_Child]:
+        """New children forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
             scenes = list(self._scenes.values())
         with self._template_lock:
@@ -274,7 +277,7 @@ class SandboxPool:
                 if self._template is None or not self._template.alive:
                     self._template = _Template.start(self.limits, scenes)
                 try:
-                    return self._template.spawn(scenes)
+                    return self._template.spawn(scenes, count)
                 except _TemplateDied:
                     self._template.stop()
                     self._template = None
@@ -311,6 +314,7 @@ _BOOTSTRAP = (
     "from edsb.sandbox.worker import template_main; template_main()"
 )
 _CONTROL_ANSWER_BYTES = 1 << 16
+_FORK_BATCH = 32  # children asked of the template at once (it accepts up to `worker._MAX_BATCH` descriptors)
 
 
 class _StaleChild(Exception):
@@ -373,30 +377,38 @@ class _Template:
             raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
         return template
 
-    def spawn(self, scenes: list[tuple[str, ...]]) -> _Child:
-        """A new child, holding every scene of `scenes` the template could load; _TemplateDied if it is gone."""
-        ours, theirs = socket.socketpair()
+    def spawn(self, scenes: list[tuple[str, ...]], count: int = 1) -> list[_Child]:
+        """`count` new children (one request: the template's loop and this round trip are paid once), holding every
+        scene of `scenes` the template could load; _TemplateDied if it is gone."""
+        pairs = [socket.socketpair() for _ in range(count)]
         try:
             with self._lock:
                 done, self._done = self._done, []
                 payload = pickle.dumps({"op": "spawn", "scenes": scenes, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
-                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], [theirs.fileno()])
+                    fds = [theirs.fileno() for _, theirs in pairs]
+                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], fds)
                 except OSError:
                     raise _TemplateDied() from None
                 finally:
-                    theirs.close()
+                    for _, theirs in pairs:
+                        theirs.close()
                 answer = self._receive(_LOAD_TIMEOUT)
         except (WorkerDied, Deadline):
-            ours.close()
+            for ours, _ in pairs:
+                ours.close()
             raise _TemplateDied() from None
         except BaseException:
-            ours.close()
+            for ours, _ in pairs:
+                ours.close()
             raise
-        if answer.get("status") != "spawned":
-            ours.close()
+        pids = answer.get("pids")
+        if answer.get("status") != "spawned" or not isinstance(pids, list) or len(pids) != count:
+            for ours, _ in pairs:
+                ours.close()
             raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
-        return _Child(int(answer["pid"]), ours, self, {scene_key(spec) for spec in answer["scenes"]})
+        held = {scene_key(spec) for spec in answer["scenes"]}
+        return [_Child(int(pid), ours, self, set(held)) for pid, (ours, _) in zip(pids, pairs, strict=True)]
 
     def reap(self, pid: int) -> int | None:
         """The exit status of a child that was killed or exited (as `Popen.returncode`); None if unknown."""

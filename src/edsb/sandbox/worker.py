@@ -95,7 +95,7 @@ def template_main() -> None:
     scenes: dict[tuple[str, ...], Any] = {}
     unloadable: set[tuple[str, ...]] = set()
     while True:
-        header, fds, _, _ = socket.recv_fds(control, HEADER.size, 1)
+        header, fds, _, _ = socket.recv_fds(control, HEADER.size, _MAX_BATCH)
         if len(header) < HEADER.size:
             rest = read_blocking(control.fileno(), HEADER.size - len(header))
             if not header or rest is None:
@@ -116,16 +116,25 @@ def template_main() -> None:
                     _api_scene(spec, scenes)
                 except Exception:
                     unloadable.add(spec)
-        (channel,) = fds
-        pid = os.fork()
-        if pid == 0:  # the child: one run, then exit
-            try:
-                control.close()
-                _serve_one(channel, scenes)
-            finally:
-                os._exit(0)
-        os.close(channel)
-        answer({"status": "spawned", "pid": pid, "scenes": [key for key in scenes if key[0] == "source"]})
+        pids = []
+        for channel in fds:
+            pid = os.fork()
+            if pid == 0:  # the child: one run, then exit
+                try:
+                    control.close()
+                    for other in fds:
+                        if other != channel:
+                            with contextlib.suppress(OSError):
+                                os.close(other)
+                    _serve_one(channel, scenes)
+                finally:
+                    os._exit(0)
+            os.close(channel)
+            pids.append(pid)
+        answer({"status": "spawned", "pids": pids, "scenes": [key for key in scenes if key[0] == "source"]})
+
+
+_MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
 
 
 def _reap(pid: int) -> int | None:
