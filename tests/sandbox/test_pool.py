@@ -298,7 +298,7 @@ def test_scenes_given_at_start_are_loaded_once_for_every_child(benchmark: Benchm
             pool.execute("def parse_event():\n    pass", castle)
 
 
-def test_a_scene_one_child_loaded_is_loaded_by_the_template_for_later_children(benchmark: Benchmark) -> None:
+def test_a_scene_first_asked_for_is_loaded_by_the_template_for_every_later_child(benchmark: Benchmark) -> None:
     office = CodeContext.for_benchmark(benchmark.root, "Office")
     assert isinstance(office.scene, SceneSource)
     with SandboxPool(SandboxLimits(timeout=5.0, workers=1)) as pool:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -119,18 +119,28 @@ class SandboxPool:
         # Benchmark scenes given at start or loaded by some child: the template loads them too, so that later
         # children have them.
         self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # What every child applies when it is forked, before any request (`worker._serve_one`).
+        self._settings = {
+            "sandbox": limits.sandbox,
+            "memory_bytes": limits.memory_bytes,
+            "cpu_seconds": limits.cpu_budget,
+        }
         # Inline scenes, pickled once: id(scene) -> (scene, digest, pickle).
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
 
     def execute(self, reply: str, context: CodeContext) -> RawPlan:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
+        scene = scene_key(request["scene"])
+        if scene[0] == "source":  # loaded by the template before any child needs it (children are contained)
+            with self._lock:
+                self._scenes.setdefault(scene, request["scene"])
         with self._slots:
             try:
                 for _ in range(3):
-                    child = self._checkout()
+                    child = self._checkout(scene)
                     try:
-                        return child.run(request, self.limits, self._scene_loaded)
+                        return child.run(request, self.limits)
                     except _StaleChild:
                         continue  # it died while idle: the request never reached it
                     finally:
@@ -193,22 +203,14 @@ class SandboxPool:
         else:
             scene = ("inline", *self._scene_blob(context.scene))
         return {
-            "sandbox": self.limits.sandbox,
             "reply": reply,
             "scene": scene,
             "latest_plans": context.latest_plans,
             "seed": context.seed,
-            "memory_bytes": self.limits.memory_bytes,
-            "cpu_seconds": self.limits.cpu_budget,
             "max_printed_chars": self.limits.max_printed_chars,
             "max_result_bytes": self.limits.max_result_bytes,
             "max_plan_bytes": self.limits.max_plan_bytes,
         }
-
-    def _scene_loaded(self, spec: tuple[Any, ...]) -> None:
-        if spec[0] == "source":
-            with self._lock:
-                self._scenes.setdefault(scene_key(spec), tuple(spec))
 
     def _scene_blob(self, scene: Scene | ApiScene) -> tuple[str, bytes]:
         with self._lock:
@@ -218,16 +220,31 @@ class SandboxPool:
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
-    def _checkout(self) -> _Child:
+    def _checkout(self, scene: tuple[str, ...]) -> _Child:
+        """An idle child that holds `scene` (any, for an inline scene), else a new one; SandboxError if the template
+        cannot load the scene."""
+        dead: list[_Child] = []
+        found = None
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
-            while self._idle:
-                child = self._idle.pop(0)  # the oldest: the newest may hold a scene that the oldest lacks
-                if child.idle_and_alive():
-                    return child
-                child.stop()
-        return self._spawn()[0]
+            for child in list(self._idle):
+                if not child.idle_and_alive():
+                    self._idle.remove(child)
+                    dead.append(child)
+                elif scene[0] != "source" or scene in child.scenes:
+                    self._idle.remove(child)
+                    found = child
+                    break
+        for child in dead:
+            child.stop()
+        if found is not None:
+            return found
+        [child] = self._spawn()
+        if scene[0] == "source" and scene not in child.scenes:
+            child.retire()
+            raise SandboxError(child.template.unloadable.get(scene, "cannot load the scene"))
+        return child
 
     def _fork_ahead(self) -> None:
         """Replace the children used, in the background, while the parent judges their runs."""
@@ -277,7 +294,7 @@ class SandboxPool:
                 if self._template is None or not self._template.alive:
                     self._template = _Template.start(self.limits, scenes)
                 try:
-                    return self._template.spawn(scenes, count)
+                    return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
                     self._template.stop()
                     self._template = None
@@ -340,6 +357,7 @@ class _Template:
         self.alive = True
         self._lock = threading.Lock()  # one request and its answer at a time
         self._done: list[int] = []  # children killed after their run, reaped with the next request
+        self.unloadable: dict[tuple[str, ...], str] = {}  # scenes it could not load, and why
 
     @classmethod
     def start(cls, limits: SandboxLimits, scenes: list[tuple[str, ...]]) -> _Template:
@@ -377,14 +395,15 @@ class _Template:
             raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
         return template
 
-    def spawn(self, scenes: list[tuple[str, ...]], count: int = 1) -> list[_Child]:
+    def spawn(self, scenes: list[tuple[str, ...]], count: int, settings: dict[str, Any]) -> list[_Child]:
         """`count` new children (one request: the template's loop and this round trip are paid once), holding every
         scene of `scenes` the template could load; _TemplateDied if it is gone."""
         pairs = [socket.socketpair() for _ in range(count)]
+        command = {"op": "spawn", "scenes": scenes, "settings": settings}
         try:
             with self._lock:
                 done, self._done = self._done, []
-                payload = pickle.dumps({"op": "spawn", "scenes": scenes, "done": done}, pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps({**command, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
                     fds = [theirs.fileno() for _, theirs in pairs]
                     socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], fds)
@@ -408,6 +427,7 @@ class _Template:
                 ours.close()
             raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
         held = {scene_key(spec) for spec in answer["scenes"]}
+        self.unloadable.update((scene_key(key), str(message)) for key, message in answer["unloadable"])
         return [_Child(int(pid), ours, self, set(held)) for pid, (ours, _) in zip(pids, pairs, strict=True)]
 
     def reap(self, pid: int) -> int | None:
@@ -473,24 +493,22 @@ class _Child:
         poller.register(self.channel.fileno(), select.POLLIN)
         return not poller.poll(0)
 
-    def run(self, request: dict[str, Any], limits: SandboxLimits, loaded: Callable[[tuple[Any, ...]], None]) -> RawPlan:
+    def run(self, request: dict[str, Any], limits: SandboxLimits) -> RawPlan:
+        # The first frame is the child's own, sent once it is contained, before it reads a request (so usually
+        # waiting already): trusted. None comes from a child that died while idle.
+        try:
+            ready = self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except WorkerDied:
+            raise _StaleChild() from None
+        except Deadline:
+            raise SandboxError("a sandbox process did not get ready in time") from None
+        if ready.get("status") != "contained":
+            raise SandboxError(str(ready.get("message", ready)))
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
             raise _StaleChild() from None
-        # The first frame is the child's own, sent before any of the model's code runs: trusted.
-        try:
-            ready = self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
-        except (WorkerDied, Deadline) as exc:
-            self.stop()
-            raise SandboxError(
-                f"a sandbox process failed before running the code (exit status {self.exit_status})"
-            ) from exc
-        if ready.get("status") != "contained":
-            raise SandboxError(str(ready.get("message", ready)))
-        if scene_key(request["scene"]) not in self.scenes:
-            loaded(request["scene"])
         # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
         try:
             response = self.answers.read(time.monotonic() + limits.timeout, limits.max_result_bytes)

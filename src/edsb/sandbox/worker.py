@@ -93,7 +93,7 @@ def template_main() -> None:
     answer({"status": "ready"})
 
     scenes: dict[tuple[str, ...], Any] = {}
-    unloadable: set[tuple[str, ...]] = set()
+    unloadable: dict[tuple[str, ...], str] = {}
     while True:
         header, fds, _, _ = socket.recv_fds(control, HEADER.size, _MAX_BATCH)
         if len(header) < HEADER.size:
@@ -110,12 +110,13 @@ def template_main() -> None:
         if command["op"] == "reap":
             answer({"status": _reap(int(command["pid"]))})
             continue
-        for spec in command["scenes"]:  # scenes some child loaded itself: load them once here for every later fork
-            if spec not in unloadable:
+        for spec in command["scenes"]:  # the benchmark scenes runs asked for: loaded here once, every fork has them
+            key = scene_key(spec)
+            if key not in unloadable and key not in scenes:
                 try:
                     _api_scene(spec, scenes)
-                except Exception:
-                    unloadable.add(spec)
+                except Exception as exc:
+                    unloadable[key] = f"cannot load the scene: {exception_text(exc)}"
         pids = []
         for channel in fds:
             pid = os.fork()
@@ -126,12 +127,13 @@ def template_main() -> None:
                         if other != channel:
                             with contextlib.suppress(OSError):
                                 os.close(other)
-                    _serve_one(channel, scenes)
+                    _serve_one(channel, scenes, command["settings"])
                 finally:
                     os._exit(0)
             os.close(channel)
             pids.append(pid)
-        answer({"status": "spawned", "pids": pids, "scenes": [key for key in scenes if key[0] == "source"]})
+        held = [key for key in scenes if key[0] == "source"]
+        answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
 
 
 _MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
@@ -146,15 +148,23 @@ def _reap(pid: int) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
-    """A child: wait for its one request, load the scene, tell the parent it is contained (the parent's wall-clock
-    limit starts then, and every frame after that one is untrusted), run the code, answer, return (to exit)."""
+def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[str, Any]) -> None:
+    """A child: contain itself at once (it holds the template's scenes, so it needs no file of the data), tell the
+    parent so (every later frame is untrusted), then wait for its one request, run the code, answer, return (to
+    exit). Containing before the request keeps it off the run's path: the child waits for work already contained."""
 
     def send(message: dict[str, Any] | str) -> None:
         view = memoryview(frame(message))
         while view:
             view = view[os.write(channel, view) :]
 
+    exact = settings["sandbox"] == "exact"
+    try:
+        kernel.contain(_containment(settings, channel, exact))
+    except Exception as exc:  # fail closed: no layer, no run
+        send({"status": "fatal", "message": f"cannot contain the run: {exception_text(exc)}"})
+        return
+    send({"status": "contained"})
     header = read_blocking(channel, HEADER.size)
     if header is None:
         return
@@ -162,21 +172,11 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
     if body is None:
         return
     request = pickle.loads(body)
-    try:
+    try:  # the template's copy, or an inline scene (the parent's own pickle): no file is opened
         api_scene = _api_scene(request["scene"], scenes)
     except MemoryError:
-        send({"status": "fatal", "message": "out of memory while loading the scene"})
+        send(_error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
         return
-    except Exception as exc:
-        send({"status": "fatal", "message": f"cannot load the scene: {exception_text(exc)}"})
-        return
-    exact = request["sandbox"] == "exact"
-    try:
-        kernel.contain(_containment(request, channel, exact))
-    except Exception as exc:  # fail closed: no layer, no run
-        send({"status": "fatal", "message": f"cannot contain the run: {exception_text(exc)}"})
-        return
-    send({"status": "contained"})
     _seed(int(request["seed"]))
     send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
 
@@ -417,18 +417,18 @@ def _fault(message: str) -> dict[str, Any]:
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
+    """A scene by its spec: loaded from the data directory once (in the template only: the pool has it loaded
+    before any child needs it), or unpickled from the request (an inline scene)."""
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
 
     key = scene_key(spec)
-    if spec[0] == "source":
-        if key not in cache:
-            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
-            _freeze_long_lived_objects()
-        return cache[key]
     if key not in cache:
-        scene = pickle.loads(spec[2])
-        cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        if spec[0] == "source":
+            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
+        else:
+            scene = pickle.loads(spec[2])
+            cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
         _freeze_long_lived_objects()
     return cache[key]
 
