@@ -3,13 +3,13 @@ one per run, and the calls that hand a reply to a child and wait for its answer.
 
 The template starts with a minimal environment (none of the parent's variables, so no API keys), in `/`, in its own
 session, with stderr discarded; it imports everything, builds the kernel's filters and keeps the scenes, but never
-runs model code. Every run gets a child of its own, forked from it: the child loads its scene, contains itself
-(`kernel`), says so in a first frame, runs the code once and is killed as soon as it has answered, so nothing a run
-changes reaches a later one. `size` children (by default one per core, whatever the runner's concurrency: a call
-waits for a free slot) are forked ahead and wait for their request; each one used is replaced in the background
-while the parent judges its run. The parent kills a child at its wall-clock timeout, reads bounded frames, and
-checks the answer as untrusted data (`_answer`). The public functions are thread-safe, so an asyncio runner can call
-them from a thread pool (`sandbox_threads`).
+runs model code. Every run gets a child of its own, forked from it: the child contains itself (`kernel`) at once,
+says so in a first frame, waits for its request (on a scene the template loaded before forking it), runs the code
+once and is killed as soon as it has answered, so nothing a run changes reaches a later one. `size` children (by
+default one per core, whatever the runner's concurrency: a call waits for a free slot) are forked ahead and wait;
+each one used is replaced in the background while the parent judges its run. The parent kills a child at its
+wall-clock timeout, reads bounded frames, and checks the answer as untrusted data (`_answer`). The public functions
+are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ class SandboxPool:
         self._closed = False
         self._template: _Template | None = None
         self._template_lock = threading.Lock()
-        # Benchmark scenes given at start or loaded by some child: the template loads them too, so that later
-        # children have them.
+        # Benchmark scenes given at start or asked for by a run: the template loads each once, before it forks the
+        # children that run on them (they cannot open the data once contained).
         self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
         # What every child applies when it is forked, before any request (`worker._serve_one`).
         self._settings = {

@@ -5,10 +5,10 @@ those processes only.
 The template starts with a minimal environment, imports what runs need (`_PRELOADED`), refuses to start when the
 memory limit leaves no room to run code (so a too-small `--code-memory` is one clear error), builds the kernel's
 filters once (`kernel.prepare`), loads the scenes, asks to be scheduled as batch work (Linux `SCHED_BATCH`) and then
-only forks. A child waits for its one request, loads its scene, applies `kernel.contain` (descriptors, rlimits, an
-unprivileged user, and Landlock and seccomp: all of them for `exact`, those the host has for `restricted`), seeds
-`random` and `numpy.random` from the run's seed, runs the code and exits: nothing a run changes (a patched module, a
-cache, a thread, the random state) outlives it.
+only forks. A child applies `kernel.contain` at once (descriptors, rlimits, an unprivileged user, and Landlock and
+seccomp: all of them for `exact`, those the host has for `restricted`), waits for its one request (its scene is the
+template's copy or comes with the request), seeds `random` and `numpy.random` from the run's seed, runs the code and
+exits: nothing a run changes (a patched module, a cache, a thread, the random state) outlives it.
 
 `exact` runs the code with CPython's own `exec`, as the reference does (`exact`); every failure is the model's.
 `restricted` runs it under RestrictedPython: verdicts follow the reference where its `exec` fails (syntax errors, a
