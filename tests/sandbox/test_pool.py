@@ -9,7 +9,9 @@ import os
 import random
 import signal
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -354,3 +356,27 @@ def test_children_load_the_perturbed_scene_a_context_names(benchmark: Benchmark)
             original = action(pool, ask.format(table), plain)
             assert isinstance(original, str) and mapping[original] != original
             assert action(pool, ask.format(mapping[table]), renamed) == mapping[original]
+
+
+def test_children_forked_ahead_are_used_not_replaced(house: CodeContext) -> None:
+    """A child forked ahead says once that it is contained, then waits: that frame does not make it look dead, so
+    every run uses a child forked for it, and one fork replaces it (not two)."""
+    with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
+        assert isinstance(house.scene, SceneSource)
+        pool.warm_up([house.scene])
+        template = pool._template
+        assert template is not None
+        forked: list[int] = []
+        spawn = template.spawn
+
+        def counting(*args: Any) -> list[Any]:
+            made = spawn(*args)
+            forked.extend(child.pid for child in made)
+            return made
+
+        template.spawn = counting  # type: ignore[method-assign]
+        time.sleep(0.5)  # the children forked ahead have contained themselves and said so
+        for _ in range(10):
+            assert action(pool, SET_A.format("'idle'"), house) == "idle"
+        pool.warm_up()
+        assert len(forked) == 10

@@ -132,9 +132,8 @@ class SandboxPool:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
         scene = scene_key(request["scene"])
-        if scene[0] == "source":  # loaded by the template before any child needs it (children are contained)
-            with self._lock:
-                self._scenes.setdefault(scene, request["scene"])
+        if scene[0] == "source" and scene not in self._scenes:
+            self._add_scene(scene, request["scene"])
         with self._slots:
             try:
                 for _ in range(3):
@@ -219,6 +218,18 @@ class SandboxPool:
                 blob = pickle.dumps(scene, protocol=pickle.HIGHEST_PROTOCOL)
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
+
+    def _add_scene(self, key: tuple[str, ...], spec: tuple[str, ...]) -> None:
+        """A scene for the template to load before its next fork (children cannot open the data once contained).
+        The children forked ahead without it are replaced: every later child holds it."""
+        with self._lock:
+            if key in self._scenes:
+                return
+            self._scenes[key] = spec
+            stale = [child for child in self._idle if key not in child.scenes]
+            self._idle = [child for child in self._idle if key in child.scenes]
+        for child in stale:
+            child.retire()
 
     def _checkout(self, scene: tuple[str, ...]) -> _Child:
         """An idle child that holds `scene` (any, for an inline scene), else a new one; SandboxError if the template
@@ -331,6 +342,7 @@ _BOOTSTRAP = (
     "from edsb.sandbox.worker import template_main; template_main()"
 )
 _CONTROL_ANSWER_BYTES = 1 << 16
+_READY_READ_TIMEOUT = 1.0  # seconds to read the rest of a first frame that has begun to arrive
 _FORK_BATCH = 32  # children asked of the template at once (it accepts up to `worker._MAX_BATCH` descriptors)
 
 
@@ -478,6 +490,7 @@ class _Child:
         self.template = template
         self.scenes = scenes  # scenes the child holds: a run on another one loads it first
         self.alive = True
+        self.ready: dict[str, Any] | None = None  # the child's first frame, once read
         self.exit_status: int | None = None
         # A handle on this very process: signalling it can never hit another process that reused the id (possible
         # once the template is gone and no longer keeps its dead children unreaped).
@@ -486,18 +499,28 @@ class _Child:
             self.pidfd = os.pidfd_open(pid)
 
     def idle_and_alive(self) -> bool:
-        """An idle child never writes: anything readable on its socket (end of file, at least) means it died."""
-        if not self.alive or self.answers.buffer:
+        """Whether an idle child can take a run. It writes one frame once contained, then nothing until it has a
+        request: that frame is read here (without waiting), and anything readable after it (end of file, at least)
+        means it died."""
+        if not self.alive:
             return False
         poller = select.poll()
         poller.register(self.channel.fileno(), select.POLLIN)
-        return not poller.poll(0)
+        if not self.answers.buffer and not poller.poll(0):
+            return True  # still containing itself, or waiting for its request
+        if self.ready is not None:
+            return False
+        try:
+            self.ready = self.answers.read(time.monotonic() + _READY_READ_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except (WorkerDied, Deadline):
+            return False
+        return not self.answers.buffer and not poller.poll(0)
 
     def run(self, request: dict[str, Any], limits: SandboxLimits) -> RawPlan:
         # The first frame is the child's own, sent once it is contained, before it reads a request (so usually
-        # waiting already): trusted. None comes from a child that died while idle.
+        # read already by `idle_and_alive`): trusted. None comes from a child that died while idle.
         try:
-            ready = self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
+            ready = self.ready or self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
         except WorkerDied:
             raise _StaleChild() from None
         except Deadline:
