@@ -41,6 +41,7 @@ SCORE_METADATA = {
     "event",
     "tokens",
     "sampler_miss",
+    "sandbox",
     "surrogates_replaced",
     "truncated",
 }  # of the run, shown in the log
