@@ -23,12 +23,11 @@ import ctypes
 import errno
 import functools
 import os
-import resource
 import signal
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +47,13 @@ PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated
 # printing; a thread and a thread pool; print to stdout and stderr; the time calls; a MemoryError; then the reply on
 # the channel. Widened by what glibc or the kernel use in the same roles on other setups (statx, the legacy x86 names,
 # pread/readv, the poll family for the channel) and by the time calls, which the vDSO may turn into real syscalls.
-# Names missing on an architecture are skipped. Argument-checked calls (clone, ioctl, prlimit64) are added below.
+# Names missing on an architecture are skipped. Argument-checked calls (clone, ioctl, fcntl, prlimit64) are added
+# below.
 SECCOMP_ALLOW: tuple[str, ...] = (
     # files the Landlock rules let it open, and descriptors it holds
     "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
     "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
-    "access", "faccessat", "faccessat2", "getcwd", "fcntl", "dup", "dup2", "dup3",
+    "access", "faccessat", "faccessat2", "getcwd", "dup", "dup2", "dup3",
     # the result channel (a connected socket inherited from the parent)
     "sendto", "recvfrom", "sendmsg", "recvmsg", "getsockopt", "getsockname", "getpeername",
     "poll", "ppoll", "select", "pselect6",
@@ -72,7 +72,10 @@ SECCOMP_ALLOW: tuple[str, ...] = (
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-_IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B)  # TCGETS (isatty), TIOCGWINSZ, FIONCLEX, FIOCLEX, FIONREAD
+# fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
+_FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
+# ioctl: isatty (TCGETS), TIOCGWINSZ, FIONCLEX, FIOCLEX, FIONREAD, and FIONBIO (a socket's timeout or blocking mode)
+_IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B, 0x5421)
 
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
@@ -114,7 +117,10 @@ class HostSupport:
 
 @functools.cache
 def host_support() -> HostSupport:
-    """Probe the kernel (cached; safe in any process, it enforces nothing)."""
+    """Probe the kernel (cached; safe in any process, it enforces nothing). `exact` needs seccomp filters and Landlock
+    ABI 3 (MIN_LANDLOCK_ABI, Linux 6.2): the first that governs truncation; the later network and scope rights are
+    used where present, seccomp covering sockets and signals without them. $EDSB_SANDBOX_PROBE=no-landlock or
+    no-seccomp reports a feature missing (to simulate a weaker host); no value makes a host look stronger."""
     if sys.platform != "linux":
         return HostSupport(False, f"no Landlock or seccomp on {sys.platform}", None, False, _user(), "", "", "", "")
     weaker = {part.strip() for part in os.environ.get(PROBE_ENV, "").split(",") if part.strip()}
@@ -170,7 +176,9 @@ def _probe_landlock() -> tuple[int | None, str]:
         return None, f"refused ({errno.errorcode.get(exc.errno or 0, exc.errno)}), likely by an outer seccomp filter"
     if abi < MIN_LANDLOCK_ABI:
         return abi, f"too old: ABI {MIN_LANDLOCK_ABI} (Linux 6.2) governs truncation"
-    extras = [name for need, name in ((4, "TCP rules"), (6, "signal and socket scopes"), (10, "UDP rules")) if abi >= need]
+    extras = [
+        name for need, name in ((4, "TCP rules"), (6, "signal and socket scopes"), (10, "UDP rules")) if abi >= need
+    ]
     return abi, "files" + "".join(f", {name}" for name in extras)
 
 
@@ -231,7 +239,7 @@ def _readable_by_others(path: str) -> bool:
     current = Path(path)
     try:
         mode = current.stat().st_mode
-        if stat.S_ISDIR(mode) and (mode & 0o005) != 0o005 or not stat.S_ISDIR(mode) and not mode & 0o004:
+        if (stat.S_ISDIR(mode) and (mode & 0o005) != 0o005) or (not stat.S_ISDIR(mode) and not mode & 0o004):
             return False
         return all(parent.stat().st_mode & 0o001 for parent in current.parents)
     except OSError:
@@ -288,11 +296,26 @@ def _prctl(option: int, arg: Any, what: str) -> None:
 # --- the layers, built -----------------------------------------------------------------------------------------------
 
 
+def _streams(keep: Iterable[int] = ()) -> list[Any]:
+    """Text streams on descriptors 0-2 (those in `keep` replaced by /dev/null); they live as long as the process."""
+    return [
+        open(fd if fd not in keep else os.devnull, "r+" if fd == 0 else "w", closefd=fd in keep) for fd in (0, 1, 2)
+    ]
+
+
 @dataclass
 class _Prepared:
     ruleset: Any  # landlockpy.Ruleset holding its descriptor, or None where Landlock is not used
     seccomp_program: bytes | None  # the compiled BPF program; None where seccomp is not used
     canary_syscall: int = -1  # getpgid: harmless, outside the allow-list, on every architecture
+    streams: list[Any] = field(default_factory=_streams)  # sys.stdin/out/err for the child, made once
+    fprog: Any = None  # the program as the kernel takes it (struct sock_fprog over a buffer it keeps alive)
+    buffer: Any = None
+
+    def __post_init__(self) -> None:
+        if self.seccomp_program is not None:
+            self.buffer = ctypes.create_string_buffer(self.seccomp_program, len(self.seccomp_program))
+            self.fprog = _SockFprog(len(self.seccomp_program) // 8, ctypes.cast(self.buffer, ctypes.c_void_p))
 
 
 _prepared: _Prepared | None = None
@@ -312,22 +335,40 @@ def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
     return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
 
 
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib")
+
+
 def _read_paths(protected: Sequence[str] = ()) -> list[str]:
-    """The directories a contained run may read: the interpreter's prefixes, the import path and the system library
-    directories. An entry that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or
-    the data) is left out: the template has imported what runs need, so only lazy imports could miss it."""
+    """What a contained run may read: the interpreter's prefixes (the standard library, a venv's site-packages), the
+    system library directories and, from import-path entries outside those (a checkout on PYTHONPATH, say), only the
+    packages already imported from them, never the whole entry (a checkout may hold a `.env` file or results). A
+    path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or the data) is left
+    out: the template has imported what runs need, so only a lazy import could miss it."""
     no_ancestor, no_descendant = _fenced_paths(protected)
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *[p for p in sys.path if p]]
-    candidates += ["/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib"]
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *SYSTEM_LIBRARIES]
+    candidates = [os.path.realpath(path) for path in prefixes]
+    candidates += [os.path.realpath(path) for path in sys.path if path and _within_any(path, candidates)]
+    as_named = [*prefixes, *candidates]  # a module's file as Python names it usually starts with one (no realpath)
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if "." in name or not isinstance(origin, str) or any(_within(origin, prefix) for prefix in as_named):
+            continue
+        real = os.path.realpath(origin)
+        if not _within_any(real, candidates):  # a package: its directory; a module: its file
+            candidates.append(os.path.dirname(real) if os.path.basename(real) == "__init__.py" else real)
     chosen: list[str] = []
-    for candidate in candidates:
-        real = os.path.realpath(candidate)
+    for real in candidates:
         if not os.path.exists(real) or real in chosen:
             continue
         if any(_within(f, real) for f in no_ancestor) or any(_within(real, f) for f in no_descendant):
             continue
         chosen.append(real)
     return [path for path in chosen if not any(other != path and _within(path, other) for other in chosen)]
+
+
+def _within_any(path: str, directories: Iterable[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(_within(real, directory) for directory in directories)
 
 
 def _within(path: str, directory: str) -> bool:
@@ -370,11 +411,15 @@ def _build_seccomp_filter() -> Any:
             rules.add_rule(seccomp.ALLOW, name)
     # threads only: CLONE_THREAD set and no namespace flag; clone3 hides its flags in memory, so it answers ENOSYS
     # and glibc falls back to clone.
-    rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD))
+    rules.add_rule(
+        seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD)
+    )
     if known("clone3"):
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for request in _IOCTL_ALLOWED:
         rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
+    for command in _FCNTL_ALLOWED:
+        rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
     # reading its own limits (resource.getrlimit), never setting any
     rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
     return rules
@@ -452,6 +497,8 @@ def contain(containment: Containment) -> None:
         raise ContainmentError(f"Landlock ABI {MIN_LANDLOCK_ABI}+ is needed: {support.landlock_note}")
     if c.seccomp and not support.seccomp:
         raise ContainmentError(f"seccomp is needed: {support.seccomp_note}")
+    if (c.landlock or c.seccomp) and len(os.listdir("/proc/self/task")) != 1:  # both bind the calling thread only
+        raise ContainmentError("contain() must run in a single-threaded process")
     built = _prepared if _prepared is not None else _build()  # before the drop: the rules open the paths
     ruleset_fd = built.ruleset.fileno() if built.ruleset is not None else -1
     try:
@@ -489,9 +536,15 @@ def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:
             os.dup2(null, fd)
     if null > 2:
         os.close(null)
+    # Python's own streams onto those descriptors (a test runner's capture, say, may have used others); a stream
+    # whose descriptor is kept (a channel) writes nowhere instead
+    streams = _prepared.streams if _prepared is not None and not set(keep) & {0, 1, 2} else _streams(keep)
+    sys.stdin, sys.stdout, sys.stderr = streams
 
 
 def _set_rlimits(c: Containment) -> None:
+    import resource  # POSIX only: this module is imported on every platform
+
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the size limit is an OSError, not a kill
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -508,7 +561,7 @@ def _drop_privileges(support: HostSupport) -> None:
             os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
     if any(_capabilities()):
         _drop_capabilities()
-    if any(_capabilities()) or support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID:
+    if any(_capabilities()) or (support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID):
         raise ContainmentError("the privilege drop did not take effect")
 
 
@@ -525,12 +578,9 @@ def _restrict_landlock(built: _Prepared) -> None:
 
 
 def _load_seccomp(built: _Prepared) -> None:
-    program = built.seccomp_program
-    if program is None:
+    if built.fprog is None:
         raise ContainmentError("no seccomp program was built")
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(built.fprog), 0, 0) != 0:
         raise ContainmentError(f"cannot load the seccomp filter: {os.strerror(ctypes.get_errno())}")
     if _libc().syscall(built.canary_syscall, 0) != -1:  # canary: a syscall outside the allow-list must now fail
         raise ContainmentError("seccomp did not take effect")

@@ -11,6 +11,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -68,7 +69,9 @@ def run_contained(
         return Outcome("done", f"no report (exit status {os.WEXITSTATUS(status)}): {report[:200]!r}")
 
 
-def _child(attack: Callable[[], object], containment: Containment, channel: int, before: Callable[[], None] | None) -> None:  # pragma: no cover
+def _child(
+    attack: Callable[[], object], containment: Containment, channel: int, before: Callable[[], None] | None
+) -> None:  # pragma: no cover
     code = 0
     try:
         if before is not None:
@@ -80,11 +83,11 @@ def _child(attack: Callable[[], object], containment: Containment, channel: int,
         else:
             try:
                 message = {"status": "done", "detail": repr(attack())[:300]}
-            except BaseException as exc:  # noqa: BLE001 - every exception is the attack refused
+            except BaseException as exc:
                 message = {"status": "refused", "detail": traceback.format_exception_only(exc)[-1].strip()[:300]}
         with contextlib.suppress(OSError):
             os.write(channel, json.dumps(message).encode()[:_REPORT_BYTES])
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         code = 3
     os._exit(code)
 
@@ -107,7 +110,7 @@ def _read_report(fd: int, pid: int, timeout: float) -> tuple[str, bool]:
     return data.decode(errors="replace"), False
 
 
-# --- the attacks of `edsb sandbox check` -------------------------------------------------------------------------------
+# --- the attacks of `edsb sandbox check` ------------------------------------------------------------------------------
 
 
 def libc_syscall(number: int, *args: int) -> int:
@@ -131,11 +134,14 @@ def syscall_number(name: str) -> int:
 _PTRACE_SEIZE = 0x4206
 
 
+def _tmp_file(pid: int) -> str:
+    return f"/tmp/edsb-sandbox-check-{pid}"
+
+
 def _write_tmp() -> object:
-    path = f"/tmp/edsb-sandbox-check-{os.getpid()}"
-    with open(path, "w") as handle:
-        handle.write("x")
-    return path
+    path = _tmp_file(os.getppid())  # named after the checking process, which removes it if it was made
+    with open(path, "x"):
+        return path
 
 
 def _read_passwd() -> object:
@@ -221,13 +227,22 @@ class CheckResult:
 def self_check() -> list[CheckResult]:
     """The ten attacks (each must be refused) and one honest run (must succeed), with every layer the host has."""
     support = host_support()
+    if sys.platform != "linux":
+        return [CheckResult("the kernel layers", Outcome("uncontained", f"none on {sys.platform}"), False)]
     containment = Containment(
         memory_bytes=DEFAULT_MEMORY_BYTES,
         cpu_seconds=DEFAULT_CPU_SECONDS,
         landlock=support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI,
         seccomp=support.seccomp,
     )
-    results = [CheckResult(name, outcome := run_contained(attack, containment), outcome.refused) for name, attack in SELF_CHECK]
+    results = []
+    try:
+        for name, attack in SELF_CHECK:
+            outcome = run_contained(attack, containment)
+            results.append(CheckResult(name, outcome, outcome.refused))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_tmp_file(os.getpid()))
     honest = run_contained(_honest, containment)
     results.append(CheckResult("honest code runs (numpy, a thread, print)", honest, honest.status == "done"))
     return results

@@ -1,0 +1,164 @@
+"""The kernel layers' probe and building blocks: what `host_support` reports, the testing hook that makes a host look
+weaker, the read paths Landlock grants, the seccomp list, and fail-closed `contain`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from edsb.sandbox import kernel
+from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
+from edsb.sandbox.selfcheck import run_contained
+from tests.support.kernel_sandbox import require_kernel_sandbox
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
+FULL = Containment(memory_bytes=4 << 30, cpu_seconds=30)
+
+
+@pytest.fixture
+def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """The probe re-run under the test's environment, and forgotten afterwards."""
+    monkeypatch.delenv(PROBE_ENV, raising=False)
+    host_support.cache_clear()
+    yield monkeypatch
+    host_support.cache_clear()
+
+
+def test_the_probe_reports_this_host(fresh_probe: pytest.MonkeyPatch) -> None:
+    require_kernel_sandbox()
+    support = host_support()
+    assert support.exact and support.seccomp
+    assert support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI
+    assert support.kernel == os.uname().release
+    assert support.user == ("root" if os.geteuid() == 0 else f"uid {os.geteuid()}")
+    lines = support.describe()
+    assert lines[0].startswith("sandbox: exact") and any(line.startswith("privilege drop: ") for line in lines)
+
+
+@pytest.mark.parametrize(("hook", "missing"), [("no-landlock", "Landlock"), ("no-seccomp", "seccomp")])
+def test_the_probe_hook_makes_the_host_look_weaker(fresh_probe: pytest.MonkeyPatch, hook: str, missing: str) -> None:
+    fresh_probe.setenv(PROBE_ENV, hook)
+    support = host_support()
+    assert not support.exact
+    assert missing in support.reason and "RestrictedPython" in support.reason
+    assert hook in (support.landlock_note if missing == "Landlock" else support.seccomp_note)
+    assert support.describe()[0].startswith("sandbox: restricted")
+
+
+def test_the_probe_hook_never_makes_a_host_stronger(fresh_probe: pytest.MonkeyPatch) -> None:
+    honest = host_support()
+    host_support.cache_clear()
+    fresh_probe.setenv(PROBE_ENV, "landlock,seccomp,exact,yes")
+    assert host_support() == honest
+
+
+def test_contain_fails_closed_when_a_requested_layer_is_missing(fresh_probe: pytest.MonkeyPatch) -> None:
+    fresh_probe.setenv(PROBE_ENV, "no-landlock")
+    host_support.cache_clear()
+    outcome = run_contained(lambda: "ran", FULL)
+    assert outcome.status == "uncontained" and "Landlock" in outcome.detail, outcome
+    assert run_contained(lambda: "ran", replace(FULL, landlock=False)).status == "done"
+
+
+def test_a_checkout_on_the_import_path_lends_only_its_imported_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "edsb_fake_package").mkdir()
+    (tmp_path / "edsb_fake_package" / "__init__.py").write_text("")
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "edsb_fake_package", raising=False)
+    import edsb_fake_package  # noqa: F401
+
+    paths = kernel._read_paths()
+    assert str((tmp_path / "edsb_fake_package").resolve()) in paths
+    assert not any(kernel._within(str(tmp_path.resolve()), path) for path in paths)
+
+
+def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = "/work/shared/edsb-data"
+    monkeypatch.setattr(sys, "path", [*sys.path, "/", "/work", "/etc", os.path.expanduser("~"), data, "/proc/self"])
+    paths = kernel._read_paths(protected=[data])
+    for forbidden in ("/", "/work", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
+        assert not any(kernel._within(forbidden, path) for path in paths), (forbidden, paths)
+    assert os.path.realpath(sys.base_prefix) in paths or any(
+        kernel._within(os.path.realpath(sys.base_prefix), path) for path in paths
+    )
+
+
+def test_the_seccomp_list_names_real_syscalls_and_leaves_out_the_dangerous_ones() -> None:
+    seccomp = pytest.importorskip("pyseccomp")
+    native = seccomp.system_arch()
+    unknown = [name for name in kernel.SECCOMP_ALLOW if seccomp.resolve_syscall(native, name) < 0]
+    assert set(unknown) <= {"open", "stat", "lstat", "access", "poll", "select", "time", "dup2", "readlink"}, unknown
+    dangerous = {
+        "fork", "vfork", "clone", "clone3", "execve", "execveat", "socket", "socketpair", "ptrace",
+        "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register", "openat2",
+        "mount", "setrlimit", "prlimit64", "unshare", "setns", "bpf", "keyctl", "kill", "tkill", "tgkill",
+        "truncate", "ftruncate", "unlink", "unlinkat", "rename", "renameat2", "connect", "bind", "pidfd_getfd",
+        "open_by_handle_at", "memfd_create", "userfaultfd", "perf_event_open", "fcntl", "ioctl", "prctl",
+    }  # fmt: skip
+    assert not dangerous & set(kernel.SECCOMP_ALLOW)
+
+
+def test_the_landlock_canary_catches_a_ruleset_that_grants_the_root() -> None:
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def permissive() -> None:  # in the child: a ruleset that lets everything be read, as a best-effort no-op would
+        assert kernel._prepared is not None
+        kernel._prepared.ruleset.close()
+        kernel._prepared.ruleset = kernel._build_ruleset(host_support().landlock_abi or 0, ["/"])
+
+    outcome = run_contained(lambda: "ran", FULL, before=permissive)
+    assert outcome.status == "uncontained" and "Landlock did not take effect" in outcome.detail, outcome
+
+
+def test_prepare_builds_both_layers_once() -> None:
+    require_kernel_sandbox()
+    kernel.prepare()
+    built = kernel._prepared
+    assert built is not None and built.ruleset is not None and built.seccomp_program
+    assert len(built.seccomp_program) % 8 == 0  # whole BPF instructions
+    kernel.prepare()  # again: the old ruleset's descriptor is released
+    assert built.ruleset.closed
+
+
+def test_contain_refuses_a_process_with_other_threads() -> None:
+    """Landlock and seccomp bind the calling thread and its future children only: a thread already running would
+    stay free, so contain() refuses."""
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def start_a_thread() -> None:
+        import threading
+
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+    outcome = run_contained(lambda: "ran", FULL, before=start_a_thread)
+    assert outcome.status == "uncontained" and "single-threaded" in outcome.detail, outcome
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 is a root worker's")
+def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() -> None:
+    """This host keeps uid 0 (its Python lives under /root), so the uid path is forced here, in the child only."""
+    require_kernel_sandbox()
+    kernel.prepare()
+    forced = replace(host_support(), drop_to_uid=True)
+
+    def force_the_uid_drop() -> None:
+        kernel.host_support = lambda: forced  # type: ignore[assignment]
+
+    ids = run_contained(lambda: (os.getresuid(), os.getresgid(), os.getgroups()), FULL, before=force_the_uid_drop)
+    unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
+    assert ids.status == "done" and ids.detail == repr((unprivileged, unprivileged, [])), ids
+    # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
+    kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    assert kept.detail == repr(([], (0, 0))), kept
+    control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
+    assert control.status == "done" and control.detail != repr((0, 0)), control
