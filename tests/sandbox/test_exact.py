@@ -2,8 +2,11 @@
 kernel layers are): the reference's quirks follow from its rewrite, namespaces and `exec` steps, the constructs the
 restricted sandbox refuses run, and the plan is what `parsed_event` holds.
 
-Expected exception texts are the ones the reference's own executor gives for the same programs (the parity corpus in
-tests/security/test_sandbox_parity.py records how those were obtained).
+Every program here was also run through the reference's own executor (rms0329/Event-Driven-Storytelling at 8a6f726,
+Python 3.10, the same scenes, the same history where one is given), and the expectations are its outcomes, with two
+explained exceptions: CPython 3.10 words the helper's syntax error "invalid syntax" where 3.11 says "expected '('",
+and where the code writes an orientation string into `parsed_event` itself the reference keeps the string, which its
+conversion iterates character by character, as the plan entry here holds it.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from edsb.sandbox import API_FUNCTIONS, exception_text, extract_code, prepare_code
+from edsb.sandbox.exact import reference_match
 from tests.support.data import DATA
 
 
@@ -99,3 +100,26 @@ def test_prepare_code_strips_only_the_ends() -> None:
 def test_exception_text_keeps_the_class_name() -> None:
     assert exception_text(KeyError("chair_99")) == "KeyError: 'chair_99'"
     assert exception_text(AssertionError()) == "AssertionError"
+
+
+# --- the match object the exact sandbox hands to top-level code -------------------------------------------------------
+
+
+def test_the_exact_sandboxs_match_has_the_lazy_patterns_spans_on_random_replies() -> None:
+    rng = random.Random(11)
+    pieces = ["```python", "```", "\n", " ", "\t", "x", "\r", "\n\n", "  \n", "``"]
+    for _ in range(3000):
+        reply = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        expected, found = LAZY_BLOCK.search(reply), reference_match(reply)
+        if expected is None:
+            assert found is None, repr(reply)
+        else:
+            assert found is not None, repr(reply)
+            assert (found.span(), found.span(1), found.string) == (expected.span(), expected.span(1), reply)
+
+
+@pytest.mark.timeout(60)
+def test_the_exact_sandboxs_match_does_not_backtrack_on_whitespace_floods() -> None:
+    body = "x" + " \n" * 50_000 + "y"
+    found = reference_match("```python\n" + body + "\n```")
+    assert found is not None and found.group(1) == body

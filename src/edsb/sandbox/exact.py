@@ -18,6 +18,14 @@ handle (`isinstance(get_object_supporting(x), Object)` holds), `SceneGraph` is e
 `Character` and `Event` are empty stand-ins under the reference's names. Only code that reaches into the reference's
 internals through them (`sg.get_distance_between_surfaces`, `Event(...)`) fails here where it would run there.
 
+Where this cannot be the reference: its module globals are shared by every run in its process (a run that rebinds
+one changes later runs), here each run gets a fresh copy; the `match` local has the reference's spans and groups but
+not its pattern or `pos`; `__file__` is relative and `__cached__`, `__loader__` and `__spec__` are None; the debug
+log lines the reference formats from the arguments are not formatted (only an argument whose formatting raises would
+tell); CPython's own wording of some errors differs between 3.10 (the paper's) and later versions. A `parsed_event`
+written by hand is converted as the reference converts it, except that when two of its entries are malformed in
+different ways the one reported may be another (both are execution errors).
+
 This module does not contain anything: it runs in a child that `edsb.sandbox.kernel.contain` has already locked
 down. Every exception the code raises is the model's: the reference records any exception as an execution error.
 """
@@ -255,7 +263,7 @@ def run_exact(reply: str, scene: ApiScene, latest_plans: Mapping[str, LatestPlan
     # order the reference's dict lists them.
     local_context = {
         "response": code,
-        "match": _reference_match(reply),
+        "match": reference_match(reply),
         "global_context": global_context,
         "self": executor,
     }
@@ -272,7 +280,7 @@ def run_exact(reply: str, scene: ApiScene, latest_plans: Mapping[str, LatestPlan
     return _plan_entries(executor)
 
 
-def _reference_match(reply: str) -> re.Match[str] | None:
+def reference_match(reply: str) -> re.Match[str] | None:
     """The match object the reference's code-block search returns, found in linear time: the same span and group,
     from a pattern that fixes the body's length (only its `re` and `pos` attributes tell it apart)."""
     span = code_block_span(reply)
