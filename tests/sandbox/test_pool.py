@@ -360,7 +360,7 @@ def test_children_load_the_perturbed_scene_a_context_names(benchmark: Benchmark)
 
 def test_children_forked_ahead_are_used_not_replaced(house: CodeContext) -> None:
     """A child forked ahead says once that it is contained, then waits: that frame does not make it look dead, so
-    every run uses a child forked for it, and one fork replaces it (not two)."""
+    every run uses a child forked for it, and about one fork replaces it."""
     with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
         assert isinstance(house.scene, SceneSource)
         pool.warm_up([house.scene])
@@ -379,4 +379,7 @@ def test_children_forked_ahead_are_used_not_replaced(house: CodeContext) -> None
         for _ in range(10):
             assert action(pool, SET_A.format("'idle'"), house) == "idle"
         pool.warm_up()
-        assert len(forked) == 10
+        # One fork per run, and now and then one more: a run that comes before the background fork has replaced
+        # the last child used forks its own, and the background one is then spare. Taken for dead, every child
+        # forked ahead was replaced at each run (two or three forks a run).
+        assert 10 <= len(forked) < 20

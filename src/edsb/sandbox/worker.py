@@ -62,11 +62,14 @@ def template_main() -> None:
     code; each child serves one run and exits."""
     import resource
 
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # stray writes (warnings, C libraries) cannot corrupt the protocol
-    os.dup2(devnull, 2)
+    # The control socket comes as stdin: moved off descriptor 0, which becomes /dev/null like 1 and 2 (stray writes,
+    # warnings and C libraries cannot corrupt the protocol, and every child's standard streams are plain files).
+    control = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    control = socket.socket(fileno=0)
 
     def answer(message: dict[str, Any]) -> None:
         control.sendall(frame(message))
