@@ -1,70 +1,48 @@
-"""The sandbox's cost per run: CPU (parent and workers) and wall time per call, cold start against a fork from the
-warm template, and a burst of concurrent calls against a pool of one cold worker per concurrency slot.
+"""The sandbox's cost per run, for each sandbox side by side in one sitting: CPU of every process (the parent, the
+template, the children) and wall per call, one call at a time and in a burst of concurrent calls.
+
+Arms: `exact` and `restricted` (this checkout: one fresh child per run, forked ahead from the template) and, with
+`--baseline-src DIR` (another checkout's `src`, e.g. `git archive main src | tar -x -C /tmp/main`), `persistent`:
+that checkout's pool as it is (before this process model, workers that served up to 500 runs each). Each arm runs in
+a process of its own, with its own checkout on the path, in ABBA order (`--rounds` times each arm); the figures are
+means over the rounds.
 
 The programs are the oracle's Event Parser answers (right and wrong) for every case and distraction level, run on
-the real scenes with each run's history, as the pipeline hands them to the sandbox. CPU is counted in every process:
-the parent's own (`RUSAGE_SELF`), the workers' and the template's (`/proc/<pid>/stat` while they live, and
-`RUSAGE_CHILDREN` once a closed pool has reaped them).
+the real scenes with each run's history, as the pipeline hands them to the sandbox. CPU per run is the difference
+between a pool that ran N calls and one that only started and stopped, each counted in full (`RUSAGE_SELF` +
+`RUSAGE_CHILDREN` once the closed pool's template, and through it every child, has been reaped), over N.
 
-Figures (each a ratio of two things measured in this run):
-- `cold_worker_cpu_ms`: CPU until a new worker has answered one call on each scene: forked from the template (what
-  edsb does) against a cold interpreter that imports everything and loads the scenes itself (what it did).
-- `call_cpu_ms` / `call_wall_ms`: one warm call, parent + worker, programs repeated (as repeats and cached models
-  send them), against `uncached_call_cpu_ms`, every program text new (compiled again).
-- `burst_c<N>_cpu_ms_per_call` / `burst_c<N>_wall_ms_per_call`: N coroutines calling at once, about a Table 1
-  sweep's worth of calls; a pool sized to the cores called through its own threads (as the pipeline does) against
-  a pool of N cold workers called through asyncio's default thread pool, pool start and shutdown included;
-  `burst_c<N>_workers` counts the worker processes alive during the burst.
+Figures (`name: value (ratio ..., target ...)`):
+- `run_cpu_ms_<arm>`: CPU per call, all processes, calls one at a time; the ratio is to the baseline arm
+  (`persistent` if given, else `restricted`), and the target is the exact sandbox's budget (at most 4 ms above the
+  persistent worker);
+- `run_wall_ms_<arm>`: wall per call, one at a time;
+- `burst_c<N>_wall_ms_per_call_<arm>`: N coroutines calling through the pool's threads (as the pipeline does);
+- `burst_c<N>_processes_<arm>`: the most sandbox processes (children of the template) alive during the burst.
 
-Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sandbox.py [--smoke]
-(the full run starts 64 + 256 cold interpreters for the comparison: about two minutes of both cores).
+Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sandbox.py [--smoke] [--baseline-src DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
+import json
 import os
 import resource
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from edsb.data.benchmark import Benchmark
-from edsb.llm.oracle.answers import ANSWERS
-from edsb.planning.plans import plan_from_raw
-from edsb.planning.scenario import build_scenario
-from edsb.sandbox import CodeContext, SandboxLimits, SandboxPool
-from edsb.sandbox.pool import default_workers
-
-Call = tuple[str, CodeContext]
+ROOT = Path(__file__).resolve().parents[1]
 SWEEP_CALLS = 1792  # calls per burst in the full run: about a Table 1 sweep (1,800 runs)
 
 
-def programs(benchmark: Benchmark, levels: int) -> list[Call]:
-    """Each case's oracle answer and its misplaced twin, at the first `levels` distraction levels."""
-    calls: list[Call] = []
-    for case_id, case in benchmark.cases.items():
-        answer = ANSWERS[case_id]
-        for level in range(min(levels, case.max_distraction + 1)):
-            scenario = build_scenario(benchmark, case, level, 0, "ours")
-            context = CodeContext.for_benchmark(benchmark.root, scenario.scene_name, scenario.latest_plans)
-            for code in (answer.code, answer.misplaced().code if answer.decoy else None):
-                if code is not None:
-                    calls.append((f"```python\ndef parse_event():\n{code}```\n", context))
-    return calls
-
-
-def proc_cpu(pid: int) -> float:
-    """CPU seconds of a live process (the scheduler's nanosecond count; clock ticks are too coarse); 0 once gone."""
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
-    except OSError:
-        return 0.0
+# --- one arm, in its own process ---------------------------------------------------------------------------------
 
 
 def children(pid: int | None) -> list[int]:
@@ -84,184 +62,170 @@ def own_and_reaped_cpu() -> float:
     )
 
 
-def run_call(pool: SandboxPool, call: Call) -> None:
-    plan_from_raw(pool.execute(*call), "event")
+def measure_arm(sandbox: str | None, calls_per_run: int, concurrency: int, burst_calls: int, levels: int) -> None:
+    """Print one JSON line: CPU and wall per call of this checkout's pool (`sandbox` None: a pool without the
+    choice, the baseline)."""
+    from edsb.data.benchmark import Benchmark
+    from edsb.llm.oracle.answers import ANSWERS
+    from edsb.planning.plans import plan_from_raw
+    from edsb.planning.scenario import build_scenario
+    from edsb.sandbox import CodeContext, SandboxLimits, SandboxPool, SceneSource
 
+    benchmark = Benchmark.open(os.environ["EDSB_DATA"])
+    calls: list[tuple[str, Any]] = []
+    for case_id, case in benchmark.cases.items():
+        answer = ANSWERS[case_id]
+        for level in range(min(levels, case.max_distraction + 1)):
+            scenario = build_scenario(benchmark, case, level, 0, "ours")
+            context = CodeContext.for_benchmark(benchmark.root, scenario.scene_name, scenario.latest_plans)
+            for code in (answer.code, answer.misplaced().code if answer.decoy else None):
+                if code is not None:
+                    calls.append((f"```python\ndef parse_event():\n{code}```\n", context))
+    scenes = [SceneSource.of(benchmark.root, name) for name in sorted({c.scene_name for c in benchmark.cases.values()})]
+    limits = SandboxLimits(**({"sandbox": sandbox} if sandbox else {}))
 
-@contextmanager
-def measured() -> Iterator[dict[str, float]]:
-    """CPU (all processes, closed pools included) and wall of the block."""
-    out: dict[str, float] = {}
-    cpu, wall = own_and_reaped_cpu(), time.perf_counter()
-    yield out
-    out["cpu"], out["wall"] = own_and_reaped_cpu() - cpu, time.perf_counter() - wall
-
-
-def cold_vs_forked(limits: SandboxLimits, per_scene: list[Call], repeats: int) -> tuple[float, float]:
-    """Mean CPU until a new worker has answered one call per scene: cold interpreter, forked worker."""
-    with measured() as cold:
-        for _ in range(repeats):
-            with SandboxPool(limits) as pool:
-                for call in per_scene:
-                    run_call(pool, call)
-    with SandboxPool(limits) as pool:
-        for _ in range(2):  # the first worker loads the scenes; the next spawn has the template load them too
-            for call in per_scene:
-                run_call(pool, call)
-            pool.close_idle()
-        template = pool.template_pid
-        assert template is not None
-        spent = 0.0
-        for _ in range(repeats):
-            before, started = proc_cpu(template), time.thread_time()
-            for call in per_scene:
-                run_call(pool, call)
-            [worker] = pool.worker_pids()
-            spent += proc_cpu(worker)
-            pool.close_idle()  # stopping it is part of its cost, as in the cold pool's close
-            spent += proc_cpu(template) - before + time.thread_time() - started
-    return cold["cpu"] / repeats, spent / repeats
-
-
-def warm_calls(limits: SandboxLimits, calls: list[Call], rounds: int, fresh_text: bool) -> tuple[float, float]:
-    """Mean CPU (parent + worker) and wall per warm call on one worker, kept for the whole measurement;
-    `fresh_text` makes every program new."""
-    with SandboxPool(replace(limits, runs_per_worker=len(calls) * (rounds + 1) + 1)) as pool:
-        for call in calls:
-            run_call(pool, call)
-        [worker] = pool.worker_pids()
-        before_worker, before_parent, started = proc_cpu(worker), time.thread_time(), time.perf_counter()
-        n = 0
-        for r in range(rounds):
-            for i, (reply, context) in enumerate(calls):
-                run_call(pool, (f"{reply}# {r}.{i}\n" if fresh_text else reply, context))
-                n += 1
+    def pool_cpu(n: int) -> tuple[float, float]:
+        cpu = own_and_reaped_cpu()
+        pool = SandboxPool(limits)
+        pool.warm_up(scenes)
+        started = time.perf_counter()
+        for i in range(n):
+            plan_from_raw(pool.execute(*calls[i % len(calls)]), "event")
         wall = time.perf_counter() - started
-        cpu = proc_cpu(worker) - before_worker + time.thread_time() - before_parent
-    return cpu / n, wall / n
+        pool.close()
+        return own_and_reaped_cpu() - cpu, wall
 
+    pool_cpu(len(calls))  # warm this process (imports, scenes, the page cache)
+    idle, _ = pool_cpu(0)
+    busy, wall = pool_cpu(calls_per_run)
 
-def burst(
-    pools: list[SandboxPool], calls: list[Call], concurrency: int, per_slot: int, own_threads: bool
-) -> tuple[int, int, float]:
-    """`concurrency` coroutines, `per_slot` calls each, coroutine i on pools[i % len(pools)] through the pool's own
-    threads (as the pipeline calls it now) or asyncio's default pool (as it did); returns the calls made, the most
-    worker processes seen alive at once, and the CPU spent counting them (not the sandbox's)."""
     peak = 0
-    watching = 0.0
     done = threading.Event()
 
-    def watch() -> None:
-        nonlocal peak, watching
-        while not done.is_set():
-            peak = max(peak, sum(len(children(pool.template_pid)) for pool in pools))
-            watching = time.thread_time()
-            done.wait(0.05)
-
-    async def slot(i: int) -> None:
-        pool = pools[i % len(pools)]
+    async def burst(pool: Any) -> None:
         loop = asyncio.get_running_loop()
-        for k in range(per_slot):
-            call = calls[(i * per_slot + k) % len(calls)]
-            await loop.run_in_executor(pool.threads if own_threads else None, run_call, pool, call)
 
-    async def all_slots() -> None:
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(min(32, (os.cpu_count() or 1) + 4)))
+        async def slot(i: int) -> None:
+            for k in range(burst_calls // concurrency):
+                call = calls[(i * 7919 + k) % len(calls)]
+                await loop.run_in_executor(pool.threads, lambda c=call: plan_from_raw(pool.execute(*c), "event"))
+
         await asyncio.gather(*(slot(i) for i in range(concurrency)))
 
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    asyncio.run(all_slots())
-    done.set()
-    watcher.join()
-    return concurrency * per_slot, peak, watching
+    with SandboxPool(limits) as pool:
+        pool.warm_up(scenes)
+
+        def watch() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, len(children(pool.template_pid)))
+                done.wait(0.01)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        started = time.perf_counter()
+        asyncio.run(burst(pool))
+        burst_wall = time.perf_counter() - started
+        done.set()
+        watcher.join()
+    n_burst = concurrency * (burst_calls // concurrency)
+    print(
+        json.dumps(
+            {
+                "cpu": (busy - idle) / calls_per_run,
+                "wall": wall / calls_per_run,
+                "burst_wall": burst_wall / n_burst,
+                "processes": peak,
+            }
+        ),
+        flush=True,
+    )
 
 
-def start_all(pools: list[SandboxPool]) -> None:
-    """Start pools in parallel, as slots of a runner would start their workers."""
-    threads = [threading.Thread(target=pool.warm_up) for pool in pools]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+# --- the arms side by side ---------------------------------------------------------------------------------------
 
 
-def compare_burst(limits: SandboxLimits, calls: list[Call], concurrency: int, per_slot: int) -> dict[str, float]:
-    results: dict[str, float] = {}
-    for name, make, own_threads in (
-        ("cold", lambda: [SandboxPool(replace(limits, workers=1)) for _ in range(concurrency)], False),
-        ("cores", lambda: [SandboxPool(limits)], True),
-    ):
-        with measured() as spent:
-            pools = make()
-            try:
-                start_all(pools)
-                n, peak, watching = burst(pools, calls, concurrency, per_slot, own_threads)
-            finally:
-                for pool in pools:
-                    pool.close()
-        results[f"{name}_cpu"] = (spent["cpu"] - watching) / n
-        results[f"{name}_wall"] = spent["wall"] / n
-        results[f"{name}_workers"] = peak
-    return results
-
-
-def line(name: str, value: float, ratio: str, target: str) -> None:
-    print(f"{name}: {value:.3f} ({ratio}, target {target})", flush=True)
+def run_arm(src: Path, sandbox: str | None, args: argparse.Namespace) -> dict[str, float]:
+    command = [sys.executable, __file__, "--arm", sandbox or "baseline", "--calls", str(args.calls)]
+    command += ["--concurrency", str(args.concurrency), "--burst-calls", str(args.burst_calls)]
+    command += ["--levels", str(args.levels)]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_sandbox: the {sandbox or 'baseline'} arm failed: {done.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="a tiny version that runs in a few seconds")
+    parser.add_argument("--smoke", action="store_true", help="a tiny version that runs in seconds")
+    parser.add_argument("--baseline-src", type=Path, help="another checkout's src: its pool as the `persistent` arm")
+    parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds (each arm runs this many times)")
+    parser.add_argument("--arm", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, default=1200, help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, default=64, help=argparse.SUPPRESS)
+    parser.add_argument("--burst-calls", type=int, default=SWEEP_CALLS, help=argparse.SUPPRESS)
+    parser.add_argument("--levels", type=int, default=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    benchmark = Benchmark.open(os.environ["EDSB_DATA"])
+    if args.arm:
+        measure_arm(
+            None if args.arm == "baseline" else args.arm, args.calls, args.concurrency, args.burst_calls, args.levels
+        )
+        return
+    if not os.environ.get("EDSB_DATA"):
+        raise SystemExit("bench_sandbox: set EDSB_DATA to the benchmark data directory")
+    if args.smoke:
+        args.calls, args.concurrency, args.burst_calls, args.levels, args.rounds = 40, 8, 16, 1, 1
     load = os.getloadavg()
-    calls = programs(benchmark, levels=1 if args.smoke else 3)
-    by_scene = {context.scene: (reply, context) for reply, context in calls}
-    per_scene = list(by_scene.values())
-    limits = SandboxLimits(workers=1)
-    cores = SandboxLimits()
-
-    cold, forked = cold_vs_forked(limits, per_scene, 1 if args.smoke else 5)
-    line(
-        "cold_worker_cpu_ms",
-        forked * 1e3,
-        f"ratio {cold / forked:.1f}x less than a cold start, {cold * 1e3:.0f} ms",
-        ">= 10x",
-    )
-    rounds = 1 if args.smoke else 5
-    cached_cpu, cached_wall = warm_calls(limits, calls, rounds, fresh_text=False)
-    fresh_cpu, _ = warm_calls(limits, calls, rounds, fresh_text=True)
-    line("call_cpu_ms", cached_cpu * 1e3, f"ratio {cached_cpu / fresh_cpu:.2f} of a new program", "< 1 ms")
-    line("uncached_call_cpu_ms", fresh_cpu * 1e3, f"ratio {fresh_cpu / cached_cpu:.2f} of a repeated one", "< 2 ms")
-    line("call_wall_ms", cached_wall * 1e3, f"ratio {cached_wall / cached_cpu:.2f} of its CPU", "< 1 ms")
-    for concurrency in (4, 8) if args.smoke else (64, 256):
-        per_slot = 2 if args.smoke else SWEEP_CALLS // concurrency
-        found = compare_burst(cores, calls, concurrency, per_slot)
-        name = f"burst_c{concurrency}"
-        cpu_ratio = found["cold_cpu"] / found["cores_cpu"]
-        wall_ratio = found["cold_wall"] / found["cores_wall"]
-        line(
-            f"{name}_cpu_ms_per_call",
-            found["cores_cpu"] * 1e3,
-            f"ratio {cpu_ratio:.1f}x less than one cold worker per slot",
-            "< 1 ms",
+    arms: list[tuple[str, Path, str | None]] = [
+        ("exact", ROOT / "src", "exact"),
+        ("restricted", ROOT / "src", "restricted"),
+    ]
+    if args.baseline_src:
+        compileall.compile_dir(str(args.baseline_src), quiet=1)
+        arms.insert(0, ("persistent", args.baseline_src.resolve(), None))
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
+    found: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in arms}
+    for round_ in range(args.rounds):
+        for name, src, sandbox in arms if round_ % 2 == 0 else list(reversed(arms)):
+            found[name].append(run_arm(src, sandbox, args))
+    mean = {name: {key: sum(r[key] for r in runs) / len(runs) for key in runs[0]} for name, runs in found.items()}
+    base_name = "persistent" if args.baseline_src else "restricted"
+    base = mean[base_name]
+    for name, _, _ in arms:
+        figures = mean[name]
+        spread = ", ".join(f"{r['cpu'] * 1e3:.2f}" for r in found[name])
+        target = "<= +4 ms" if name == "exact" else "none"
+        print(
+            f"run_cpu_ms_{name}: {figures['cpu'] * 1e3:.3f} (ratio {figures['cpu'] / base['cpu']:.2f}x of "
+            f"{base_name}, {(figures['cpu'] - base['cpu']) * 1e3:+.2f} ms; rounds {spread}; target {target})",
+            flush=True,
         )
-        line(
-            f"{name}_wall_ms_per_call",
-            found["cores_wall"] * 1e3,
-            f"ratio {wall_ratio:.1f}x less than one cold worker per slot",
-            "< 1 ms",
+    for name, _, _ in arms:
+        figures = mean[name]
+        print(
+            f"run_wall_ms_{name}: {figures['wall'] * 1e3:.3f} (ratio {figures['wall'] / figures['cpu']:.2f} of its "
+            f"CPU, one call at a time, target none)",
+            flush=True,
         )
-        line(
-            f"{name}_workers",
-            found["cores_workers"],
-            f"ratio {found['cold_workers'] / max(found['cores_workers'], 1):.0f}x fewer than one per slot",
-            f"<= {cores.workers or default_workers()}",
+    for name, _, _ in arms:
+        figures = mean[name]
+        print(
+            f"burst_c{args.concurrency}_wall_ms_per_call_{name}: {figures['burst_wall'] * 1e3:.3f} (ratio "
+            f"{figures['burst_wall'] / base['burst_wall']:.2f}x of {base_name}, {args.burst_calls} calls, "
+            "target none)",
+            flush=True,
+        )
+    for name, _, _ in arms:
+        print(
+            f"burst_c{args.concurrency}_processes_{name}: {mean[name]['processes']:.1f} (ratio "
+            f"{mean[name]['processes'] / max(base['processes'], 1):.2f}x of {base_name}, sandbox processes alive "
+            "at once, target bounded by the cores)",
+            flush=True,
         )
     loads = " ".join(f"{x:.2f}" for x in load)
-    print(f"machine: {os.cpu_count()} cores, load average at start {loads}, {default_workers()} sandbox workers")
+    print(f"machine: {os.cpu_count()} cores, load average at start {loads}, {args.rounds} rounds per arm (ABBA)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ Figures (one line each, `name: value (ratio ..., target ...)`):
 - `cpu_per_run_ms`: CPU of the `edsb` process and its children (the sandbox workers), not the server's, per run
   against an instant server, at concurrency 64.
 - `stage_*_ms`: the same CPU split by stage, measured in this process at concurrency 1 with the stages wrapped.
+- `sweep_c64_<arm>` / `cpu_per_run_ms_<arm>`: the sweep ratio and the CPU per run for each sandbox (`exact`,
+  `restricted`; with `--baseline-src DIR`, another checkout's `src` as `persistent`, e.g. the pool of persistent
+  workers before one fresh process per run), side by side in ABBA order (`--rounds`).
 
 The server runs in its own process (`_loopback.py`: one asyncio loop with httptools, as uvicorn serves;
 `--threaded-server` uses the test suite's thread-per-connection server instead). Usage:
@@ -55,14 +58,20 @@ def _selection(smoke: bool, subset: bool = False) -> list[str]:
 
 
 def _run_child(
-    base_url: str, out: Path, concurrency: int, selection: list[str], cache: Path | None = None
+    base_url: str,
+    out: Path,
+    concurrency: int,
+    selection: list[str],
+    cache: Path | None = None,
+    src: Path = ROOT / "src",
+    extra: tuple[str, ...] = (),
 ) -> tuple[float, float]:
     """(wall s, CPU s of the child and the children it reaped) of one `edsb run` in a child process; with `cache`,
-    responses are cached in that (new) directory, as `edsb run` does by default."""
+    responses are cached in that (new) directory, as `edsb run` does by default. `src`: the checkout that runs."""
     command = [sys.executable, "-m", "edsb", "run", "--model", "openai:scripted", "--base-url", base_url]
-    command += [*selection, *([] if cache else ["--no-cache"])]
+    command += [*selection, *([] if cache else ["--no-cache"]), *extra]
     command += ["--quiet", "--concurrency", str(concurrency), "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
     if cache:
         env["EDSB_CACHE_DIR"] = str(cache)
     started = time.perf_counter()
@@ -135,6 +144,56 @@ def cpu_per_run(work: Path, smoke: bool, concurrency: int, threaded: bool) -> No
         f"sandbox workers, instant server, concurrency {concurrency}, wall {wall:.2f} s, target <= 2.5)",
         flush=True,
     )
+
+
+def sandbox_arms(
+    work: Path,
+    smoke: bool,
+    concurrency: int,
+    threaded: bool,
+    rounds: int,
+    baseline: Path | None,
+    sandboxes: tuple[str, ...] = ("exact", "restricted"),
+) -> None:
+    """Both sandboxes (and another checkout's harness, `--baseline-src`) side by side, in ABBA order: the sweep's
+    wall over the ideal at `concurrency` against a 0.2 s server, and CPU per run against an instant one."""
+    arms = [(name, ROOT / "src", ("--sandbox", name)) for name in sandboxes]
+    if baseline is not None:
+        compileall.compile_dir(str(baseline), quiet=1)
+        arms.insert(0, ("persistent", baseline.resolve(), ()))
+    concurrency = min(concurrency, 4) if smoke else concurrency
+    latency = 0.02 if smoke else LATENCY_S
+    ratios: dict[str, list[float]] = {name: [] for name, _, _ in arms}
+    cpus: dict[str, list[float]] = {name: [] for name, _, _ in arms}
+    with LoopbackServer(latency, threaded=threaded) as slow, LoopbackServer(0.0, threaded=threaded) as instant:
+        for round_ in range(rounds):
+            for name, src, extra in arms if round_ % 2 == 0 else list(reversed(arms)):
+                before = slow.requests()
+                out = work / f"arm-{name}-{round_}"
+                wall, _ = _run_child(slow.base_url, out, concurrency, _selection(smoke), src=src, extra=extra)
+                ratios[name].append(wall / ((slow.requests() - before) * latency / concurrency))
+                out = work / f"arm-cpu-{name}-{round_}"
+                _, cpu = _run_child(instant.base_url, out, concurrency, _selection(smoke), src=src, extra=extra)
+                cpus[name].append(cpu / len(_records(out)) * 1000)
+    base = arms[0][0]
+    for name, _, _ in arms:
+        mean = sum(ratios[name]) / len(ratios[name])
+        spread = ", ".join(f"{r:.3f}" for r in ratios[name])
+        print(
+            f"sweep_c{concurrency}_{name}: {mean:.3f} (ratio wall/ideal, rounds {spread}, "
+            f"{latency:g} s server, target <= 1.25)",
+            flush=True,
+        )
+    base_cpu = sum(cpus[base]) / len(cpus[base])
+    for name, _, _ in arms:
+        mean = sum(cpus[name]) / len(cpus[name])
+        spread = ", ".join(f"{c:.2f}" for c in cpus[name])
+        print(
+            f"cpu_per_run_ms_{name}: {mean:.2f} (ratio {mean / base_cpu:.2f}x of {base}, {mean - base_cpu:+.2f} ms; "
+            f"rounds {spread}; edsb and its sandbox, instant server, concurrency {concurrency}, "
+            f"target {'<= +4 ms' if name == 'exact' else 'none'})",
+            flush=True,
+        )
 
 
 # --- per-stage CPU, in this process -------------------------------------------------------------------------------
@@ -275,7 +334,11 @@ def stage_breakdown(work: Path, smoke: bool, threaded: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few runs, a few seconds")
-    parser.add_argument("--only", choices=("sweep", "cpu", "stages"), help="one part only")
+    parser.add_argument("--only", choices=("sweep", "cpu", "arms", "stages"), help="one part only")
+    parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds of the sandbox arms")
+    parser.add_argument("--arms-concurrency", type=int, default=64, help="concurrency of the sandbox arms")
+    parser.add_argument("--baseline-src", type=Path, help="another checkout's src, run as the `persistent` arm")
+    parser.add_argument("--sandboxes", default="exact,restricted", help="the sandboxes of the arms")
     parser.add_argument("--levels", default="1,16,64,256", help="concurrencies of the sweep (1 runs a subset)")
     parser.add_argument("--cpu-concurrency", type=int, default=64, help="concurrency of the CPU figure")
     parser.add_argument(
@@ -294,6 +357,18 @@ def main() -> None:
             sweep(Path(work), args.smoke, levels, args.threaded_server)
         if args.only in (None, "cpu"):
             cpu_per_run(Path(work), args.smoke, args.cpu_concurrency, args.threaded_server)
+        if args.only in (None, "arms"):
+            rounds = 1 if args.smoke else args.rounds
+            sandboxes = tuple(args.sandboxes.split(","))
+            sandbox_arms(
+                Path(work),
+                args.smoke,
+                args.arms_concurrency,
+                args.threaded_server,
+                rounds,
+                args.baseline_src,
+                sandboxes,
+            )
         if args.only in (None, "stages"):
             stage_breakdown(Path(work), args.smoke, args.threaded_server)
     print(f"machine: {os.cpu_count()} cores, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

@@ -20,7 +20,7 @@ from edsb import __version__
 from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
-from edsb.planning.variants import PresetName, SamplerName, VariantName
+from edsb.planning.variants import PresetName, SamplerName, SandboxChoice, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
 
 
@@ -382,6 +382,15 @@ def run_command(
     sampler: Annotated[
         SamplerName | None, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + " (default reference).")
     ] = None,
+    sandbox: Annotated[
+        SandboxChoice | None,
+        typer.Option(
+            metavar="SANDBOX",
+            help="Where model code runs: `exact`, CPython as the reference runs it, contained by the kernel "
+            "(Linux: Landlock, seccomp); `restricted`, RestrictedPython, for other hosts (refuses some ordinary "
+            "Python); `auto` (default), exact where the host supports it.",
+        ),
+    ] = None,
     perturb: Annotated[
         int | None,
         typer.Option(
@@ -460,6 +469,7 @@ def run_command(
         "model_seed": model_seed,
         "seed": seed,
         "sampler": sampler,
+        "sandbox": sandbox,
         "perturb": perturb,
         "concurrency": concurrency,
         "timeout": timeout,
@@ -475,7 +485,10 @@ def run_command(
         "cache": False if no_cache else None,
         "data": str(data) if data else None,
     }
-    resolved = resolve_run_config(options, config, fetch=True, offline=offline)
+    notes: list[str] = []
+    resolved = resolve_run_config(options, config, fetch=True, offline=offline, notes=notes)
+    for note in notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     quiet = quiet or bool(session.get("quiet"))

@@ -42,7 +42,8 @@ def test_bench_sweep_smoke_prints_every_figure() -> None:
     figures = _figures("bench_sweep.py")
     stages = [f"stage_{name}_ms" for name in ("prompt", "request", "parse", "sandbox", "sampler", "judge", "write")]
     sweeps = ["sweep_c1", "sweep_c4", "sweep_c4_fresh_cache", "results_unchanged"]
-    expected = [*sweeps, "cpu_per_run_ms", *stages, "stage_pool_start_ms", "stage_other_ms", "stage_total_ms"]
+    arms = ["sweep_c4_exact", "sweep_c4_restricted", "cpu_per_run_ms_exact", "cpu_per_run_ms_restricted"]
+    expected = [*sweeps, "cpu_per_run_ms", *arms, *stages, "stage_pool_start_ms", "stage_other_ms", "stage_total_ms"]
     assert list(figures) == expected
     assert figures["results_unchanged"] == 1.0  # the smoke sweep at concurrency 1 and 4 produced the same records
 

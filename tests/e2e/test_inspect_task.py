@@ -181,6 +181,30 @@ def test_bad_task_parameters_fail_in_one_line() -> None:
         edsb_table2(cases=99)
     with pytest.raises(UsageError, match="unknown sampler 'best' \\(choose reference, optimal\\)"):
         edsb_table2(sampler="best")
+    with pytest.raises(UsageError, match="unknown sandbox 'best' \\(choose auto, exact, restricted\\)"):
+        edsb_table1(sandbox="best")
+
+
+def test_the_sandbox_parameter_reaches_the_pipeline(
+    benchmark: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-T sandbox=restricted`: the task records it, and every sample's verdict says that sandbox ran its code."""
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
+    with OpenAIServer(StoryModel(benchmark.cases)) as server:
+        (log,) = inspect_eval(
+            edsb_table1(cases=13, levels=0, sandbox="restricted"),
+            model=ROUTE,
+            model_base_url=server.base_url,
+            epochs=1,
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            max_retries=0,
+        )
+    log = read_eval_log(log.location)
+    assert log.eval.task_args["sandbox"] == "restricted" and log.eval.metadata["sandbox"] == "restricted"
+    samples = log.samples or []
+    assert samples and all(next(iter(s.scores.values())).metadata["sandbox"] == "restricted" for s in samples)
 
 
 def test_the_sampler_parameter_reaches_the_pipeline(

@@ -60,8 +60,10 @@ def graph_without_chair_2(benchmark: Benchmark, monkeypatch: pytest.MonkeyPatch)
     scene = ApiScene(load_scene(benchmark, benchmark.case(CASE).scene_name))
     scene.edges = {name: edges for name, edges in scene.edges.items() if name != "chair_2"}
 
-    def broken_context(data_dir: object, scene_name: str, latest_plans: Any = None, perturb: int = 0) -> CodeContext:
-        return CodeContext.create(scene, latest_plans)
+    def broken_context(
+        data_dir: object, scene_name: str, latest_plans: Any = None, perturb: int = 0, seed: int = 0
+    ) -> CodeContext:
+        return CodeContext.create(scene, latest_plans, seed)
 
     monkeypatch.setattr(CodeContext, "for_benchmark", staticmethod(broken_context))
 

@@ -95,7 +95,8 @@ def test_the_worker_environment_is_empty_and_secrets_never_reach_it(
     monkeypatch.setenv("EDSB_TEST_SECRET", "hunter2")
     with SandboxPool(LIMITS) as fresh:
         fresh.execute("def parse_event():\n    pass", context)
-        [worker] = fresh._idle
+        fresh.warm_up()
+        [worker, *_] = fresh._idle
         environ = Path(f"/proc/{worker.pid}/environ").read_bytes()
     assert b"hunter2" not in environ and b"EDSB_TEST_SECRET" not in environ
     assert b"API_KEY" not in environ
@@ -168,7 +169,8 @@ def test_no_file_can_be_written_even_by_accident(pool: SandboxPool, context: Cod
     # There is no file API at all; the worker additionally runs with RLIMIT_FSIZE = 0 and cwd = /.
     with SandboxPool(LIMITS) as fresh:
         fresh.execute("def parse_event():\n    pass", context)
-        [worker] = fresh._idle
+        fresh.warm_up()
+        [worker, *_] = fresh._idle
         limits = Path(f"/proc/{worker.pid}/limits").read_text()
     file_size = next(line for line in limits.splitlines() if line.startswith("Max file size"))
     assert file_size.split()[3:5] == ["0", "0"]

@@ -10,6 +10,7 @@ Inspect retries (`--retry-on-error`) instead of counting it.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 
 from inspect_ai import Epochs, Task, task
@@ -26,7 +27,7 @@ from edsb.errors import UsageError
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.variants import SamplerName, get_preset, get_variant
+from edsb.planning.variants import SamplerName, choose_sandbox, get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.keys import expand_keys
 from edsb.sandbox import SandboxLimits, check_sandbox
@@ -40,6 +41,7 @@ SCORE_METADATA = {
     "event",
     "tokens",
     "sampler_miss",
+    "sandbox",
     "surrogates_replaced",
     "truncated",
 }  # of the run, shown in the log
@@ -90,11 +92,13 @@ def edsb_planner(
     code_memory: int = 1024,
     sampler: str = "reference",
     perturb: int = 0,
+    sandbox: str = "auto",
 ) -> Solver:
     """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
-    Inspect logs them with the eval."""
+    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`)."""
     chosen_sampler = sampler_named(sampler)
-    limits = SandboxLimits(timeout=code_timeout, memory_bytes=code_memory << 20)
+    chosen_sandbox, _ = choose_sandbox(sandbox)
+    limits = SandboxLimits(sandbox=chosen_sandbox, timeout=code_timeout, memory_bytes=code_memory << 20)
     check_sandbox(limits)
     benchmark = Benchmark.open(data, perturb=perturb, fetch=True)
     pack = load_prompt_pack(benchmark)
@@ -183,8 +187,12 @@ def edsb_task(
     data: str | None,
     sampler: str = "reference",
     perturb: int = 0,
+    sandbox: str = "auto",
 ) -> Task:
     sampler_named(sampler)  # a bad choice fails here, before the dataset is built
+    sandbox, note = choose_sandbox(sandbox)
+    if note is not None:
+        logging.getLogger(__name__).warning(note)
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
@@ -195,7 +203,7 @@ def edsb_task(
     )
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb),
+        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
@@ -205,6 +213,7 @@ def edsb_task(
             "temperature": temperature,
             "seed": seed,
             "sampler": sampler,
+            "sandbox": sandbox,
             "perturb": perturb,
             **({"perturbation": label} if (label := perturbation_label(perturb)) else {}),
         },
@@ -224,12 +233,25 @@ def edsb_table1(
     data: str | None = None,
     sampler: str = "reference",
     perturb: int = 0,
+    sandbox: str = "auto",
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
     `sampler`: reference or optimal, for PI cases picked with `cases`. `perturb`: the robustness suite's renaming seed
-    (0 = the benchmark as published)."""
+    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`."""
     return edsb_task(
-        "table1", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler, perturb
+        "table1",
+        variant,
+        cases,
+        levels,
+        epochs,
+        temperature,
+        seed,
+        code_timeout,
+        code_memory,
+        data,
+        sampler,
+        perturb,
+        sandbox,
     )
 
 
@@ -246,9 +268,22 @@ def edsb_table2(
     data: str | None = None,
     sampler: str = "reference",
     perturb: int = 0,
+    sandbox: str = "auto",
 ) -> Task:
     """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
-    annealer) or optimal. `perturb`: as for table 1."""
+    annealer) or optimal. `perturb` and `sandbox`: as for table 1."""
     return edsb_task(
-        "table2", variant, cases, levels, epochs, temperature, seed, code_timeout, code_memory, data, sampler, perturb
+        "table2",
+        variant,
+        cases,
+        levels,
+        epochs,
+        temperature,
+        seed,
+        code_timeout,
+        code_memory,
+        data,
+        sampler,
+        perturb,
+        sandbox,
     )

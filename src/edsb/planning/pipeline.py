@@ -26,7 +26,7 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import generator_for, sample_positions
+from edsb.planning.sampler import generator_for, sample_positions, seed_for
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
@@ -65,7 +65,15 @@ class RunServices:
 
     def rng(self, key: RunKey) -> np.random.Generator:
         """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
-        return generator_for(f"{self.seed}/{key.id}")
+        return generator_for(self._seed_text(key))
+
+    def code_seed(self, key: RunKey) -> int:
+        """The seed of the run's code (`random`, `numpy.random`), derived as the sampler's is: from the seed and the
+        run key only, so a run's code draws the same numbers at any concurrency and on a rerun."""
+        return seed_for(self._seed_text(key))
+
+    def _seed_text(self, key: RunKey) -> str:
+        return f"{self.seed}/{key.id}"
 
 
 @dataclass
@@ -123,7 +131,9 @@ async def plan_run(
         raise UnsupportedVariantError(reason)
     assert services.pack is not None
     benchmark = services.benchmark
-    context = CodeContext.for_benchmark(benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb)
+    context = CodeContext.for_benchmark(
+        benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb, services.code_seed(key)
+    )
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
         plan = await _run_code(services, narration, context, variant.planning_mode, trace)
@@ -288,6 +298,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         model=trace.model or services.model.identity,
         sampler=_sampler_record(services, scenario),
         sampler_miss=sampler_miss,
+        sandbox=services.limits.sandbox,
         surrogates_replaced=sorted(trace.repairs.surrogates),
         truncated=sorted(trace.repairs.truncated),
     )

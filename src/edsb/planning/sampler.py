@@ -667,8 +667,12 @@ def sample_position(
 def generator_for(text: str) -> np.random.Generator:
     """A generator that depends only on `text` (the seed and what is sampled: a run key, a line number), so neither
     concurrency nor order changes a sampled point."""
-    digest = hashlib.sha256(text.encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return np.random.default_rng(seed_for(text))
+
+
+def seed_for(text: str) -> int:
+    """A 64-bit seed that depends only on `text` (also the seed of a run's code: its `random` and `numpy.random`)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def sample_positions(

@@ -287,6 +287,7 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
         raise UsageError("compare needs at least two run directories")
     runs = []
     samplers: list[str] = []
+    sandboxes: list[str] = []
     notes: list[str] = []
     for name, path in zip(run_names(paths), paths, strict=True):
         directory = RunDirectory.open(path)
@@ -296,9 +297,16 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
             name = f"{name} ({label})"
         runs.append(ComparedRun(name, Path(path), directory.config.model, directory.results))
         samplers.append(directory.config.sampler)
+        sandboxes.append(directory.config.sandbox)
     if len(set(samplers)) > 1 and any("PI" in r.tags for run in runs for r in run.results):
         named = ", ".join(f"{run.name}: {sampler}" for run, sampler in zip(runs, samplers, strict=True))
         notes.append(f"the runs' PI positions come from different samplers ({named}): PI differences are partly theirs")
+    if len(set(sandboxes)) > 1:
+        named = ", ".join(f"{run.name}: {sandbox}" for run, sandbox in zip(runs, sandboxes, strict=True))
+        notes.append(
+            f"the runs' code ran in different sandboxes ({named}): the restricted one refuses some code that the "
+            "exact one runs, so execution differences are partly theirs"
+        )
     base = runs[0]
     comparisons = []
     for run in runs[1:]:

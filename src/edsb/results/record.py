@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
 from pydantic_core import PydanticSerializationError
@@ -77,6 +77,9 @@ class RunResult(BaseModel):
     # A judged PI run sampled by the reference annealer: true when it failed but the optimal sampler, given the same
     # relationships, would have passed (the model was right, the annealer unlucky); None for every other run.
     sampler_miss: bool | None = None
+    # The sandbox that ran the model's code (`exact` / `restricted`); lines written before the choice existed ran in
+    # the restricted one.
+    sandbox: Literal["exact", "restricted"] = "restricted"
     # Where lone surrogates sent by the model or server were replaced by U+FFFD (`narrator`, `event_parser`, `event`,
     # `code`, `error`, ...), and which fields were cut to their size limit (`error`, `reason`, `event`, `plan`).
     surrogates_replaced: list[StrictStr] = []
@@ -135,4 +138,4 @@ class RunResult(BaseModel):
         )
 
 
-_IDENTITY = {"key", "variant", "case", "distraction", "repeat", "scene", "tags", "model"}
+_IDENTITY = {"key", "variant", "case", "distraction", "repeat", "scene", "tags", "model", "sandbox"}

@@ -17,8 +17,9 @@ from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.plans import PlanLimits
-from edsb.planning.variants import SamplerName, get_preset, get_variant
+from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
+from edsb.sandbox.limits import SandboxName
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
@@ -32,6 +33,7 @@ IDENTITY_FIELDS = (
     "model_seed",
     "seed",
     "sampler",
+    "sandbox",
     "code_timeout",
     "code_memory_mb",
     "perturb",
@@ -43,6 +45,8 @@ IDENTITY_FIELDS = (
 SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 # The embedded model's token cap of a directory written before `--max-tokens` existed.
 LOCAL_CAP_BEFORE_OPTION = 512
+# The sandbox of a directory written before `--sandbox` existed: RestrictedPython was the only one then.
+SANDBOX_BEFORE_CHOICE: SandboxName = "restricted"
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -66,6 +70,8 @@ class RunConfig(BaseModel):
     model_seed: int | None = Field(default=None, ge=0)
     seed: int = 0
     sampler: SamplerName = SamplerName.REFERENCE
+    # The sandbox that runs (never `auto`: `resolve_run_config` resolves it); by default what `auto` picks here.
+    sandbox: SandboxName = Field(default_factory=lambda: choose_sandbox(SandboxChoice.AUTO)[0])
     concurrency: int = Field(default=4, ge=1)
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
@@ -207,8 +213,9 @@ _OPTION_OF = {"code_memory_mb": "code-memory"}
 
 
 def read_config(path: Path) -> RunConfig:
-    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser.
-    Raises JSONDecodeError or ValidationError for an unreadable file."""
+    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser, one
+    written before `--sandbox` existed ran in the restricted sandbox. Raises JSONDecodeError or ValidationError for
+    an unreadable file."""
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(raw, dict):
         raw.setdefault("sampler", str(SAMPLER_BEFORE_CHOICE))
@@ -216,6 +223,7 @@ def read_config(path: Path) -> RunConfig:
             # Written before --max-tokens: the embedded model then capped every reply at 512 tokens and seeded each
             # request with its repeat number.
             raw.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=raw.get("model_seed", 0))
+        raw.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
     return RunConfig.model_validate(raw)
 
 
@@ -224,12 +232,18 @@ def write_config(run_dir: Path, config: RunConfig) -> None:
 
 
 def resolve_run_config(
-    options: dict[str, Any], config_file: Path | None = None, *, fetch: bool = False, offline: bool = False
+    options: dict[str, Any],
+    config_file: Path | None = None,
+    *,
+    fetch: bool = False,
+    offline: bool = False,
+    notes: list[str] | None = None,
 ) -> RunConfig:
     """The configuration of one `edsb run`: defaults < preset < config file < explicit options (None = not given).
 
     `options` uses `RunConfig` field names plus `preset`; cases and levels may be selection strings or lists.
-    `fetch` / `offline`: as `Benchmark.open` (the data is downloaded on first use unless offline).
+    `fetch` / `offline`: as `Benchmark.open` (the data is downloaded on first use unless offline). The sandbox
+    choice (`auto` by default) is resolved here; `notes` receives the line that says why `auto` fell back.
     """
     merged: dict[str, Any] = {}
     file_options = load_config_file(config_file) if config_file else {}
@@ -242,6 +256,9 @@ def resolve_run_config(
         )
     merged.update(file_options)
     merged.update({k: v for k, v in options.items() if v is not None and k != "preset"})
+    merged["sandbox"], note = choose_sandbox(str(merged.get("sandbox") or SandboxChoice.AUTO))
+    if note is not None and notes is not None:
+        notes.append(note)
     benchmark = Benchmark.open(merged.get("data"), fetch=fetch, offline=offline)
     cases = merged.get("cases")
     if isinstance(cases, list):

@@ -93,7 +93,9 @@ def run_benchmark(
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
-    limits = SandboxLimits(timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20)
+    limits = SandboxLimits(
+        sandbox=config.sandbox, timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20
+    )
     try:
         model = build_model(
             config.model,

@@ -6,14 +6,22 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, TypeAlias
 
 from edsb.geometry.scene import Scene
 from edsb.sandbox.code_api import ApiScene, LatestPlan
 
+SandboxName: TypeAlias = Literal["exact", "restricted"]
+SANDBOXES: tuple[SandboxName, ...] = ("exact", "restricted")
+
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-run limits. One pool of workers exists per distinct value (the memory limit is set at worker start)."""
+    """Per-run limits, and which sandbox runs the code: `exact` (CPython's own `exec`, contained by the kernel) or
+    `restricted` (RestrictedPython, the fallback where the kernel lacks Landlock or seccomp). One pool exists per
+    distinct value. The default is `restricted` because it runs on every host; `edsb run` resolves its `auto`."""
+
+    sandbox: SandboxName = "restricted"
 
     timeout: float = 10.0  # wall-clock seconds for compiling and running the code
     memory_bytes: int = 1 << 30  # address space of the worker process
@@ -23,8 +31,7 @@ class SandboxLimits:
     # character and relationship without a time limit, so this bounds the parent's work per run (about 2 s).
     max_plan_bytes: int = 16 << 10
     max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
-    runs_per_worker: int = 500  # a worker is replaced after this many runs
-    workers: int = 0  # worker processes per pool; 0 = one per usable core, at most 8 (`pool.default_workers`)
+    workers: int = 0  # runs at once per pool (and children forked ahead); 0 = one per usable core, at most 8
 
     @property
     def cpu_budget(self) -> float:
@@ -56,12 +63,15 @@ class CodeContext:
 
     scene: SceneSource | Scene | ApiScene
     latest_plans: tuple[tuple[str, LatestPlan], ...] = field(default=())
+    # Seeds `random` and `numpy.random` in the run's fresh process, so that a run that draws numbers is reproducible
+    # (every fork of the template would otherwise start from the same state, whatever the run).
+    seed: int = 0
 
     @classmethod
     def create(
-        cls, scene: SceneSource | Scene | ApiScene, latest_plans: Mapping[str, LatestPlan] | None = None
+        cls, scene: SceneSource | Scene | ApiScene, latest_plans: Mapping[str, LatestPlan] | None = None, seed: int = 0
     ) -> CodeContext:
-        return cls(scene, tuple((latest_plans or {}).items()))
+        return cls(scene, tuple((latest_plans or {}).items()), seed)
 
     @classmethod
     def for_benchmark(
@@ -70,5 +80,6 @@ class CodeContext:
         scene_name: str,
         latest_plans: Mapping[str, LatestPlan] | None = None,
         perturb: int = 0,
+        seed: int = 0,
     ) -> CodeContext:
-        return cls.create(SceneSource.of(data_dir, scene_name, perturb), latest_plans)
+        return cls.create(SceneSource.of(data_dir, scene_name, perturb), latest_plans, seed)

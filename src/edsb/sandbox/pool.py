@@ -1,13 +1,15 @@
-"""The parent's side of the sandbox: a pool of worker processes per `SandboxLimits`, and the calls that hand a reply
-to a worker and wait for its answer.
+"""The parent's side of the sandbox: per `SandboxLimits`, a template process and the fresh children forked from it,
+one per run, and the calls that hand a reply to a child and wait for its answer.
 
-A pool holds one template process and at most `workers` worker processes (by default one per core, whatever the
-runner's concurrency: a call waits for a free worker). The template starts with a minimal environment (none of the
-parent's variables, so no API keys), in `/`, in its own session, with stderr discarded; it imports everything, sets
-the limits, and keeps the scenes the workers have used, but never runs model code. Workers are forked from it, so a
-new or replaced worker costs a fork instead of an interpreter start and a scene load. The parent kills a worker when a
-run exceeds its wall-clock timeout, and replaces it after a timeout, a memory error, a crash or `runs_per_worker`
-runs. The public functions are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
+The template starts with a minimal environment (none of the parent's variables, so no API keys), in `/`, in its own
+session, with stderr discarded; it imports everything, builds the kernel's filters and keeps the scenes, but never
+runs model code. Every run gets a child of its own, forked from it: the child contains itself (`kernel`) at once,
+says so in a first frame, waits for its request (on a scene the template loaded before forking it), runs the code
+once and is killed as soon as it has answered, so nothing a run changes reaches a later one. `size` children (by
+default one per core, whatever the runner's concurrency: a call waits for a free slot) are forked ahead and wait;
+each one used is replaced in the background while the parent judges its run. The parent kills a child at its
+wall-clock timeout, reads bounded frames, and checks the answer as untrusted data (`_answer`). The public functions
+are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from edsb.geometry.scene import Scene
 from edsb.results import ErrorKind
+from edsb.sandbox import kernel
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
@@ -40,23 +43,23 @@ from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied
 
 
 def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
-    """Run the code of a model reply (or bare code) in a sandbox worker: what it set, or CodeError for the model's
-    failures (EdsbFault / SandboxError when edsb itself fails)."""
+    """Run the code of a model reply (or bare code) in a fresh sandbox process: what it set, or CodeError for the
+    model's failures (EdsbFault / SandboxError when edsb itself fails)."""
     return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
 
 
 def sandbox_threads(limits: SandboxLimits | None = None) -> ThreadPoolExecutor:
-    """Threads for an event loop's sandbox calls (`loop.run_in_executor`): as many as the pool has workers, so that
-    no thread waits for a worker and no idle one competes for the GIL. At concurrency 256, asyncio's default pool
+    """Threads for an event loop's sandbox calls (`loop.run_in_executor`): as many as the pool runs at once, so that
+    no thread waits for a slot and no idle one competes for the GIL. At concurrency 256, asyncio's default pool
     (cores + 4 threads, four of them waiting on the workers) made the loop wait for the GIL at each hand-off."""
     return default_pool(limits or DEFAULT_LIMITS).threads
 
 
 def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSource] = ()) -> None:
-    """Start the pool for these limits now, its workers included (they stay for the runs) and holding `scenes`
-    (the benchmark scenes the runs will use, loaded once for all workers): a setting that cannot work, such as a
-    memory limit below what a worker needs, is then one SandboxError before any run instead of a failure of each,
-    and no run waits for a worker to start or a scene to load."""
+    """Start the pool for these limits now, its first children forked and the template holding `scenes` (the
+    benchmark scenes the runs will use, loaded once for all children): a setting that cannot work, such as a memory
+    limit below what the template needs or `exact` on a host without the kernel's layers, is then one SandboxError
+    before any run instead of a failure of each, and no run waits for the template or a scene."""
     default_pool(limits or DEFAULT_LIMITS).warm_up(scenes)
 
 
@@ -74,7 +77,7 @@ def default_pool(limits: SandboxLimits) -> SandboxPool:
 
 
 def shutdown_sandboxes() -> None:
-    """Stop every worker of every default pool (also registered to run at exit)."""
+    """Stop every process of every default pool (also registered to run at exit)."""
     with _pools_lock:
         pools = list(_pools.values())
         _pools.clear()
@@ -86,8 +89,8 @@ atexit.register(shutdown_sandboxes)
 
 
 def default_workers() -> int:
-    """Workers per pool by default: one per core this process may use (at most 8). A run keeps a worker for a
-    millisecond or so, so more workers than cores would only add processes, never throughput."""
+    """Runs at once per pool by default: one per core this process may use (at most 8). A run keeps its process
+    for a few milliseconds, so more than cores would only add processes, never throughput."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -96,67 +99,77 @@ def default_workers() -> int:
 
 
 class SandboxPool:
-    """A bounded set of worker processes for one `SandboxLimits`, forked from one template process; `execute` may be
-    called from many threads (a call waits while every worker is busy)."""
+    """Runs of one `SandboxLimits`, each in a fresh child forked from one template process; `execute` may be called
+    from many threads (at most `size` runs at once, the others wait). `size` children are forked ahead and wait for
+    a request, so a run does not wait for its fork: each one used is replaced in the background."""
 
     def __init__(self, limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
         self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="edsb-sandbox")
-        self._idle: list[_Worker] = []
+        # One thread forks children ahead (its requests to the template are serial anyway).
+        self._forker = ThreadPoolExecutor(1, thread_name_prefix="edsb-fork")
+        self._forking = False
+        self._idle: list[_Child] = []
         self._lock = threading.Lock()
         self._closed = False
         self._template: _Template | None = None
         self._template_lock = threading.Lock()
-        # Benchmark scenes given at start or loaded by some worker: the template loads them too, so that later
-        # workers have them.
+        # Benchmark scenes given at start or asked for by a run: the template loads each once, before it forks the
+        # children that run on them (they cannot open the data once contained).
         self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # What every child applies when it is forked, before any request (`worker._serve_one`).
+        self._settings = {
+            "sandbox": limits.sandbox,
+            "memory_bytes": limits.memory_bytes,
+            "cpu_seconds": limits.cpu_budget,
+        }
         # Inline scenes, pickled once: id(scene) -> (scene, digest, pickle).
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
 
     def execute(self, reply: str, context: CodeContext) -> RawPlan:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
+        scene = scene_key(request["scene"])
+        if scene[0] == "source" and scene not in self._scenes:
+            self._add_scene(scene, request["scene"])
         with self._slots:
-            for _ in range(3):
-                worker = self._checkout()
-                try:
-                    return worker.run(request, self.limits, self._scene_loaded)
-                except _StaleWorker:
-                    continue  # it died while idle: the request never reached it
-                finally:
-                    self._checkin(worker)
-        raise SandboxError("sandbox workers keep dying before they accept work")
+            try:
+                for _ in range(3):
+                    child = self._checkout(scene)
+                    try:
+                        return child.run(request, self.limits)
+                    except _StaleChild:
+                        continue  # it died while idle: the request never reached it
+                    finally:
+                        child.retire()
+                raise SandboxError("sandbox processes keep dying before they accept work")
+            finally:
+                self._fork_ahead()
 
     def warm_up(self, scenes: Iterable[SceneSource] = ()) -> None:
-        """Start the template and every worker now, the template holding `scenes` first so that every worker has
-        them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
-        workers cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are out):
-        one that finds no idle worker forks its own, and workers beyond the pool's size are stopped when idle."""
+        """Start the template and fork `size` children now, the template holding `scenes` first so that every child
+        has them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
+        template cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are
+        out): one that finds no idle child forks its own."""
         with self._lock:
             for scene in scenes:
                 spec = ("source", scene.data_dir, scene.scene_name, str(scene.perturb))
                 self._scenes.setdefault(scene_key(spec), spec)
-        workers: list[_Worker] = []
-        try:
-            for _ in range(self.size):
-                workers.append(self._checkout())
-        finally:
-            for worker in workers:
-                self._checkin(worker)
+        self._fill()
 
-    def worker_pids(self) -> list[int]:
-        """The process ids of the idle workers (for tests and benchmarks)."""
+    def idle_pids(self) -> list[int]:
+        """The process ids of the children forked ahead (for tests and benchmarks)."""
         with self._lock:
-            return [worker.pid for worker in self._idle]
+            return [child.pid for child in self._idle]
 
     def close_idle(self) -> None:
-        """Stop the idle workers (the next call forks a fresh one); the template stays."""
+        """Stop the children forked ahead (the next call forks a fresh one); the template stays."""
         with self._lock:
             idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.stop()
+        for child in idle:
+            child.stop()
 
     @property
     def template_pid(self) -> int | None:
@@ -168,8 +181,9 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.stop()
+        self._forker.shutdown(wait=True)
+        for child in idle:
+            child.stop()
         with self._template_lock:
             template, self._template = self._template, None
         if template is not None:
@@ -191,16 +205,11 @@ class SandboxPool:
             "reply": reply,
             "scene": scene,
             "latest_plans": context.latest_plans,
-            "cpu_seconds": self.limits.cpu_budget,
+            "seed": context.seed,
             "max_printed_chars": self.limits.max_printed_chars,
             "max_result_bytes": self.limits.max_result_bytes,
             "max_plan_bytes": self.limits.max_plan_bytes,
         }
-
-    def _scene_loaded(self, spec: tuple[Any, ...]) -> None:
-        if spec[0] == "source":
-            with self._lock:
-                self._scenes.setdefault(scene_key(spec), tuple(spec))
 
     def _scene_blob(self, scene: Scene | ApiScene) -> tuple[str, bytes]:
         with self._lock:
@@ -210,19 +219,83 @@ class SandboxPool:
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
-    def _checkout(self) -> _Worker:
+    def _add_scene(self, key: tuple[str, ...], spec: tuple[str, ...]) -> None:
+        """A scene for the template to load before its next fork (children cannot open the data once contained).
+        The children forked ahead without it are replaced: every later child holds it."""
+        with self._lock:
+            if key in self._scenes:
+                return
+            self._scenes[key] = spec
+            stale = [child for child in self._idle if key not in child.scenes]
+            self._idle = [child for child in self._idle if key in child.scenes]
+        for child in stale:
+            child.retire()
+
+    def _checkout(self, scene: tuple[str, ...]) -> _Child:
+        """An idle child that holds `scene` (any, for an inline scene), else a new one; SandboxError if the template
+        cannot load the scene."""
+        dead: list[_Child] = []
+        found = None
         with self._lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.idle_and_alive():
-                    return worker
-                worker.stop()
-        return self._spawn()
+            for child in list(self._idle):
+                if not child.idle_and_alive():
+                    self._idle.remove(child)
+                    dead.append(child)
+                elif scene[0] != "source" or scene in child.scenes:
+                    self._idle.remove(child)
+                    found = child
+                    break
+        for child in dead:
+            child.stop()
+        if found is not None:
+            return found
+        [child] = self._spawn()
+        if scene[0] == "source" and scene not in child.scenes:
+            child.retire()
+            raise SandboxError(child.template.unloadable.get(scene, "cannot load the scene"))
+        return child
 
-    def _spawn(self) -> _Worker:
-        """A new worker forked from the template (started, or restarted if it died, on first need)."""
+    def _fork_ahead(self) -> None:
+        """Replace the children used, in the background, while the parent judges their runs."""
+        with self._lock:
+            if self._forking or self._closed or len(self._idle) >= self.size:
+                return
+            self._forking = True
+        try:
+            self._forker.submit(self._fill_in_background)
+        except RuntimeError:  # shut down by close()
+            with self._lock:
+                self._forking = False
+
+    def _fill_in_background(self) -> None:
+        try:
+            self._fill()
+        except SandboxError:
+            pass  # the next run forks its own child and reports the failure
+        finally:
+            with self._lock:
+                self._forking = False
+
+    def _fill(self) -> None:
+        while True:
+            with self._lock:
+                missing = 0 if self._closed else self.size - len(self._idle)
+            if missing <= 0:
+                return
+            children = self._spawn(min(missing, _FORK_BATCH))
+            with self._lock:
+                room = 0 if self._closed else self.size - len(self._idle)
+                self._idle += children[:room]
+                extra = children[room:]
+            for child in extra:
+                child.stop()
+            if extra:
+                return
+
+    def _spawn(self, count: int = 1) -> list[_Child]:
+        """New children forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
             scenes = list(self._scenes.values())
         with self._template_lock:
@@ -230,9 +303,9 @@ class SandboxPool:
                 raise SandboxError("the sandbox pool is closed")
             for attempt in range(2):
                 if self._template is None or not self._template.alive:
-                    self._template = _Template.start(self.limits)
+                    self._template = _Template.start(self.limits, scenes)
                 try:
-                    return self._template.spawn(scenes, self.limits)
+                    return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
                     self._template.stop()
                     self._template = None
@@ -240,22 +313,12 @@ class SandboxPool:
                         raise SandboxError("the sandbox template process keeps dying") from None
         raise AssertionError("unreachable")
 
-    def _checkin(self, worker: _Worker) -> None:
-        if not worker.alive or worker.runs >= self.limits.runs_per_worker:
-            worker.stop()
-            return
-        with self._lock:
-            if not self._closed and len(self._idle) < self.size:
-                self._idle.append(worker)
-                return
-        worker.stop()
-
 
 # --- the parent's side of the template and the workers ----------------------------------------------------------------
 
 _STARTUP_TIMEOUT = 120.0  # seconds for the template to import its modules
-_LOAD_TIMEOUT = 120.0  # seconds to load and prepare a scene (in a worker once per scene; in the template per spawn)
-_REAP_TIMEOUT = 5.0  # seconds for a killed worker's exit status
+_LOAD_TIMEOUT = 120.0  # seconds to load a scene and contain a child (or, in the template, to load and fork)
+_REAP_TIMEOUT = 5.0  # seconds for a killed child's exit status
 _WORKER_ENV = {
     "PYTHONHASHSEED": "0",  # set iteration in model code is reproducible from run to run
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -265,14 +328,25 @@ _WORKER_ENV = {
     "MKL_NUM_THREADS": "1",
     "LC_ALL": "C.UTF-8",
 }
+
+
+def _template_env() -> dict[str, str]:
+    """The template's whole environment: `_WORKER_ENV`, and the probe's simulation of a weaker host (tests), so that
+    the template and the parent agree on what the host supports."""
+    probe = os.environ.get(kernel.PROBE_ENV)
+    return _WORKER_ENV if probe is None else {**_WORKER_ENV, kernel.PROBE_ENV: probe}
+
+
 _BOOTSTRAP = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
     "from edsb.sandbox.worker import template_main; template_main()"
 )
 _CONTROL_ANSWER_BYTES = 1 << 16
+_READY_READ_TIMEOUT = 1.0  # seconds to read the rest of a first frame that has begun to arrive
+_FORK_BATCH = 32  # children asked of the template at once (it accepts up to `worker._MAX_BATCH` descriptors)
 
 
-class _StaleWorker(Exception):
+class _StaleChild(Exception):
     pass
 
 
@@ -280,8 +354,13 @@ class _TemplateDied(Exception):
     pass
 
 
+# What an answer may say it is: the child's frames after "contained" are the model's to forge, so an error is only
+# believed as one of the model's own kinds.
+_CODE_KINDS = frozenset(kind for kind in ErrorKind if kind.value.startswith("code_"))
+
+
 class _Template:
-    """The template process: forks workers on request and reports their exit status (they are its children)."""
+    """The template process: forks children on request and reaps them (they are its children)."""
 
     def __init__(self, process: subprocess.Popen[bytes], control: socket.socket) -> None:
         self.process = process
@@ -289,24 +368,32 @@ class _Template:
         self.answers = FrameReader(control.fileno())
         self.alive = True
         self._lock = threading.Lock()  # one request and its answer at a time
+        self._done: list[int] = []  # children killed after their run, reaped with the next request
+        self.unloadable: dict[tuple[str, ...], str] = {}  # scenes it could not load, and why
 
     @classmethod
-    def start(cls, limits: SandboxLimits) -> _Template:
+    def start(cls, limits: SandboxLimits, scenes: list[tuple[str, ...]]) -> _Template:
+        """The template, started; `scenes` name the data directories no Landlock read rule may cover."""
+        if limits.sandbox == "exact":
+            support = kernel.host_support()
+            if not support.exact:
+                raise SandboxError(f"the exact sandbox cannot run on this host: {support.reason}")
         paths = [os.path.abspath(p) for p in sys.path if p]  # the template runs in /
+        data = json.dumps(sorted({spec[1] for spec in scenes if spec[0] == "source"}))
         ours, theirs = socket.socketpair()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, json.dumps(paths), str(limits.memory_bytes)],
+                [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, json.dumps(paths), str(limits.memory_bytes), data],
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=_WORKER_ENV,
+                env=_template_env(),
                 cwd="/",
                 start_new_session=True,
             )
         except OSError as exc:
             ours.close()
-            raise SandboxError(f"cannot start a sandbox worker: {exc}") from None
+            raise SandboxError(f"cannot start the sandbox: {exc}") from None
         finally:
             theirs.close()
         template = cls(process, ours)
@@ -314,43 +401,55 @@ class _Template:
             ready = template._receive(_STARTUP_TIMEOUT)
         except (WorkerDied, Deadline):
             template.stop()
-            raise SandboxError("a sandbox worker failed to start (is edsb importable by the same Python?)") from None
+            raise SandboxError("the sandbox failed to start (is edsb importable by the same Python?)") from None
         if ready.get("status") != "ready":
             template.stop()
-            raise SandboxError(f"a sandbox worker failed to start: {ready.get('message', ready)}")
+            raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
         return template
 
-    def spawn(self, scenes: list[tuple[str, ...]], limits: SandboxLimits) -> _Worker:
-        """A new worker, holding every scene of `scenes` the template could load; _TemplateDied if it is gone."""
-        ours, theirs = socket.socketpair()
-        payload = pickle.dumps({"op": "spawn", "scenes": scenes}, protocol=pickle.HIGHEST_PROTOCOL)
+    def spawn(self, scenes: list[tuple[str, ...]], count: int, settings: dict[str, Any]) -> list[_Child]:
+        """`count` new children (one request: the template's loop and this round trip are paid once), holding every
+        scene of `scenes` the template could load; _TemplateDied if it is gone."""
+        pairs = [socket.socketpair() for _ in range(count)]
+        command = {"op": "spawn", "scenes": scenes, "settings": settings}
         try:
             with self._lock:
+                done, self._done = self._done, []
+                payload = pickle.dumps({**command, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
-                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], [theirs.fileno()])
+                    fds = [theirs.fileno() for _, theirs in pairs]
+                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], fds)
                 except OSError:
                     raise _TemplateDied() from None
                 finally:
-                    theirs.close()
+                    for _, theirs in pairs:
+                        theirs.close()
                 answer = self._receive(_LOAD_TIMEOUT)
         except (WorkerDied, Deadline):
-            ours.close()
+            for ours, _ in pairs:
+                ours.close()
             raise _TemplateDied() from None
         except BaseException:
-            ours.close()
+            for ours, _ in pairs:
+                ours.close()
             raise
-        if answer.get("status") != "spawned":
-            ours.close()
-            raise SandboxError(f"a sandbox worker failed to start: {answer.get('message', answer)}")
-        return _Worker(int(answer["pid"]), ours, self, {scene_key(spec) for spec in answer["scenes"]})
+        pids = answer.get("pids")
+        if answer.get("status") != "spawned" or not isinstance(pids, list) or len(pids) != count:
+            for ours, _ in pairs:
+                ours.close()
+            raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
+        held = {scene_key(spec) for spec in answer["scenes"]}
+        self.unloadable.update((scene_key(key), str(message)) for key, message in answer["unloadable"])
+        return [_Child(int(pid), ours, self, set(held)) for pid, (ours, _) in zip(pids, pairs, strict=True)]
 
     def reap(self, pid: int) -> int | None:
-        """The exit status of a worker that was killed or exited (as `Popen.returncode`); None if unknown."""
+        """The exit status of a child that was killed or exited (as `Popen.returncode`); None if unknown."""
         if not self.alive:
             return None
-        payload = pickle.dumps({"op": "reap", "pid": pid}, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             with self._lock:
+                done, self._done = self._done, []
+                payload = pickle.dumps({"op": "reap", "pid": pid, "done": done}, pickle.HIGHEST_PROTOCOL)
                 self.control.sendall(HEADER.pack(len(payload)) + payload)
                 answer = self._receive(_REAP_TIMEOUT)
         except (OSError, WorkerDied, Deadline):
@@ -358,6 +457,12 @@ class _Template:
             return None
         status = answer.get("status")
         return status if isinstance(status, int) else None
+
+    def reap_later(self, pid: int) -> None:
+        """Reap a killed child with the next request (its exit status is not needed), without a round trip now."""
+        with self._lock:
+            if self.alive:
+                self._done.append(pid)
 
     def stop(self) -> None:
         if not self.alive:
@@ -374,17 +479,18 @@ class _Template:
         return self.answers.read(time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
 
 
-class _Worker:
-    """The parent's handle on one worker: its process id (a child of the template) and its socket."""
+class _Child:
+    """The parent's handle on one child: its process id (a child of the template) and its socket. A child serves
+    one run; the parent kills it once it has the answer (the code may still be running, having forged one)."""
 
     def __init__(self, pid: int, channel: socket.socket, template: _Template, scenes: set[tuple[str, ...]]) -> None:
         self.pid = pid
         self.channel = channel
         self.answers = FrameReader(channel.fileno())
         self.template = template
-        self.scenes = scenes  # scenes the worker holds: a run on one of them needs no "loaded" step
-        self.runs = 0
+        self.scenes = scenes  # scenes the child holds: a run on another one loads it first
         self.alive = True
+        self.ready: dict[str, Any] | None = None  # the child's first frame, once read
         self.exit_status: int | None = None
         # A handle on this very process: signalling it can never hit another process that reused the id (possible
         # once the template is gone and no longer keeps its dead children unreaped).
@@ -393,61 +499,66 @@ class _Worker:
             self.pidfd = os.pidfd_open(pid)
 
     def idle_and_alive(self) -> bool:
-        """An idle worker never writes: anything readable on its socket (end of file, at least) means it died."""
-        if not self.alive or self.answers.buffer:
+        """Whether an idle child can take a run. It writes one frame once contained, then nothing until it has a
+        request: that frame is read here (without waiting), and anything readable after it (end of file, at least)
+        means it died."""
+        if not self.alive:
             return False
         poller = select.poll()
         poller.register(self.channel.fileno(), select.POLLIN)
-        return not poller.poll(0)
+        if not self.answers.buffer and not poller.poll(0):
+            return True  # still containing itself, or waiting for its request
+        if self.ready is not None:
+            return False
+        try:
+            self.ready = self.answers.read(time.monotonic() + _READY_READ_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except (WorkerDied, Deadline):
+            return False
+        return not self.answers.buffer and not poller.poll(0)
 
-    def run(self, request: dict[str, Any], limits: SandboxLimits, loaded: Callable[[tuple[Any, ...]], None]) -> RawPlan:
-        self.runs += 1
-        scene = scene_key(request["scene"])
-        announce = scene not in self.scenes
-        payload = pickle.dumps({**request, "announce": announce}, protocol=pickle.HIGHEST_PROTOCOL)
+    def run(self, request: dict[str, Any], limits: SandboxLimits) -> RawPlan:
+        # The first frame is the child's own, sent once it is contained, before it reads a request (so usually
+        # read already by `idle_and_alive`): trusted. None comes from a child that died while idle.
+        try:
+            ready = self.ready or self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except WorkerDied:
+            raise _StaleChild() from None
+        except Deadline:
+            raise SandboxError("a sandbox process did not get ready in time") from None
+        if ready.get("status") != "contained":
+            raise SandboxError(str(ready.get("message", ready)))
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
-            self.stop()
-            raise _StaleWorker() from None
+            raise _StaleChild() from None
+        # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
         try:
-            if announce:
-                response = self._receive(time.monotonic() + _LOAD_TIMEOUT, limits.max_result_bytes)
-                if response.get("status") == "loaded":
-                    self.scenes.add(scene)
-                    loaded(request["scene"])
-                    response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
-            else:
-                response = self._receive(time.monotonic() + limits.timeout, limits.max_result_bytes)
+            response = self.answers.read(time.monotonic() + limits.timeout, limits.max_result_bytes)
         except Deadline:
-            self.stop()
             raise CodeError(
                 ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s"
             ) from None
         except WorkerDied as died:
+            if died.args != ("end of output",):  # a frame that is no answer: the model's, written to the channel
+                raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({died})") from None
             self.stop()
             raise self._death_error(str(died)) from None
-        if response.get("recycle"):
-            self.stop()
-        status = response.get("status")
-        try:
-            if status == "ok":
-                return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
-            if status == "error":
-                error = CodeError(response["kind"], str(response["message"]))
-                error.repaired = response.get("repaired") is True
-                raise error
-            if status == "fault":
-                raise EdsbFault(str(response["message"]))
-        except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
-            self.stop()
-            raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker sent a malformed answer ({exc!r})") from None
-        raise SandboxError(str(response.get("message", "the sandbox worker failed")))
+        return _answer(response, limits)
+
+    def retire(self) -> None:
+        """Kill the child (done with its run, or never used) and have the template reap it later."""
+        if self._kill():
+            self.template.reap_later(self.pid)
 
     def stop(self) -> None:
-        """Kill the worker and collect its exit status (until then its process id cannot be reused)."""
+        """Kill the child and collect its exit status now (for `_death_error`)."""
+        if self._kill():
+            self.exit_status = self.template.reap(self.pid)
+
+    def _kill(self) -> bool:
         if not self.alive:
-            return
+            return False
         self.alive = False
         with contextlib.suppress(OSError):
             if self.pidfd is not None:
@@ -455,18 +566,34 @@ class _Worker:
             elif self.template.alive:  # its dead children stay unreaped until it reaps them: the id is still theirs
                 os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            self.channel.close()  # without a kill, the worker exits at the end of its input
+            self.channel.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
-        self.exit_status = self.template.reap(self.pid)
+        return True
 
     def _death_error(self, detail: str) -> CodeError:
         code = self.exit_status
         if code is not None and code < 0 and -code == signal.SIGXCPU:
             return CodeError(ErrorKind.CODE_TIMEOUT, "TimeoutError: the code used up its CPU time")
         if code is not None and code < 0 and -code == signal.SIGKILL:
-            return CodeError(ErrorKind.CODE_MEMORY, "MemoryError: the worker was killed (out of memory?)")
-        return CodeError(ErrorKind.CODE_CRASH, f"the sandbox worker died ({detail}, exit status {code})")
+            return CodeError(ErrorKind.CODE_MEMORY, "MemoryError: the sandbox process was killed (out of memory?)")
+        return CodeError(ErrorKind.CODE_CRASH, f"the sandbox process died ({detail}, exit status {code})")
 
-    def _receive(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
-        return self.answers.read(deadline, max_result_bytes)
+
+def _answer(response: dict[str, Any], limits: SandboxLimits) -> RawPlan:
+    """A child's answer, checked as untrusted data: a plan, or one of the model's own error kinds. Only the
+    restricted sandbox may report a fault of edsb's (its guards and blame run in the child, and no model code can
+    reach the channel there); under `exact`, a "fault" can only be forged, and is the model's malformed answer."""
+    status = response.get("status")
+    try:
+        if status == "ok":
+            return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
+        if status == "error" and response["kind"] in _CODE_KINDS:
+            error = CodeError(ErrorKind(response["kind"]), str(response["message"]))
+            error.repaired = response.get("repaired") is True
+            raise error
+        if status == "fault" and limits.sandbox == "restricted":
+            raise EdsbFault(str(response["message"]))
+    except (KeyError, TypeError, ValueError, RecursionError, SandboxError) as exc:
+        raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({exc!r})") from None
+    raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer (status {str(status)[:40]!r})")

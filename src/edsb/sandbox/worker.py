@@ -1,16 +1,19 @@
-"""The worker's side of the sandbox: a process that serves one request at a time on stdin/stdout, runs the model's
-code under RestrictedPython and answers with what it set. Everything here runs inside the worker process only.
+"""The child's side of the sandbox: a template process that forks one fresh child per run, and the child that
+loads its scene, contains itself, runs the model's code once and answers with what it set. Everything here runs in
+those processes only.
 
-At start the worker imports what runs need, refuses to start when the memory limit leaves no room to run code (so a
-too-small `--code-memory` is one clear error), then limits its address space (`RLIMIT_AS`), core dumps and file
-writes (`RLIMIT_FSIZE` = 0), scrubs `os.environ` and asks to be scheduled as batch work (Linux `SCHED_BATCH`). Per
-run it sets a CPU-time backstop (`RLIMIT_CPU`), scrubs the environment again, and builds a fresh namespace, API object
-and guards; whatever the run leaves behind is garbage-collected, finalisers included, before its answer is sent, so
-none of its code runs during a later run.
+The template starts with a minimal environment, imports what runs need (`_PRELOADED`), refuses to start when the
+memory limit leaves no room to run code (so a too-small `--code-memory` is one clear error), builds the kernel's
+filters once (`kernel.prepare`), loads the scenes, asks to be scheduled as batch work (Linux `SCHED_BATCH`) and then
+only forks. A child applies `kernel.contain` at once (descriptors, rlimits, an unprivileged user, and Landlock and
+seccomp: all of them for `exact`, those the host has for `restricted`), waits for its one request (its scene is the
+template's copy or comes with the request), seeds `random` and `numpy.random` from the run's seed, runs the code and
+exits: nothing a run changes (a patched module, a cache, a thread, the random state) outlives it.
 
-Verdicts follow the reference where its `exec` fails: syntax errors, a missing or uncallable `parse_event`, and
-exceptions raised by the code keep their class name and message (`KeyError: 'chair_99'`). Where the reference would
-have succeeded only by escaping a sandbox (imports, dunder access), we report `code_policy` instead.
+`exact` runs the code with CPython's own `exec`, as the reference does (`exact`); every failure is the model's.
+`restricted` runs it under RestrictedPython: verdicts follow the reference where its `exec` fails (syntax errors, a
+missing `parse_event`, the code's exceptions with their class name and message), and where the reference would have
+succeeded only by escaping the policy (imports, dunder access), the run is `code_policy`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import ast
 import contextlib
 import gc
 import inspect
+import io
 import json
 import math
 import os
@@ -27,8 +31,6 @@ import signal
 import socket
 import sys
 import types
-import typing
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -36,8 +38,9 @@ from typing import Any, TypeAlias
 from RestrictedPython import compile_restricted_exec
 
 from edsb.results import ErrorKind
+from edsb.sandbox import exact, kernel
 from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
-from edsb.sandbox.code_api import ApiScene, CodeApi
+from edsb.sandbox.code_api import ApiScene, CodeApi, PlanEntry
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
 from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
@@ -54,15 +57,19 @@ from edsb.sandbox.wire import (
 
 
 def template_main() -> None:
-    """The template process, started by the pool (`pool._Template.start`): prepare once, then fork a worker for each
-    request on stdin (a Unix socket that also carries the worker's socket) until stdin closes."""
+    """The template process, started by the pool (`pool._Template.start`): prepare once, then fork a child for each
+    request on stdin (a Unix socket that also carries the child's socket) until stdin closes. It never runs model
+    code; each child serves one run and exits."""
     import resource
 
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # stray writes (warnings, C libraries) cannot corrupt the protocol
-    os.dup2(devnull, 2)
+    # The control socket comes as stdin: moved off descriptor 0, which becomes /dev/null like 1 and 2 (stray writes,
+    # warnings and C libraries cannot corrupt the protocol, and every child's standard streams are plain files).
+    control = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    control = socket.socket(fileno=0)
 
     def answer(message: dict[str, Any]) -> None:
         control.sendall(frame(message))
@@ -74,6 +81,8 @@ def template_main() -> None:
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
             answer({"status": "fatal", "message": _too_little_memory(memory, in_use)})
             return
+        if sys.platform.startswith("linux"):  # the layers this host has, built once here, applied in every child
+            kernel.prepare(protected=json.loads(sys.argv[3]))
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -87,9 +96,9 @@ def template_main() -> None:
     answer({"status": "ready"})
 
     scenes: dict[tuple[str, ...], Any] = {}
-    unloadable: set[tuple[str, ...]] = set()
+    unloadable: dict[tuple[str, ...], str] = {}
     while True:
-        header, fds, _, _ = socket.recv_fds(control, HEADER.size, 1)
+        header, fds, _, _ = socket.recv_fds(control, HEADER.size, _MAX_BATCH)
         if len(header) < HEADER.size:
             rest = read_blocking(control.fileno(), HEADER.size - len(header))
             if not header or rest is None:
@@ -99,29 +108,42 @@ def template_main() -> None:
         if body is None:
             return
         command = pickle.loads(body)
+        for pid in command.get("done", ()):  # children the parent killed after their answer: reap them
+            _reap(int(pid))
         if command["op"] == "reap":
             answer({"status": _reap(int(command["pid"]))})
             continue
-        for spec in command["scenes"]:  # scenes some worker used: load them once here, every later fork has them
-            if spec not in unloadable:
+        for spec in command["scenes"]:  # the benchmark scenes runs asked for: loaded here once, every fork has them
+            key = scene_key(spec)
+            if key not in unloadable and key not in scenes:
                 try:
                     _api_scene(spec, scenes)
-                except Exception:
-                    unloadable.add(spec)
-        (channel,) = fds
-        pid = os.fork()
-        if pid == 0:  # the worker
-            try:
-                control.close()
-                _serve_forever(channel, scenes)
-            finally:
-                os._exit(0)
-        os.close(channel)
-        answer({"status": "spawned", "pid": pid, "scenes": [key for key in scenes if key[0] == "source"]})
+                except Exception as exc:
+                    unloadable[key] = f"cannot load the scene: {exception_text(exc)}"
+        pids = []
+        for channel in fds:
+            pid = os.fork()
+            if pid == 0:  # the child: one run, then exit
+                try:
+                    control.close()
+                    for other in fds:
+                        if other != channel:
+                            with contextlib.suppress(OSError):
+                                os.close(other)
+                    _serve_one(channel, scenes, command["settings"])
+                finally:
+                    os._exit(0)
+            os.close(channel)
+            pids.append(pid)
+        held = [key for key in scenes if key[0] == "source"]
+        answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
+
+
+_MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
 
 
 def _reap(pid: int) -> int | None:
-    """A worker's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it)."""
+    """A child's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it)."""
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:
@@ -129,26 +151,63 @@ def _reap(pid: int) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _serve_forever(channel: int, scenes: dict[tuple[str, ...], Any]) -> None:
-    """A worker: serve requests on its socket, one at a time, until the parent closes it or a run needs a fresh
-    process."""
+def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[str, Any]) -> None:
+    """A child: contain itself at once (it holds the template's scenes, so it needs no file of the data), tell the
+    parent so (every later frame is untrusted), then wait for its one request, run the code, answer, return (to
+    exit). Containing before the request keeps it off the run's path: the child waits for work already contained."""
 
     def send(message: dict[str, Any] | str) -> None:
         view = memoryview(frame(message))
         while view:
             view = view[os.write(channel, view) :]
 
-    while True:
-        header = read_blocking(channel, HEADER.size)
-        if header is None:
-            return
-        body = read_blocking(channel, HEADER.unpack(header)[0])
-        if body is None:
-            return
-        response = _serve(pickle.loads(body), scenes, send)
-        send(response)
-        if isinstance(response, dict) and response.get("recycle"):
-            return
+    exact = settings["sandbox"] == "exact"
+    try:
+        kernel.contain(_containment(settings, channel, exact))
+    except Exception as exc:  # fail closed: no layer, no run
+        send({"status": "fatal", "message": f"cannot contain the run: {exception_text(exc)}"})
+        return
+    send({"status": "contained"})
+    header = read_blocking(channel, HEADER.size)
+    if header is None:
+        return
+    body = read_blocking(channel, HEADER.unpack(header)[0])
+    if body is None:
+        return
+    request = pickle.loads(body)
+    try:  # the template's copy, or an inline scene (the parent's own pickle): no file is opened
+        api_scene = _api_scene(request["scene"], scenes)
+    except MemoryError:
+        send(_error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
+        return
+    _seed(int(request["seed"]))
+    send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
+
+
+def _containment(request: dict[str, Any], channel: int, exact: bool) -> kernel.Containment:
+    """Every layer for the exact sandbox (`contain` fails when one is missing); for the restricted one, the layers
+    the host supports (descriptors, limits and the privilege drop on any POSIX host)."""
+    layers: dict[str, bool] = {}
+    if not exact:
+        support = kernel.host_support()
+        abi = support.landlock_abi
+        layers = {"landlock": abi is not None and abi >= kernel.MIN_LANDLOCK_ABI, "seccomp": support.seccomp}
+    return kernel.Containment(
+        memory_bytes=int(request["memory_bytes"]),
+        cpu_seconds=math.ceil(float(request["cpu_seconds"])),
+        keep_fds=(channel,),
+        **layers,
+    )
+
+
+def _seed(seed: int) -> None:
+    """The run's own random state: every fork of the template starts from the same one."""
+    import random
+
+    import numpy
+
+    random.seed(seed)
+    numpy.random.seed(seed & 0xFFFFFFFF)
 
 
 _MIN_HEADROOM_BYTES = 32 << 20  # address space a run needs beyond the worker's own, at the very least
@@ -187,123 +246,161 @@ def _freeze_long_lived_objects() -> None:
     gc.freeze()
 
 
-def _clear_shared_caches() -> None:
-    """Empty the caches of the modules plan code reaches that keep its values: `typing`'s (`Literal[g]` keeps `g`,
-    `List[X]` keeps the run's class `X`), so that nothing of a run outlives it and none of its code (a generator's
-    `finally`) runs during a later run."""
-    for clear in typing._cleanups:  # type: ignore[attr-defined]  # the cache_clear of every typing cache
-        clear()
-
-
 def _collect_run_garbage() -> None:
-    """Finalise everything a run left behind (generators suspended in `try/finally`, reference cycles) now, inside
-    the run's own deadline. A finaliser that creates new garbage forever keeps this loop busy until the parent's
-    timeout, which is then charged to the run that caused it."""
+    """Finalise everything a restricted run left behind (generators suspended in `try/finally`, reference cycles)
+    before its answer is sent, so that a refusal inside a finaliser is still the run's own `code_policy`."""
     while gc.collect():
         pass
 
 
+# What the template imports once, so that no run pays for it and a child's lazy imports find them in memory: the
+# modules the reference's executor imports, and the stdlib and numpy modules that plan code commonly uses.
+_PRELOADED = (
+    "collections",
+    "copy",
+    "dataclasses",
+    "enum",
+    "functools",
+    "heapq",
+    "itertools",
+    "json",
+    "logging",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "types",
+    "typing",
+    "numpy",
+    "numpy.linalg",
+    "numpy.random",
+    "edsb.geometry.scene_graph",
+    "edsb.sandbox.code_api",
+    "edsb.sandbox.exact",
+)
+
+
 def _warm_imports() -> None:
-    """Import everything a run may need now, before the limits (and so that no run pays for it)."""
-    import resource  # noqa: F401
+    """Import everything a run may need now, before the limits, numpy's lazy imports included (its array printer
+    is imported on first use: done here, printing an array in a run finds it loaded, whatever ran before)."""
+    import importlib
 
-    import numpy  # noqa: F401
+    for name in _PRELOADED:
+        importlib.import_module(name)
+    numpy = sys.modules["numpy"]
+    str(numpy.array([0.5, 1])), repr(numpy.array([[1, 2]])), str(numpy.float64(0.5)), format(numpy.int64(1), "d")
 
-    import edsb.geometry.scene_graph
-    import edsb.sandbox.code_api  # noqa: F401
 
-
-def _serve(
-    request: dict[str, Any], scenes: dict[tuple[str, ...], Any], send: Callable[[dict[str, Any]], None]
-) -> dict[str, Any] | str:
-    import resource
-
-    try:
-        api_scene = _api_scene(request["scene"], scenes)
-    except MemoryError:
-        return {"status": "fatal", "message": "out of memory while loading the scene", "recycle": True}
-    except Exception as exc:
-        return {"status": "fatal", "message": f"cannot load the scene: {exception_text(exc)}"}
-    if request["announce"]:  # the parent's wall-clock limit for the run starts now
-        send({"status": "loaded"})
-
-    used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-    budget = math.ceil(used + float(request["cpu_seconds"]))
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    resource.setrlimit(resource.RLIMIT_CPU, (budget, hard))
-    os.environ.clear()
-    program = _program(request["reply"])  # first: nothing of the run exists yet (see `_compiled`)
+def _run_restricted(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] | str:
+    """One run under RestrictedPython: the policy's compile, guards and blame, as the restricted sandbox had them."""
+    program = _program(request["reply"])
     guards = Guards(int(request["max_printed_chars"]))
-    response = _execute(request, program, api_scene, guards)
-    try:
-        _clear_shared_caches()
-        _collect_run_garbage()
-    except MemoryError:
-        return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
-    if guards.violation is not None and (isinstance(response, str) or response["status"] == "error"):
-        # A refusal the run's own check came too early for: in a finaliser, or in model code that rendering the
-        # exception or packing the plan ran (`repr` of a `Counter` calls its `most_common`, which the code may set).
-        recycle = isinstance(response, dict) and bool(response.get("recycle"))
-        return _error(ErrorKind.CODE_POLICY, guards.violation, recycle=recycle)
-    return response
-
-
-def _execute(
-    request: dict[str, Any], program: _Compiled | Exception, api_scene: ApiScene, guards: Guards
-) -> dict[str, Any] | str:
-    """Run one program and pack what it set (a successful answer as its JSON text); everything it created is
-    unreachable once this returns."""
     api = CodeApi(api_scene, dict(request["latest_plans"]))
     try:
         if isinstance(program, Exception):
             raise program  # compiling failed: reported like any failure of the run
         _run(program, api, guards)
-        repaired = False
-
-        def plain(value: Any) -> Any:
-            nonlocal repaired
-            cleaned, changed = clean_plain(to_plain(value))
-            repaired = repaired or changed
-            return encode_plain(cleaned)
-
-        characters = [
-            {
-                "character": plain(entry.character),
-                "position": plain(entry.position),
-                "target_action": plain(entry.target_action),
-                "orientation": None if entry.orientation is None else [plain(str(o)) for o in entry.orientation],
-            }
-            for entry in api._plan_entries()
-        ]
-        printed = guards.printed()
-        output = replace_surrogates(printed)
-        repaired = repaired or output is not printed
-        plan = json.dumps(characters, allow_nan=True)
-        if len(plan) > int(request["max_plan_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
-        # The JSON of {"status": "ok", "plan": ..., "output": ...}, the plan encoded once.
-        flag = ', "repaired": true' if repaired else ""
-        response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(output)}{flag}}}'
-        if len(response) > int(request["max_result_bytes"]):
-            return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
-        return response
+        response = _pack(api._plan_entries(), guards.printed(), request)
     except CodeError as exc:
-        return _error(exc.kind, exc.message, recycle=exc.kind == ErrorKind.CODE_MEMORY)
+        response = _error(exc.kind, exc.message)
     except MemoryError:
-        return _error(ErrorKind.CODE_MEMORY, "MemoryError", recycle=True)
+        response = _error(ErrorKind.CODE_MEMORY, "MemoryError")
     except RecursionError as exc:
-        return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
+        response = _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
     except EdsbFault as exc:
-        return _fault(str(exc))
-    except Exception as exc:  # a failure of ours while packing the result: never let it kill the loop silently
-        return _fault(f"the sandbox failed packing the plan: {fault_text(exc)}")
+        response = _fault(str(exc))
+    except Exception as exc:  # a failure of ours while packing the result
+        response = _fault(f"the sandbox failed packing the plan: {fault_text(exc)}")
+    del api, program
+    try:
+        _collect_run_garbage()
+    except MemoryError:
+        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
+    if guards.violation is not None and (isinstance(response, str) or response["status"] == "error"):
+        # A refusal the run's own check came too early for: in a finaliser, or in model code that rendering the
+        # exception or packing the plan ran (`repr` of a `Counter` calls its `most_common`, which the code may set).
+        return _error(ErrorKind.CODE_POLICY, guards.violation)
+    return response
+
+
+class _Printed(io.TextIOBase):
+    """`sys.stdout` and `sys.stderr` of an exact run: what the code prints, up to a bound (the rest is dropped)."""
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.room = limit
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.room > 0:
+            kept = str(text)[: self.room]
+            self.parts.append(kept)
+            self.room -= len(kept)
+        return len(text)
+
+
+def _run_exact(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] | str:
+    """One run under CPython's own `exec` (`exact.run_exact`). Every failure is the model's: `run_exact` reports
+    the reference's errors, and packing may run the code's own objects (`__hash__`, `__repr__` of what it set)."""
+    printed = _Printed(int(request["max_printed_chars"]))
+    sys.stdout = sys.stderr = printed
+    try:
+        entries = exact.run_exact(request["reply"], api_scene, dict(request["latest_plans"]))
+    except CodeError as exc:
+        return _error(exc.kind, exc.message)
+    except MemoryError:
+        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
+    except BaseException as exc:  # run_exact reports the model's errors itself: whatever escapes is still theirs
+        return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
+    try:
+        return _pack(entries, "".join(printed.parts), request)
+    except MemoryError:
+        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
+    except BaseException as exc:
+        return _error(ErrorKind.CODE_OUTPUT, f"the plan cannot be read: {exception_text(exc)}")
+
+
+def _pack(entries: list[PlanEntry], printed: str, request: dict[str, Any]) -> dict[str, Any] | str:
+    """What the code set as the answer's JSON text (the plan encoded once), or the model's `code_output` error when
+    it is too large."""
+    repaired = False
+
+    def plain(value: Any) -> Any:
+        nonlocal repaired
+        cleaned, changed = clean_plain(to_plain(value))
+        repaired = repaired or changed
+        return encode_plain(cleaned)
+
+    characters = [
+        {
+            "character": plain(entry.character),
+            "position": plain(entry.position),
+            "target_action": plain(entry.target_action),
+            "orientation": None if entry.orientation is None else [plain(str(o)) for o in entry.orientation],
+        }
+        for entry in entries
+    ]
+    output = replace_surrogates(printed)
+    repaired = repaired or output is not printed
+    plan = json.dumps(characters, allow_nan=True)
+    if len(plan) > int(request["max_plan_bytes"]):
+        return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
+    flag = ', "repaired": true' if repaired else ""
+    response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(output)}{flag}}}'
+    if len(response) > int(request["max_result_bytes"]):
+        return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
+    return response
 
 
 _MAX_MESSAGE_CHARS = 2000
 
 
 def _bounded(message: str) -> tuple[str, bool]:
-    """A message as the worker sends it: at most `_MAX_MESSAGE_CHARS` characters, valid Unicode (and whether it
+    """A message as the child sends it: at most `_MAX_MESSAGE_CHARS` characters, valid Unicode (and whether it
     had to be repaired)."""
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[:_MAX_MESSAGE_CHARS] + "…"
@@ -311,30 +408,30 @@ def _bounded(message: str) -> tuple[str, bool]:
     return cleaned, cleaned is not message
 
 
-def _error(kind: str, message: str, *, recycle: bool = False) -> dict[str, Any]:
+def _error(kind: str, message: str) -> dict[str, Any]:
     message, repaired = _bounded(message)
-    answer = {"status": "error", "kind": str(kind), "message": message, "recycle": recycle}
+    answer = {"status": "error", "kind": str(kind), "message": message}
     return {**answer, "repaired": True} if repaired else answer
 
 
 def _fault(message: str) -> dict[str, Any]:
-    """A fault of edsb, not of the model: the parent raises EdsbFault; the worker is replaced, to be safe."""
-    return {"status": "fault", "message": _bounded(message)[0], "recycle": True}
+    """A fault of edsb, not of the model (restricted only): the parent raises EdsbFault."""
+    return {"status": "fault", "message": _bounded(message)[0]}
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
+    """A scene by its spec: loaded from the data directory once (in the template only: the pool has it loaded
+    before any child needs it), or unpickled from the request (an inline scene)."""
     from edsb.data.benchmark import Benchmark
     from edsb.geometry.scene import load_scene
 
     key = scene_key(spec)
-    if spec[0] == "source":
-        if key not in cache:
-            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
-            _freeze_long_lived_objects()
-        return cache[key]
     if key not in cache:
-        scene = pickle.loads(spec[2])
-        cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        if spec[0] == "source":
+            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
+        else:
+            scene = pickle.loads(spec[2])
+            cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
         _freeze_long_lived_objects()
     return cache[key]
 
@@ -342,44 +439,6 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
 # --- compiling and running one program --------------------------------------------------------------------------------
 
 _Compiled: TypeAlias = tuple[types.CodeType, frozenset[types.CodeType]]
-
-# Compiled programs by reply text, most recently used last. Identical replies are common (repeats at a low
-# temperature, scripted and cached models), and compiling is most of a short program's cost. Sharing is safe: a code
-# object and its constants are immutable, and everything a program can change (functions, defaults, namespaces) is
-# created anew when it runs. Compilation failures are cached as the CodeError they raise (they depend on the text
-# alone); anything else (RecursionError, MemoryError) is not.
-_COMPILED: OrderedDict[str, _Compiled | CodeError] = OrderedDict()
-_CACHE_MAX_ENTRIES = 256
-_CACHE_MAX_CHARS = 1 << 20  # reply text held in the cache (compiled code takes a few times more)
-_CACHE_MAX_REPLY_CHARS = 64 << 10  # longer replies are compiled every time
-_cached_chars = 0
-
-
-def _compiled(reply: str) -> _Compiled:
-    """The reply's program, compiled under the policy, and its code objects with the guards that stand for its
-    operations (`blame`); CodeError for a syntax or policy error."""
-    global _cached_chars
-    found = _COMPILED.get(reply)
-    if found is None:
-        try:
-            found = _compile(reply)
-        except CodeError as exc:
-            found = CodeError(exc.kind, exc.message)  # without the traceback (and the compiler's frames)
-        if len(reply) <= _CACHE_MAX_REPLY_CHARS:
-            _COMPILED[reply] = found
-            _cached_chars += len(reply)
-            while len(_COMPILED) > _CACHE_MAX_ENTRIES or _cached_chars > _CACHE_MAX_CHARS:
-                _cached_chars -= len(_COMPILED.popitem(last=False)[0])
-            # Out of the collector's sight, or every run's collection scans the cache again (which made each call on
-            # a new program dearer than without the cache). Nothing of the run exists yet to be frozen with it: the
-            # worker compiles before it builds the run's guards and API.
-            _freeze_long_lived_objects()
-    else:
-        _COMPILED.move_to_end(reply)
-    if isinstance(found, CodeError):
-        raise CodeError(found.kind, found.message)  # a fresh exception: no traceback carried from run to run
-    return found
-
 
 _TOO_DEEP = "RecursionError: the code is nested too deeply to compile"
 _TRANSFORM_DEPTH_FACTOR = 20
@@ -416,7 +475,7 @@ def _program(reply: str) -> _Compiled | Exception:
     """The reply's compiled program, or what compiling it raised (CodeError, MemoryError, ...), which the run then
     reports as its own failure."""
     try:
-        return _compiled(reply)
+        return _compile(reply)
     except Exception as exc:
         return exc
 
