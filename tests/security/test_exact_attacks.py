@@ -30,7 +30,7 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
-from edsb.sandbox import ApiScene, CodeError
+from edsb.sandbox import ApiScene, CodeContext, CodeError, SandboxLimits, SandboxPool
 from edsb.sandbox.exact import run_exact
 from edsb.sandbox.kernel import Containment, prepare
 from edsb.sandbox.selfcheck import run_contained
@@ -213,6 +213,13 @@ KERNEL_ATTACKS = [
     Attack("utime_victim", "import os\nos.utime('VICTIM', (0, 0))", RUNTIME, "PermissionError"),
     Attack("write_own_library", "import os\nopen(os.__file__, 'a').write('#')", RUNTIME, "PermissionError"),
     Attack("memfd_exec", "import os\nos.memfd_create('x')", RUNTIME, "PermissionError"),
+    Attack(
+        "open_descriptors",
+        "import os\nfds = []\nfor fd in range(1 << 16):\n    try:\n        os.fstat(fd)\n        fds.append(fd)\n"
+        "    except OSError:\n        pass\nraise ValueError(len(fds), fds[:3])",
+        RUNTIME,
+        "ValueError: (4, [0, 1, 2])",  # /dev/null three times, and the result channel: nothing inherited
+    ),
     # Sockets.
     Attack("tcp_connect", "import socket\nsocket.create_connection(('127.0.0.1', TCP_PORT), 1)", RUNTIME),
     Attack("udp_send", "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)", RUNTIME),
@@ -737,3 +744,22 @@ def test_frames_are_what_the_attacks_assume() -> None:
 
     message = {"status": "ok"}
     assert frame(message) == struct.pack(">I", len(json.dumps(message))) + json.dumps(message).encode()
+
+
+@pytest.mark.xfail(
+    strict=True, reason="finding: a SIGKILL at the CPU hard limit is reported as memory (pool._Child._death_error)"
+)
+def test_a_cpu_loop_killed_at_the_hard_cpu_limit_is_a_timeout() -> None:
+    """Threads that ignore SIGXCPU spend CPU faster than the wall clock runs, so the hard CPU limit (SIGKILL) can
+    come before the wall-clock limit (with the defaults, 10 s and 15 + 1 CPU seconds, two busy threads do it). The
+    run is the model's error either way, but it is a timeout, not `code_memory` ("out of memory?")."""
+    require_data()
+    require_kernel_sandbox()
+    body = (
+        "import signal, threading\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\ndef spin():\n    while True:\n"
+        "        pass\nfor _ in range(3):\n    threading.Thread(target=spin, daemon=True).start()\nspin()"
+    )
+    limits = SandboxLimits(sandbox="exact", timeout=20, cpu_seconds=1, memory_bytes=1 << 30, workers=1)
+    with SandboxPool(limits) as pool, pytest.raises(CodeError) as raised:
+        pool.execute(program("cpu", body), CodeContext.for_benchmark(DATA, "House"))
+    assert raised.value.kind == "code_timeout", raised.value.message
