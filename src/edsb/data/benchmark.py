@@ -129,9 +129,10 @@ class Benchmark:
 
     def object_records(self, scene: str) -> list[SceneObjectRecord]:
         """Objects in `id` order (how the reference builds them); scene order is the geometry layer's business.
-        Perturbed: the same records with their instance numbers renamed."""
+        Perturbed: the same records with their instance numbers renamed, by the object mapping alone: loading a scene
+        reads no test case (the sandbox's template loads scenes, and its forks' memory must hold no expected plan)."""
         records = self.original_object_records(scene)
-        return self.renaming(scene).records(records) if self.perturb else records
+        return Renaming(self.object_mapping(scene)).records(records) if self.perturb else records
 
     def original_object_records(self, scene: str) -> list[SceneObjectRecord]:
         path = self.scene_dir(scene) / "objects.json"
