@@ -713,10 +713,6 @@ def test_loading_a_perturbed_scene_reads_no_test_case(monkeypatch: pytest.Monkey
 FORGED_PLAN_BYTES = 20_000  # more than the child's 16 KiB plan limit, within the parent's plan limits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the parent does not bound a forged plan (pool._answer); 16 KiB is checked in the child only",
-)
 def test_a_forged_plan_larger_than_the_plan_limit_is_the_models_output_error(tmp_path: Path) -> None:
     """The child refuses a plan over `max_plan_bytes` (16 KiB), which bounds the parent's sampling work; a forged
     answer skips that check and may be as large as the answer limit (1 MiB): 64 characters of 64 relationships each
@@ -746,9 +742,6 @@ def test_frames_are_what_the_attacks_assume() -> None:
     assert frame(message) == struct.pack(">I", len(json.dumps(message))) + json.dumps(message).encode()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="finding: a SIGKILL at the CPU hard limit is reported as memory (pool._Child._death_error)"
-)
 def test_a_cpu_loop_killed_at_the_hard_cpu_limit_is_a_timeout() -> None:
     """Threads that ignore SIGXCPU spend CPU faster than the wall clock runs, so the hard CPU limit (SIGKILL) can
     come before the wall-clock limit (with the defaults, 10 s and 15 + 1 CPU seconds, two busy threads do it). The

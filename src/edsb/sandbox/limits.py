@@ -28,7 +28,8 @@ class SandboxLimits:
     cpu_seconds: float | None = None  # CPU seconds per run (backstop for a stalled parent); None = timeout + 5
     max_result_bytes: int = 1 << 20  # JSON size of what the code set, printed text included
     # JSON size of the plan alone. Honest plans take a few hundred bytes; the parent samples positions for every
-    # character and relationship without a time limit, so this bounds the parent's work per run (about 2 s).
+    # character and relationship without a time limit, so this bounds the parent's work per run (a 16 KiB
+    # PI plan of `close to` relationships, the worst measured, costs about 20 s).
     max_plan_bytes: int = 16 << 10
     max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
     workers: int = 0  # runs at once per pool (and children forked ahead); 0 = one per usable core, at most 8

@@ -587,7 +587,13 @@ def _answer(response: dict[str, Any], limits: SandboxLimits) -> RawPlan:
     status = response.get("status")
     try:
         if status == "ok":
-            return decode_raw_plan(response["plan"], response.get("output", ""), response.get("repaired") is True)
+            # The child refuses a plan over `max_plan_bytes`, which bounds the sampler's work here; a plan the code
+            # forged on the channel skipped that check, so it is measured again, the same way.
+            size = len(json.dumps(response["plan"], allow_nan=True))
+            if size > limits.max_plan_bytes:
+                raise CodeError(ErrorKind.CODE_OUTPUT, f"the plan is too large ({size} bytes)")
+            output = str(response.get("output", ""))[: limits.max_printed_chars]
+            return decode_raw_plan(response["plan"], output, response.get("repaired") is True)
         if status == "error" and response["kind"] in _CODE_KINDS:
             error = CodeError(ErrorKind(response["kind"]), str(response["message"]))
             error.repaired = response.get("repaired") is True

@@ -135,6 +135,7 @@ def template_main() -> None:
                     os._exit(0)
             os.close(channel)
             pids.append(pid)
+            _cpu_limits[pid] = math.ceil(float(command["settings"]["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
         held = [key for key in scenes if key[0] == "source"]
         answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
 
@@ -142,13 +143,24 @@ def template_main() -> None:
 _MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
 
 
+# Each live child's hard CPU limit (seconds), to tell the kernel's kill at that limit from any other SIGKILL.
+_cpu_limits: dict[int, int] = {}
+
+
 def _reap(pid: int) -> int | None:
-    """A child's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it)."""
+    """A child's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it). A
+    SIGKILL that came with the child's CPU time at its hard limit is the kernel's CPU limit (threads that ignore
+    SIGXCPU spend CPU faster than the wall clock runs), reported as SIGXCPU so that the run is a timeout, not the
+    out-of-memory kill a bare SIGKILL stands for."""
+    limit = _cpu_limits.pop(pid, None)
     try:
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
     except ChildProcessError:
         return None
-    return os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(status)
+    if code == -signal.SIGKILL and limit is not None and usage.ru_utime + usage.ru_stime >= limit - 0.05:
+        return -signal.SIGXCPU
+    return code
 
 
 def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[str, Any]) -> None:
