@@ -184,7 +184,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
         script += [attack_program(attack, targets), program(f"benign-after-{attack.name}", BENIGN_BODY)]
     env = child_env(root / "cache", **{CANARY_ENV: CANARY, "OPENAI_API_KEY": API_KEY})
     with OpenAIServer(ProgramScript(script)) as server:
-        args = run_args(server.base_url, out, len(script), "--concurrency", "1")
+        args = run_args(server.base_url, out, len(script), "--concurrency", "1", sandbox="restricted")
         args += ["--code-timeout", str(CODE_TIMEOUT), "--code-memory", str(CODE_MEMORY_MB)]
         process = edsb_child(args, env=env, cwd=cwd)
     assert process.returncode == 0, process.stderr

@@ -180,6 +180,11 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     except MemoryError:
         send(_error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
         return
+    except Exception as exc:  # edsb's, not the model's: its class cannot be imported here, say (never silent)
+        send({"status": "fatal", "message": f"cannot load the scene in the sandbox: {exception_text(exc)}"})
+        return
+    if request["scene"][0] != "source":  # still edsb's frame (no model code has run): the parent trusts it
+        send({"status": "loaded"})
     _seed(int(request["seed"]))
     send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
 
@@ -358,6 +363,8 @@ def _run_exact(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] |
         return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
     try:
         return _pack(entries, "".join(printed.parts), request)
+    except CodeError as exc:  # `to_plain`'s own verdict on a value that cannot be converted (code_output)
+        return _error(exc.kind, exc.message)
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError")
     except BaseException as exc:
