@@ -230,7 +230,7 @@ def _address_space_in_use() -> int | None:
 def _too_little_memory(limit: int, in_use: int) -> str:
     need = math.ceil((in_use + _MIN_HEADROOM_BYTES) / (1 << 20) / 64) * 64
     return (
-        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox worker already uses "
+        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox process already uses "
         f"{in_use >> 20} MiB before running any code (use --code-memory {max(need, 256)} or more)"
     )
 
