@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
-from edsb.report.card import RunCard, results_schema
+from edsb.report.card import RunCard, identity_host, results_schema
+from edsb.sandbox.kernel import host_support
 from tests.support.data import REPO
 from tests.support.edsb_cli import Outcome
 from tests.support.openai_server import OpenAIServer
@@ -70,8 +71,10 @@ def test_results_json_carries_a_run_card_and_validates(
     assert sum(entry["requests"] for entry in sent) == len(server.chat_requests) == 4
     assert all(entry["temperature"] == 0.3 for entry in sent)
     assert (card["variants"], card["cases"], card["distraction"], card["repeats"]) == ([VARIANT], [CASE], [0], 2)
+    ran_in = "exact" if host_support().exact else "restricted"  # what `--sandbox auto`, the default, picks here
+    assert {record["sandbox"] for record in read_results(keyed_run)} == {ran_in}
     assert (card["sampler"], card["sandbox"], card["perturb"], card["seed"], card["preset"]) == (
-        "reference", "restricted", 0, 0, None
+        "reference", ran_in, 0, 0, None
     )  # fmt: skip
     assert card["started_at"] <= card["finished_at"]
     assert card["counts"] == {"planned": 2, "runs": 2, "judged": 2, "passed": 2, "failed": 0, "errors": 0,
@@ -81,16 +84,46 @@ def test_results_json_carries_a_run_card_and_validates(
     assert SECRET not in written.read_text(encoding="utf-8") and "EDSB_TEST_KEY" not in json.dumps(card)
 
 
-def test_an_older_directory_and_newer_settings_read_as_they_should(keyed_run: Path, edsb) -> None:
+def test_an_older_directory_and_newer_settings_read_as_they_should(
+    keyed_run: Path, edsb: Callable[..., Outcome], server: OpenAIServer
+) -> None:
     config_path = keyed_run / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
-    assert "sandbox" not in config  # written before the sandbox choice: it ran in the restricted one
-    config |= {"max_tokens": 1024, "model_seed": 7, "base_url": "https://user:pw@models.example:8443/v1?key=x"}
-    config_path.write_text(json.dumps(config), encoding="utf-8")
-    card = json.loads(edsb("report", keyed_run, "--format", "json").stdout)["run"]
+    assert config["sandbox"] in ("exact", "restricted") and "max_tokens" in config and "model_seed" in config
+
+    def card_of(written: dict) -> dict:
+        config_path.write_text(json.dumps(written), encoding="utf-8")
+        outcome = edsb("report", keyed_run, "--format", "json")
+        assert outcome.returncode == 0, outcome.stderr
+        return json.loads(outcome.stdout)["run"]
+
+    # Written before the sandbox choice and the token cap and seed options: it ran in the restricted sandbox.
+    older = {name: value for name, value in config.items() if name not in ("sandbox", "max_tokens", "model_seed")}
+    card = card_of(older)
     assert card["sandbox"] == "restricted"
+    assert (card["sampling"]["max_tokens"], card["sampling"]["model_seed"]) == (None, None)
+    card = card_of(
+        older | {"max_tokens": 1024, "model_seed": 7, "base_url": "https://user:pw@models.example:8443/v1?key=x"}
+    )
     assert (card["sampling"]["max_tokens"], card["sampling"]["model_seed"]) == (1024, 7)
     assert card["model"]["endpoint_host"] == "models.example:8443"  # never the credentials or the query
+    # No --base-url recorded (a provider's default host): the host the transcripts' model identity names.
+    url = urlsplit(server.base_url)
+    assert card_of(config | {"base_url": None})["model"]["endpoint_host"] == f"{url.hostname}:{url.port}"
+
+
+@pytest.mark.parametrize(
+    ("identity", "host"),
+    [
+        ("openai:gpt-4o@https://api.openai.com/v1", "api.openai.com"),
+        ("anthropic:claude-3-opus@20240229@https://api.anthropic.com", "api.anthropic.com"),  # an @ in the name
+        ("openai:m@https://user:pw@models.example:8443/v1?key=x", "models.example:8443"),  # never the credentials
+        ("local:model.gguf@4368438976B/max_tokens=1024", None),  # embedded: no endpoint
+        ("oracle", None),
+    ],
+)
+def test_the_endpoint_host_a_model_identity_names(identity: str, host: str | None) -> None:
+    assert identity_host(identity) == host
 
 
 def test_the_sample_log_is_self_contained(keyed_run: Path, edsb: Callable[..., Outcome], tmp_path: Path) -> None:

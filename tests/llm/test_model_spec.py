@@ -179,3 +179,5 @@ def test_the_providers_rate_limit_reset_headers_give_the_wait() -> None:
     assert retry_after_s({**groq, "retry-after": "3"}, now) == 3.0  # Retry-After wins
     assert retry_after_s({"x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "9s"}, now) is None
     assert retry_after_s({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "soon"}, now) is None
+    for not_a_duration in ("6m0", "1.5.5s", "1" * 8190 + "x"):  # the last: a digit flood, read in linear time
+        assert retry_after_s({"x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": not_a_duration}) is None

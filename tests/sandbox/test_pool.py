@@ -5,6 +5,7 @@ one run per core at a time whatever the concurrency, children forked ahead and r
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from edsb.data.benchmark import Benchmark
+from edsb.geometry.scene import load_scene
 from edsb.sandbox import CodeContext, CodeError, EdsbFault, SandboxError, SandboxLimits, SandboxPool, SceneSource
 from edsb.sandbox.kernel import host_support
 from edsb.sandbox.limits import SANDBOXES, SandboxName
@@ -236,6 +238,33 @@ def test_a_forged_answer_is_at_most_a_plan(house: CodeContext) -> None:
             pool.execute(forge(error), house)
         assert caught.value.kind == "code_runtime"
         assert action(pool, SET_A.format("'idle'"), house) == "idle"
+
+
+class Unimportable(str):
+    """A label whose class lives in this test module, which a contained child cannot import (Landlock lets it read
+    only what the template imported): a scene holding one cannot be unpickled there."""
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_an_inline_scene_the_child_cannot_load_is_edsbs_error(sandbox: SandboxName, benchmark: Benchmark) -> None:
+    """Unpickling a scene is edsb's work, done before any model code: its failure is a SandboxError that says so
+    (it was a silent exit, the model's `code_crash`), and once the child has said it loaded its scene, a forged
+    scene failure is the model's malformed answer. The next run on a loadable scene is unaffected."""
+    support = host_support()
+    if sandbox == "restricted" and support.landlock_abi is None:
+        pytest.skip("without Landlock the child can import the test's module")
+    scene = copy.deepcopy(load_scene(benchmark, "House"))
+    table = next(box for box in scene.objects if box.name == "table_1")
+    object.__setattr__(table, "label", Unimportable(table.label))
+    plain = CodeContext.create(load_scene(benchmark, "House"))
+    with SandboxPool(limits_for(sandbox, timeout=3.0, workers=1)) as pool:
+        with pytest.raises(SandboxError, match=r"^cannot load the scene in the sandbox: PermissionError"):
+            pool.execute(SET_A.format("'idle'"), CodeContext.create(scene))
+        assert action(pool, SET_A.format("'idle'"), plain) == "idle"
+        if sandbox == "exact":
+            with pytest.raises(CodeError) as caught:
+                pool.execute(forge({"status": "fatal", "message": "cannot load the scene"}), plain)
+            assert caught.value.kind == "code_crash"
 
 
 def test_a_fault_is_edsbs_only_under_restricted(house: CodeContext) -> None:

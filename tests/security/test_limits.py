@@ -60,12 +60,12 @@ def test_default_limits_are_safe() -> None:
     assert DEFAULT_LIMITS.max_result_bytes <= 1 << 20
 
 
-def test_a_memory_limit_too_small_for_a_worker_is_one_clear_error(tmp_path: Path, env: dict[str, str]) -> None:
+def test_a_memory_limit_too_small_for_the_sandbox_is_one_clear_error(tmp_path: Path, env: dict[str, str]) -> None:
     out = tmp_path / "run"
     with OpenAIServer(ProgramScript([ALLOCATE])) as server:
         process = edsb_child([*run_args(server.base_url, out, 1), "--code-memory", "64"], env=env, cwd=tmp_path)
     assert process.returncode == 1
-    assert process.stderr.startswith("edsb: error: a sandbox worker failed to start: the code memory limit of 64 MiB")
+    assert process.stderr.startswith("edsb: error: the sandbox failed to start: the code memory limit of 64 MiB is too")
     assert "--code-memory" in process.stderr and "Traceback" not in process.stderr
     assert len(process.stderr.strip().splitlines()) == 1
     assert not out.exists()  # refused before anything was written
@@ -82,5 +82,5 @@ def test_a_sandbox_that_cannot_start_leaves_an_earlier_pass_alone(tmp_path: Path
         (out / "notes.txt").write_text("mine")
         again = edsb_child([*run_args(server.base_url, out, 1), "--code-memory", "64"], env=env, cwd=tmp_path)
     assert again.returncode == 1
-    assert again.stderr.startswith("edsb: error: a sandbox worker failed to start")
+    assert again.stderr.startswith("edsb: error: the sandbox failed to start: the code memory limit of 64 MiB")
     assert (out / "notes.txt").read_text() == "mine"

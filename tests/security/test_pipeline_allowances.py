@@ -218,7 +218,9 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     for attack in ATTACKS:
         script += [attack_reply(attack, targets), program(f"benign-after-{attack.name}", BENIGN_BODY)]
     with OpenAIServer(ProgramScript(script)) as server:
-        args = run_args(server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5")
+        args = run_args(
+            server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5", sandbox="restricted"
+        )
         process = edsb_child(args, env=child_env(root / "cache"), cwd=cwd)
     assert process.returncode == 0, process.stderr
     records = {record["key"]: record for record in read_results(out)}

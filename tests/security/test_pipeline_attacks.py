@@ -185,7 +185,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     env = child_env(root / "cache", **{CANARY_ENV: CANARY, "OPENAI_API_KEY": API_KEY})
     with OpenAIServer(ProgramScript(script)) as server:
         # These expectations are the restricted sandbox's; test_exact_attacks aims the same attacks at `exact`.
-        args = run_args(server.base_url, out, len(script), "--concurrency", "1", "--sandbox", "restricted")
+        args = run_args(server.base_url, out, len(script), "--concurrency", "1", sandbox="restricted")
         args += ["--code-timeout", str(CODE_TIMEOUT), "--code-memory", str(CODE_MEMORY_MB)]
         process = edsb_child(args, env=env, cwd=cwd)
     assert process.returncode == 0, process.stderr

@@ -15,6 +15,12 @@ AUDITED = {
     ("sandbox/source.py", r"\s+"): "reply text (the code block scan): a single class, linear",
     ("text.py", "[\ud800-\udfff]"): "any text: one code point per match",
     ("planning/narrator.py", r"\s\("): "the Narrator's activity: two fixed characters, no quantifier",
+    # A server's text (as hostile as a model's: the endpoint is the model's), linear.
+    ("llm/retry.py", r"(?:\d+(?:\.\d+)?(?:ms|h|m|s))+"): "a rate-limit reset header, fullmatch only: every part "
+    "ends in a unit letter, so backtracking crosses each part once",
+    ("llm/retry.py", r"(\d+(?:\.\d+)?)(ms|h|m|s)"): "the parts of a reset header the pattern above matched whole "
+    "(alone, `findall` restarted at each digit of a flood: quadratic)",
+    ("llm/sdk_client.py", r"(\d+(?:\.\d+)?)s"): "Gemini's retryDelay in an error body, fullmatch only: one start",
     # Not model text.
     ("llm/transcripts.py", r"[A-Za-z0-9][A-Za-z0-9._-]*"): "run ids edsb makes",
     ("llm/oracle/model.py", r"\[(?P<title>[^\]\n]+)\]\n(?P<body>.*?)(?=\n\n\[[^\]\n]+\]\n|\Z)"): "edsb's prompts",

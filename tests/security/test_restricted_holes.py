@@ -19,6 +19,7 @@ through before its fix.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,12 +28,14 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.sandbox import ApiScene, CodeContext, SandboxLimits, SandboxPool
+from edsb.sandbox.kernel import host_support
+from edsb.sandbox.limits import SANDBOXES
 from tests.support.data import DATA, require_data
 from tests.support.edsb_cli import child_env, edsb_child
 from tests.support.hostile_values import FAILURES, METHODS, Hostile
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import read_results
-from tests.support.sandbox_runs import body_code, verdict
+from tests.support.sandbox_runs import LIMITS, body_code, verdict
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
 
 NUMPY_ATTRIBUTE = "the attribute {!r} of numpy objects is not available in plan code"
@@ -296,15 +299,24 @@ def hostile_context(house: ApiScene, method: str, failure: str) -> CodeContext:
 SET_LABEL = "get_character('A').set_target_action(get_object_supporting('microwave_1').label)"
 
 
+@pytest.fixture(scope="module", params=SANDBOXES)
+def converting_pool(request: pytest.FixtureRequest) -> Iterator[SandboxPool]:
+    """A pool of each sandbox: the conversion (`wire.to_plain`) is shared, and each sandbox reports its verdict."""
+    if request.param == "exact" and not host_support().exact:
+        pytest.skip(f"the exact sandbox cannot run here: {host_support().reason}")
+    with SandboxPool(dataclasses.replace(LIMITS, sandbox=request.param)) as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("failure", FAILURES)
 @pytest.mark.parametrize("method", METHODS)
 def test_a_value_whose_special_methods_raise_is_the_models_to_convert(
-    pool: SandboxPool, house: ApiScene, method: str, failure: str
+    converting_pool: SandboxPool, house: ApiScene, method: str, failure: str
 ) -> None:
     """Whatever a value in the plan raises while it is converted, a `BaseException` too, it is the model's
     `code_output` (its `code_memory` for a MemoryError), never edsb's fault; methods the conversion does not call
     change nothing."""
-    found = verdict(pool, hostile_context(house, method, failure), body_code(SET_LABEL))
+    found = verdict(converting_pool, hostile_context(house, method, failure), body_code(SET_LABEL))
     if method not in ("__hash__", "__repr__"):
         assert found == ("ok", "")
     elif failure == "MemoryError":
@@ -422,7 +434,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     for name, (body, _) in PIPELINE.items():
         script += [program(name, body.replace("TARGET", str(targets / name))), program(f"benign-{name}", BENIGN_BODY)]
     with OpenAIServer(ProgramScript(script)) as server:
-        args = run_args(server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5")
+        args = run_args(
+            server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5", sandbox="restricted"
+        )
         process = edsb_child(args, env=child_env(root / "cache"), cwd=root)
     assert process.returncode == 0, process.stderr
     assert "internal_error" not in process.stderr and "Traceback" not in process.stderr

@@ -420,7 +420,7 @@ def test_recursion_through_a_library_callback_is_the_models_runtime_error(
     assert (kind, message.startswith("RecursionError: maximum recursion depth exceeded")) == ("code_runtime", True)
 
 
-# --- a crash of the worker ------------------------------------------------------------------------------------------
+# --- a crash of the run's process -------------------------------------------------------------------------------------
 
 DEEP_TUPLE = "t = ()\nfor i in range(10 ** 6):\n    t = (t,)\n"
 CRASHES = {
@@ -435,11 +435,11 @@ CRASHES = {
 def test_a_crash_in_c_code_is_the_models_and_the_next_run_is_unaffected(
     pool: SandboxPool, context: CodeContext, name: str
 ) -> None:
-    """CPython hashes tuples recursively without a depth check: the worker dies of a segmentation fault, which is
-    the model's `code_crash` (never edsb's), and a fresh worker serves the next run."""
+    """CPython hashes tuples recursively without a depth check: the run's process dies of a segmentation fault,
+    which is the model's `code_crash` (never edsb's), and a fresh process serves the next run."""
     assert verdict(pool, context, body_code(CRASHES[name])) == (
         "code_crash",
-        "the sandbox worker died (end of output, exit status -11)",
+        "the sandbox process died (end of output, exit status -11)",
     )
     [entry] = plan(
         pool, context, "get_character('A').set_target_action(get_closest_object('table_1', 'chair'))"
@@ -482,7 +482,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     for name, (body, _) in PIPELINE.items():
         script += [program(name, body.replace("TARGET", str(targets / name))), program(f"benign-{name}", BENIGN_BODY)]
     with OpenAIServer(ProgramScript(script)) as server:
-        args = run_args(server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5")
+        args = run_args(
+            server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5", sandbox="restricted"
+        )
         process = edsb_child(args, env=child_env(root / "cache"), cwd=root)
     assert process.returncode == 0, process.stderr
     assert "internal_error" not in process.stderr and "Traceback" not in process.stderr

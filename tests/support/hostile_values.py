@@ -2,13 +2,20 @@
 test hands such a value to it through the scene, as the label of an object (`get_object_supporting(...).label`).
 
 A `Hostile` is an ordinary string in the process that made it (the test's, which builds the scene and its graph
-with it) and fails only once unpickled, that is in the sandbox worker that received the scene.
+with it) and fails only once unpickled, that is in the sandbox process that received the scene. A contained sandbox
+process cannot import this module (Landlock lets it read only what the template imported, never the test tree), so
+the pickle carries this module's source and the child rebuilds the class from it.
 """
 
 from __future__ import annotations
 
 import builtins
+from pathlib import Path
 from typing import Any
+
+# Evaluated by the unpickler (`eval(REBUILD, {...})`): run this module's source in a fresh namespace, and make an
+# armed `Hostile` with the class it defines.
+REBUILD = "(exec(source, namespace), namespace['Hostile'](text, method, failure, True))[1]"
 
 #: What a hostile method raises, by name (`BaseException`s other than `Exception`s included).
 FAILURES = (
@@ -42,7 +49,8 @@ class Hostile(str):
         return value
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Hostile, (str(self), self.method, self.failure, True))
+        names = {"source": Path(__file__).read_text(encoding="utf-8"), "namespace": {"__name__": "hostile_values"}}
+        return (eval, (REBUILD, {**names, "text": str(self), "method": self.method, "failure": self.failure}))
 
     def _fail(self, method: str) -> None:
         if not (self.armed and method == self.method):

@@ -78,10 +78,14 @@ class ProgramScript:
         return Reply.completion(self.programs[index])
 
 
-def run_args(base_url: str, out: Path, repeats: int, *extra: str) -> list[str]:
-    """`edsb run` of case 13 at level 0 with the Object List variant, `repeats` times, uncached and quiet."""
+def run_args(base_url: str, out: Path, repeats: int, *extra: str, sandbox: str | None = None) -> list[str]:
+    """`edsb run` of case 13 at level 0 with the Object List variant, `repeats` times, uncached and quiet.
+
+    `sandbox` pins `--sandbox`: the attack suites written against one sandbox's verdicts (the restricted one's
+    `code_policy`) name it, so that the host's default (`auto`, exact where the kernel allows) does not change them."""
     selection = ["--variant", VARIANT, "--cases", str(CASE), "--distraction", "0", "--repeats", str(repeats)]
-    return scripted_run_args(base_url, out, *selection, "--no-cache", "--quiet", *extra)
+    pinned = ["--sandbox", sandbox] if sandbox is not None else []
+    return scripted_run_args(base_url, out, *selection, "--no-cache", "--quiet", *pinned, *extra)
 
 
 def programs_by_run(out: Path) -> dict[str, str]:

@@ -59,8 +59,9 @@ class ModelCard(_Strict):
 
     name: str = Field(description="--model as given: local, openai:<model>, replay:<dir>, oracle, ...")
     endpoint_host: str | None = Field(
-        description="host[:port] of --base-url, nothing else of the URL (None: no --base-url was recorded: an "
-        "embedded or built-in model, or $OPENAI_BASE_URL / OpenAI's own endpoint)"
+        description="host[:port] of --base-url, nothing else of the URL; without one, the host the transcripts' "
+        "model identity names (a provider's default endpoint, $OPENAI_BASE_URL) (None: no endpoint: an embedded "
+        "or built-in model, or no transcripts)"
     )
     identities: list[str] = Field(description="the model identities the results record, as the server reported them")
 
@@ -175,6 +176,24 @@ def endpoint_host(base_url: str | None) -> str | None:
     return parts.hostname + (f":{parts.port}" if parts.port else "")
 
 
+def identity_host(identity: str) -> str | None:
+    """host[:port] of the endpoint a model identity names (`provider:model@url`, the URL as the client resolved it:
+    a provider's default host when no --base-url was given); None for an identity with no URL (`local:...`,
+    `oracle`). The URL starts at the last `@` before its `://` (a model's name may hold an `@` itself)."""
+    scheme = identity.find("://")
+    at = identity.rfind("@", 0, scheme) if scheme >= 0 else -1
+    return endpoint_host(identity[at + 1 :]) if at >= 0 else None
+
+
+def _endpoint_host(base_url: str | None, records: Iterable[TranscriptRecord]) -> str | None:
+    """The host of --base-url, else the one host every transcript's model identity names (None when they name
+    none, or several)."""
+    if base_url:
+        return endpoint_host(base_url)
+    hosts = {identity_host(record.model) for record in records}
+    return hosts.pop() if len(hosts) == 1 else None
+
+
 def _data_card(path: str | None) -> DataCard:
     matches: bool | None = None
     if path is not None and Path(path).is_dir():
@@ -271,7 +290,7 @@ def run_card(
         data=_data_card(config.data),
         model=ModelCard(
             name=config.model,
-            endpoint_host=endpoint_host(config.base_url),
+            endpoint_host=_endpoint_host(config.base_url, records),
             identities=sorted({r.model for r in results if r.model}),
         ),
         sampling=Sampling(

@@ -39,7 +39,7 @@ class ErrorKind(StrEnum):
     CODE_MEMORY = "code_memory"  # the memory limit was reached
     CODE_OUTPUT = "code_output"  # the plan or printed text exceeds the size cap
     CODE_PLAN = "code_plan"  # the code ran, but what it set cannot become a plan
-    CODE_CRASH = "code_crash"  # the worker died for another reason
+    CODE_CRASH = "code_crash"  # the run's sandbox process died for another reason
     # The other stages of the framework.
     NARRATOR_FORMAT = "narrator_format"  # the Narrator's reply is not JSON or its event lacks activity/characters
     NARRATOR_NO_CHARACTER = "narrator_no_character"  # the event names none of the kept characters

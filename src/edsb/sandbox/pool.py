@@ -532,6 +532,8 @@ class _Child:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
             raise _StaleChild() from None
+        if request["scene"][0] != "source":
+            self._loaded(limits)
         # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
         try:
             response = self.answers.read(time.monotonic() + limits.timeout, limits.max_result_bytes)
@@ -545,6 +547,20 @@ class _Child:
             self.stop()
             raise self._death_error(str(died)) from None
         return _answer(response, limits)
+
+    def _loaded(self, limits: SandboxLimits) -> None:
+        """Read the frame a child sends once it has unpickled an inline scene, before any model code runs (so it is
+        trusted): a scene it cannot load is edsb's SandboxError, never the model's failure."""
+        try:
+            loaded = self.answers.read(time.monotonic() + _LOAD_TIMEOUT, _CONTROL_ANSWER_BYTES)
+        except (WorkerDied, Deadline) as exc:
+            self.stop()
+            raise SandboxError(f"a sandbox process failed loading its scene ({exc})") from None
+        status = loaded.get("status")
+        if status == "error":  # a MemoryError while unpacking it: the run's code_memory, as before
+            _answer(loaded, limits)  # raises the CodeError
+        if status != "loaded":
+            raise SandboxError(str(loaded.get("message", loaded)))
 
     def retire(self) -> None:
         """Kill the child (done with its run, or never used) and have the template reap it later."""

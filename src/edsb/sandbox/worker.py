@@ -192,6 +192,11 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     except MemoryError:
         send(_error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
         return
+    except Exception as exc:  # edsb's, not the model's: its class cannot be imported here, say (never silent)
+        send({"status": "fatal", "message": f"cannot load the scene in the sandbox: {exception_text(exc)}"})
+        return
+    if request["scene"][0] != "source":  # still edsb's frame (no model code has run): the parent trusts it
+        send({"status": "loaded"})
     _seed(int(request["seed"]))
     send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
 
@@ -237,7 +242,7 @@ def _address_space_in_use() -> int | None:
 def _too_little_memory(limit: int, in_use: int) -> str:
     need = math.ceil((in_use + _MIN_HEADROOM_BYTES) / (1 << 20) / 64) * 64
     return (
-        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox worker already uses "
+        f"the code memory limit of {limit >> 20} MiB is too small: a sandbox process already uses "
         f"{in_use >> 20} MiB before running any code (use --code-memory {max(need, 256)} or more)"
     )
 
@@ -370,6 +375,8 @@ def _run_exact(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] |
         return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
     try:
         return _pack(entries, "".join(printed.parts), request)
+    except CodeError as exc:  # `to_plain`'s own verdict on a value that cannot be converted (code_output)
+        return _error(exc.kind, exc.message)
     except MemoryError:
         return _error(ErrorKind.CODE_MEMORY, "MemoryError")
     except BaseException as exc:
