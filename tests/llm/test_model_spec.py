@@ -27,17 +27,17 @@ from edsb.llm.retry import is_retryable_status, retry_after_s
         ("local:/models/qwen.gguf", ModelSpec("local", "/models/qwen.gguf")),
         ("openai:gpt-4o-2024-08-06", ModelSpec("openai", "gpt-4o-2024-08-06")),
         ("openai:qwen2.5:7b", ModelSpec("openai", "qwen2.5:7b")),  # Ollama tags keep their colon
-        ("openai:meta-llama/Meta-Llama-3.1-8B-Instruct", ModelSpec("openai", "meta-llama/Meta-Llama-3.1-8B-Instruct")),
+        ("openai:mistralai/Mistral-7B-Instruct-v0.3", ModelSpec("openai", "mistralai/Mistral-7B-Instruct-v0.3")),
         ("replay:runs/2025-01-01", ModelSpec("replay", "runs/2025-01-01")),
-        ("anthropic:claude-3-5-sonnet-20241022", ModelSpec("anthropic", "claude-3-5-sonnet-20241022")),
-        ("google:gemini-1.5-pro", ModelSpec("google", "gemini-1.5-pro")),
+        ("anthropic:claude-sonnet-4-5", ModelSpec("anthropic", "claude-sonnet-4-5")),
+        ("google:gemini-2.5-flash", ModelSpec("google", "gemini-2.5-flash")),
         (
-            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
-            ModelSpec("deepinfra", "meta-llama/Meta-Llama-3.1-70B-Instruct"),
+            "deepinfra:Qwen/Qwen2.5-72B-Instruct",
+            ModelSpec("deepinfra", "Qwen/Qwen2.5-72B-Instruct"),
         ),
-        ("groq:llama-3.1-70b-versatile", ModelSpec("groq", "llama-3.1-70b-versatile")),
-        ("cerebras:llama3.1-70b", ModelSpec("cerebras", "llama3.1-70b")),
-        ("lepton:llama3-1-70b", ModelSpec("lepton", "llama3-1-70b")),
+        ("groq:mixtral-8x7b-32768", ModelSpec("groq", "mixtral-8x7b-32768")),
+        ("cerebras:qwen-3-32b", ModelSpec("cerebras", "qwen-3-32b")),
+        ("lepton:qwen2-72b", ModelSpec("lepton", "qwen2-72b")),
     ],
 )
 def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
@@ -124,14 +124,14 @@ def test_which_statuses_are_retried() -> None:
     [
         ("openai:m", "OPENAI_API_KEY", "https://api.openai.com/v1"),
         (
-            "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "deepinfra:Qwen/Qwen2.5-72B-Instruct",
             "DEEPINFRA_API_TOKEN",
             "https://api.deepinfra.com/v1/openai",
         ),
-        ("groq:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
-        ("groq-native:llama-3.1-70b-versatile", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
-        ("cerebras:llama3.1-70b", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
-        ("lepton:llama3-1-70b", "LEPTON_API_TOKEN", "https://llama3-1-70b.lepton.run/api/v1"),
+        ("groq:mixtral-8x7b-32768", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("groq-native:mixtral-8x7b-32768", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
+        ("cerebras:qwen-3-32b", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),
+        ("lepton:qwen2-72b", "LEPTON_API_TOKEN", "https://qwen2-72b.lepton.run/api/v1"),
     ],
 )
 def test_openai_compatible_providers_take_the_references_host_and_key_variable(

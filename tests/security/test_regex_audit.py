@@ -37,7 +37,7 @@ BUILT = {
     ),
     # The exact sandbox's `match` local: the reference's pattern with the body's length fixed, matched once at the
     # block that the linear scan (`code_block_span`) already found; linear on whitespace floods (test_source.py).
-    ("sandbox/exact.py", "re.compile(f'```python\\\\s*\\\\n([\\\\s\\\\S]{{{body_end - body_start}}})\\\\n\\\\s*```')"),
+    ("sandbox/exact.py", "re.compile(_OPENING + body + _CLOSING)"),
     # --perturb: whole-word renaming of the benchmark's own texts (cases, descriptions), never model text.
     ("data/perturb.py", "re.compile('\\\\b(?:' + '|'.join(map(re.escape, keys)) + ')\\\\b')"),
 }

@@ -11,18 +11,18 @@ from edsb.errors import closest, hint
 from edsb.llm.errors import ModelSpecError
 from edsb.llm.providers import ALIASES, PROVIDERS
 
-ModelKind = Literal[
+ModelKind = Literal[  # the local and test models first, then the remote providers by name
     "local",
-    "openai",
-    "deepinfra",
-    "groq",
-    "cerebras",
-    "lepton",
-    "anthropic",
-    "google",
     "replay",
     "oracle",
     "oracle-wrong",
+    "anthropic",
+    "cerebras",
+    "deepinfra",
+    "google",
+    "groq",
+    "lepton",
+    "openai",
 ]
 SPEC_FORMS = (
     f"local, local:<file.gguf>, PROVIDER:<model> ({', '.join(PROVIDERS)}), replay:<run dir>, oracle or oracle-wrong"

@@ -66,34 +66,33 @@ class Area:
 
 @dataclass
 class Character_:
-    """The handle `get_character` returns; each setter first creates the character's entry of `parsed_event`."""
+    """The handle `get_character` returns. Every setter first makes sure the character has an entry in the
+    executor's `parsed_event` (an empty position and action), then writes its value, as the reference's do: code that
+    catches a setter's error still leaves the entry behind."""
 
     name: str
     code_executor: "CodeExecutor"
 
-    def set_position(self, position: Area) -> None:
-        entry = _plan_entry(self)
-        if isinstance(position, list | tuple):  # raw coordinates or strings, stored as given (§9.10)
-            entry["position"] = position
-        elif isinstance(position, Area):
-            entry["position"] = position.conditions  # the live list: later edits of the area still count
-        else:
-            raise ValueError(f"Invalid position type: {type(position)}")
+    def set_target_action(self, action: Any) -> None:
+        self._entry()["target_action"] = action
 
-    def set_orientation(self, target: str) -> None:
-        entry = _plan_entry(self)
-        entry["orientation"] = [f"look at {target}"]
+    def set_position(self, position: Any) -> None:
+        entry = self._entry()
+        if not isinstance(position, list | tuple | Area):
+            raise ValueError("Invalid position type: " + format(type(position), ""))  # an f-string's formatting
+        # A list or tuple (raw coordinates or strings, §9.10) is kept as given; an area gives its live list of
+        # conditions, so that later edits of the area still count.
+        entry["position"] = position if isinstance(position, list | tuple) else position.conditions
 
-    def set_target_action(self, action: str) -> None:
-        entry = _plan_entry(self)
-        entry["target_action"] = action
+    def set_orientation(self, target: Any) -> None:
+        entry = self._entry()
+        entry["orientation"] = [f"look at {target}"]  # replaces an earlier one
 
-
-def _plan_entry(character: Character_) -> Any:
-    plan = character.code_executor.parsed_event
-    if character.name not in plan:
-        plan[character.name] = {"position": [], "target_action": ""}
-    return plan[character.name]
+    def _entry(self) -> Any:
+        plan = self.code_executor.parsed_event
+        if self.name not in plan:
+            plan[self.name] = dict(position=[], target_action="")
+        return plan[self.name]
 
 
 def _area(area: code_api.Area) -> Area:
@@ -239,7 +238,9 @@ GLOBAL_NAMES: dict[str, Any] = {
 # --- running a reply --------------------------------------------------------------------------------------------------
 
 # The reference's second and third steps, compiled without this module's compiler flags.
-_BIND = compile("self.parse_event = types.MethodType(parse_event, self)", "<string>", "exec", dont_inherit=True)
+_BIND = compile(
+    " ".join(("self.parse_event =", "types.MethodType(parse_event, self)")), "<string>", "exec", dont_inherit=True
+)
 _CALL = compile("self.parse_event()", "<string>", "exec", dont_inherit=True)
 
 
@@ -287,7 +288,12 @@ def reference_match(reply: str) -> re.Match[str] | None:
     if span is None:
         return None
     start, body_start, body_end = span
-    return re.compile(rf"```python\s*\n([\s\S]{{{body_end - body_start}}})\n\s*```").match(reply, start)
+    body = rf"([\s\S]{{{body_end - body_start}}})"
+    return re.compile(_OPENING + body + _CLOSING).match(reply, start)
+
+
+_OPENING = r"```python\s*\n"  # the reference's fence pattern, either side of the body
+_CLOSING = r"\n\s*```"
 
 
 @contextmanager
