@@ -20,11 +20,8 @@ import pytest
 
 from edsb.sandbox import CodeContext, RawPlan, SandboxPool
 from tests.support.data import require_data
-from tests.support.edsb_cli import child_env, edsb_child
-from tests.support.openai_server import OpenAIServer
-from tests.support.run_dir import read_results
 from tests.support.sandbox_runs import LIMITS, body_code, verdict
-from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, programs_by_run, run_args
+from tests.support.scripted_programs import restricted_pipeline_records
 
 
 def plan(pool: SandboxPool, context: CodeContext, body: str) -> RawPlan:
@@ -475,22 +472,9 @@ PIPELINE = {
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """One `edsb run` of every program above, each followed by a benign one: program name → its run's record."""
     require_data()
-    root = tmp_path_factory.mktemp("redteam-pipeline")
-    targets, out = root / "targets", root / "run"
-    targets.mkdir()
-    script = []
-    for name, (body, _) in PIPELINE.items():
-        script += [program(name, body.replace("TARGET", str(targets / name))), program(f"benign-{name}", BENIGN_BODY)]
-    with OpenAIServer(ProgramScript(script)) as server:
-        args = run_args(
-            server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5", sandbox="restricted"
-        )
-        process = edsb_child(args, env=child_env(root / "cache"), cwd=root)
-    assert process.returncode == 0, process.stderr
-    assert "internal_error" not in process.stderr and "Traceback" not in process.stderr
-    assert list(targets.iterdir()) == []
-    records = {record["key"]: record for record in read_results(out)}
-    return {name: records[key] for key, name in programs_by_run(out).items()}
+    return restricted_pipeline_records(
+        tmp_path_factory.mktemp("redteam-pipeline"), {name: body for name, (body, _) in PIPELINE.items()}
+    )
 
 
 @pytest.mark.parametrize("name", list(PIPELINE), ids=list(PIPELINE))

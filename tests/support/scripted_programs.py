@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tests.support.edsb_cli import scripted_run_args
-from tests.support.openai_server import RecordedRequest, Reply
-from tests.support.run_dir import transcript_records
+from tests.support.edsb_cli import child_env, edsb_child, scripted_run_args
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.run_dir import read_results, transcript_records
 
 CASE = 13
 VARIANT = "object-list"
@@ -98,3 +98,24 @@ def programs_by_run(out: Path) -> dict[str, str]:
         if found:
             names[record["run"].replace("__", "/")] = found.group(1)
     return names
+
+
+def restricted_pipeline_records(root: Path, bodies: Mapping[str, str]) -> dict[str, dict]:
+    """One `edsb run --sandbox restricted` at concurrency 1 of every program (`TARGET` in a body names a file under a
+    watched directory), each followed by a benign one; the invocation must exit 0 with no edsb fault and leave the
+    directory empty. Program name -> its run's record."""
+    targets, out = root / "targets", root / "run"
+    targets.mkdir()
+    script = []
+    for name, body in bodies.items():
+        script += [program(name, body.replace("TARGET", str(targets / name))), program(f"benign-{name}", BENIGN_BODY)]
+    with OpenAIServer(ProgramScript(script)) as server:
+        args = run_args(
+            server.base_url, out, len(script), "--concurrency", "1", "--code-timeout", "5", sandbox="restricted"
+        )
+        process = edsb_child(args, env=child_env(root / "cache"), cwd=root)
+    assert process.returncode == 0, process.stderr
+    assert "internal_error" not in process.stderr and "Traceback" not in process.stderr
+    assert list(targets.iterdir()) == []
+    records = {record["key"]: record for record in read_results(out)}
+    return {name: records[key] for key, name in programs_by_run(out).items()}
