@@ -41,12 +41,19 @@ class ChatRequest(_Frozen):
     """
 
     messages: tuple[Message, ...] = Field(min_length=1)
-    temperature: float = Field(ge=0.0)
+    temperature: float | None = Field(ge=0.0)  # None: not sent, the provider's default applies
     json_mode: bool = False
     sample_index: int = Field(default=0, ge=0)
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)  # the answer's room; a thinking budget comes on top
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     seed: int | None = None
+    reasoning_effort: str | None = None  # OpenAI's reasoning_effort, Anthropic's effort (None: not sent)
+    thinking_budget: int | None = Field(default=None, ge=0)  # Anthropic's and Gemini's thinking tokens
+    thinking_level: str | None = None  # Gemini 3's thinkingLevel
+
+
+# Request settings added after KEY_VERSION 3: left out of the hash while unset, so that earlier keys still match.
+_LATER_SETTINGS = ("reasoning_effort", "thinking_budget", "thinking_level")
 
 
 class ChatResponse(_Frozen):
@@ -61,6 +68,14 @@ class ChatResponse(_Frozen):
     attempts: int = 1
     source: ResponseSource = "model"
     surrogates_replaced: bool = False  # the server sent lone surrogates (made U+FFFD here, where text enters edsb)
+    # The model's reasoning, split off the answer (think tags, reasoning fields, thinking blocks, thought parts);
+    # `text` is then the answer only. `reasoning_tokens` is inside `completion_tokens`, as the APIs bill it.
+    reasoning: str = ""
+    reasoning_tokens: int | None = None
+    refusal: str | None = None  # the provider's refusal text (OpenAI's message.refusal, a stop for safety)
+    # The generation settings as they went over the wire, under the API's own names (e.g. max_completion_tokens);
+    # a setting absent here was not sent.
+    sent: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +89,7 @@ class ChatResponse(_Frozen):
         return data
 
 
-_SERVER_TEXT = ("text", "model", "finish_reason")
+_SERVER_TEXT = ("text", "model", "finish_reason", "reasoning", "refusal")
 
 
 @runtime_checkable
@@ -107,7 +122,15 @@ def request_key(identity: str, request: ChatRequest) -> str:
             "v": KEY_VERSION,
             "model": identity,
             "messages": [(message.role, text_id(message.content)) for message in request.messages],
-            "settings": request.model_dump(exclude={"messages"}),
+            "settings": _hashed_settings(request),
         }
     )
     return hashlib.sha256(canonical).hexdigest()
+
+
+def _hashed_settings(request: ChatRequest) -> dict[str, Any]:
+    settings = request.model_dump(exclude={"messages"})
+    for name in _LATER_SETTINGS:
+        if settings[name] is None:
+            del settings[name]
+    return settings

@@ -63,7 +63,12 @@ class RunConfig(BaseModel):
     cases: list[int] = Field(default_factory=list)
     distraction: list[int] = Field(default_factory=lambda: [0, 1, 2])
     repeats: int = Field(default=1, ge=1)
-    temperature: float = Field(default=0.1, ge=0.0, le=2.0)
+    temperature: float | None = Field(default=0.1, ge=0.0, le=2.0)  # None: not sent (`--temperature default`)
+    # Reasoning controls (None: not sent, the provider's default effort applies) and JSON mode for the Narrator.
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = Field(default=None, ge=0)
+    thinking_level: str | None = None
+    json_mode: bool = True
     # The reply's token cap as sent (None: none sent) and the model's sampling seed, base of the repeats' (repeat r
     # sends model_seed + r; None: none sent). `resolve_run_config` fills in the model's defaults.
     max_tokens: int | None = Field(default=None, ge=1)
