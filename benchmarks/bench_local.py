@@ -81,7 +81,7 @@ def one_request(arm: str) -> dict[str, object]:
 
 def smoke(arm: str) -> dict[str, object]:
     """The README's smoke in this process. before: one context with every core, each request from an empty context
-    (edsb before issue 26); after: the default (prefix states, a context per run in flight up to the cores)."""
+    (edsb before prefix states); after: the default (prefix states, a context per run in flight up to the cores)."""
     import edsb.llm.factory as factory
     from edsb.cli import main
 

@@ -4,15 +4,15 @@ Each of the 10 PI cases is sampled as the pipeline samples it (`sample_position`
 anchors and one generator per sample) for the relationships a good model writes: the expected condition's atoms
 (case 63 takes its feasible branch). A sample hits when the judge passes the plan that stands there (inside the
 expected area, off every floor object). `reference` is the default sampler, the reference's simulated annealing
-(protocol §6): it may stop in a local minimum or just outside the area, so its hit rate is the best a planner can
-get with the paper's sampler and must not be 100 % everywhere. `optimal` is edsb's lattice search, which always
-returns an optimal point. Both run in this process, one after the other, on the same generators; the lattices the
-optimiser keeps per scene are built before the timing starts and their one-off cost is printed apart. The optimiser
-keeps its search result per relationship set, so repeated samples only draw from it; `cold` figures clear that
+(docs/reference.md#position-sampler): it may stop in a local minimum or just outside the area, so its hit rate is the
+best a planner can get with the paper's sampler and must not be 100 % everywhere. `optimal` is edsb's lattice search,
+which always returns an optimal point. Both run in this process, one after the other, on the same generators; the
+lattices the optimiser keeps per scene are built before the timing starts and their one-off cost is printed apart. The
+optimiser keeps its search result per relationship set, so repeated samples only draw from it; `cold` figures clear that
 cache before every sample.
 
-The reference's own annealer takes about 60 ms per sample on average (2 s at worst) by the issue that asked for
-this one; `reference_ms_per_sample` is edsb's on the same cost (box collisions, no meshes).
+The reference's own annealer takes about 60 ms per sample on average (2 s at worst), as reported when
+this benchmark was asked for; `reference_ms_per_sample` is edsb's on the same cost (box collisions, no meshes).
 
 Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sampler.py [--samples 200] [--smoke]
 """

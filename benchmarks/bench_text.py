@@ -1,10 +1,10 @@
-"""Hostile text (issue 22): the Narrator's trailing-group cleaning against the reference's regex on adversarial
+"""Hostile text: the Narrator's trailing-group cleaning against the reference's regex on adversarial
 activities, and what making text valid Unicode costs per run.
 
 Figures (one line each, `name: value (ratio ..., ...)`):
 - `trailing_group_{n}k_ms`: the linear scan on its worst case of n thousand characters (`"a(" * n/2 + ")"`: it
-  visits every `(`), with the ratio of the reference regex's time on the issue's activity of the same size
-  (`"Ryan texts" + " (" * n/2 + "x"`; the regex is quadratic there: the issue's 120 KB took 49 s; timed up to 24 KB);
+  visits every `(`), with the ratio of the reference regex's time on the pathological activity of the same size
+  (`"Ryan texts" + " (" * n/2 + "x"`; the regex is quadratic there: a 120 KB activity took 49 s; timed up to 24 KB);
 - `hygiene_per_run_us`: the cleaning a run pays when nothing needs repair (its two requests' messages, two responses,
   the plan and the event, cleaned and bounded), with the ratio to building those messages and responses unchecked.
 

@@ -38,7 +38,7 @@ def test_case_facts_match_the_protocol() -> None:
     assert sorted(cid for cid, case in cases.items() if len(case.expected_plans) == 2) == [44, 53, 54]
     assert {case.max_distraction for case in cases.values() if "PI" not in case.tags} == {2}
     assert {case.max_distraction for case in cases.values() if "PI" in case.tags} == {0}
-    # Kept characters / history at levels 0/1/2 for a few rows of §1.6.
+    # Kept characters / history at levels 0/1/2 for a few cases of the case table (docs/reference.md#case-table).
     for cid, chars, hist in [(20, (3, 5, 6), (2, 3, 5)), (52, (6, 8, 9), (1, 3, 6)), (44, (3, 5, 6), (1, 3, 5))]:
         case = cases[cid]
         assert tuple(len(case.states_at(level)) for level in range(3)) == chars

@@ -83,9 +83,9 @@ def test_the_oracle_scores_through_inspect_with_no_network(
     assert log.stats.model_usage[model].input_tokens > 0  # counted by the provider, without a tokenizer file
 
 
-def test_the_readmes_first_inspect_command_scores_1_offline(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    first = next(line for line in readme.splitlines() if line.startswith("inspect eval "))
+def test_the_inspect_pages_first_command_scores_1_offline(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "inspect.md").read_text(encoding="utf-8")
+    first = next(line for line in page.splitlines() if line.startswith("inspect eval "))
     command = shlex.split(first.partition("#")[0])
     assert command[:4] == ["inspect", "eval", "edsb/edsb_table1", "--model"] and command[4] == "edsb/oracle", first
     log, attempts = inspect_eval_offline(tmp_path, *command[2:])

@@ -110,7 +110,7 @@ def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iter
                 task = TASKS[setting.name](variant=setting.variant, cases=setting.cases, levels=setting.levels)
                 (log,) = inspect_eval(
                     task,
-                    model=ROUTE,  # the README's route for OpenAI-compatible servers
+                    model=ROUTE,  # docs/inspect.md's route for OpenAI-compatible servers
                     model_base_url=server.base_url,  # a new base URL is a new Inspect model (they are cached)
                     epochs=REPEATS,
                     log_dir=str(root / "logs"),

@@ -260,7 +260,8 @@ BOTH = ["narrator", "event_parser"]
         ("event_parser", 60, seat_answer("chair_99", "chair_99 is free."), "error", "sampler_anchor", "chair_99", BOTH),
         # Code that queries a made-up object raises inside the sandbox, as the reference's exec would.
         ("event_parser", 0, closest_table_answer, "error", "code_runtime", "KeyError: 'table_99'", BOTH),
-        # Seat cases: the evaluator validates the expected anchors, not the plan's (§7.3), so it is a failure.
+        # Seat cases: the evaluator validates the expected anchors, not the plan's
+        # (docs/reference.md#relationship-check), so it is a failure.
         ("event_parser", 13, seat_answer("chair_99", "chair_99 is in the kitchen."), "failed", None, None, BOTH),
         ("event_parser", 13, seat_answer("chair_3", "chair_3 is a free chair."), "failed", None, None, BOTH),
         # Prose where JSON was asked for: no Event Parser call at all.

@@ -156,7 +156,7 @@ def test_obb_distance_subtracts_the_part_inside_each_box() -> None:
 @pytest.mark.parametrize(("scene_name", "couch"), [("House", "couch_1"), ("Office", "couch_2"), ("Office", "couch_3")])
 def test_benchmark_couches_with_an_empty_seat_rectangle(benchmark, scene_name: str, couch: str) -> None:
     box = load_scene(benchmark, scene_name).box(couch)
-    assert box.depth * box.sit_offset_horizontal > box.half_depth - 0.2  # §9.17
+    assert box.depth * box.sit_offset_horizontal > box.half_depth - 0.2  # docs/reference.md#empty-seat-rectangle
     side = np.linspace(-1.5, 1.5, 301)
     local = np.stack(np.meshgrid(side * box.half_width, side * box.half_depth), axis=-1).reshape(-1, 2)
     world = box.center[:2] + local @ np.linalg.inv(box.rotation).T

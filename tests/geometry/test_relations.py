@@ -21,7 +21,7 @@ def test_prefix_table_is_the_protocol_list() -> None:
 
 def test_prefix_test_is_a_plain_prefix() -> None:
     assert known_prefix("sit on chair_1") == "sit on"
-    assert known_prefix("behindX") == "behind"  # accepted, as in the reference (§9.12)
+    assert known_prefix("behindX") == "behind"  # accepted, as in the reference (docs/reference.md#prefix-predicates)
     assert known_prefix("near table_1") is None and known_prefix(" close to a_1") is None
 
 

@@ -10,7 +10,7 @@ from edsb.geometry.scene import load_scene
 from edsb.geometry.scene_text import object_list_text, scene_graph_text
 from tests.support.scenes import make_box, make_scene
 
-# Protocol §5.5: the reference's texts (UTF-8, no trailing newline).
+# docs/reference.md#description-texts: the reference's texts (UTF-8, no trailing newline).
 REFERENCE_TEXTS = {
     "House": (
         304,
@@ -48,7 +48,8 @@ def test_texts_match_the_reference_byte_for_byte(benchmark: Benchmark, name: str
 
 
 def test_scene_graph_text_layout_and_negative_zero_quirk() -> None:
-    # front truncates to [-0.05, 0.99, 0.0]; the textual `-0.0` → `0.0` fold turns -0.05 into 0.05 (§9.3)
+    # front truncates to [-0.05, 0.99, 0.0]; the textual `-0.0` → `0.0` fold turns -0.05 into 0.05
+    # (docs/reference.md#negative-zero-text)
     desk = make_box("desk_1", (1.234, 2.0), facing_deg=92.9, width=1.0, depth=0.5, height=0.8, box_id=0)
     lamp = make_box(
         "lamp_1", (1.234, 2.0), width=0.2, depth=0.2, height=0.3, min_z=0.8, box_id=1, has_orientation=False

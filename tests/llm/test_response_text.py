@@ -1,5 +1,5 @@
 """Text a server sends becomes valid Unicode where it enters edsb (`ChatResponse`), whichever client built the
-response, and transcripts stay valid UTF-8 JSON with transport messages bounded (issue 22)."""
+response, and transcripts stay valid UTF-8 JSON with transport messages bounded."""
 
 from __future__ import annotations
 

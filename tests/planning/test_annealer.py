@@ -1,6 +1,6 @@
-"""The reference's simulated annealer (`--sampler reference`, protocol §6): the same points as a plain transcription
-of the protocol, and each rule on its own: the stop rule, the temperature floor, the 5,000-proposal cap, the last
-accepted point as the result, the start point."""
+"""The reference's simulated annealer (`--sampler reference`, docs/reference.md#position-sampler): the same points as a
+plain transcription of its rules, and each rule on its own: the stop rule, the temperature floor, the 5,000-proposal
+cap, the last accepted point as the result, the start point."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from edsb.scoring.judge import Judge
 
 
 def transcription(cost: Callable[[np.ndarray], float], start: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
-    """§6 as the protocol states it, written out independently: the accepted points, in order."""
+    """The annealer as docs/reference.md#position-sampler states it, written out independently: the accepted points, in
+    order."""
     position = np.array(start, dtype=np.float32)
     value = cost(position)
     temperature = 1.0

@@ -1,4 +1,4 @@
-"""Byte parity of every rendered request with the reference's prompt-rendering hashes (benchmark-protocol §3.2).
+"""Byte parity of every rendered request with the reference's prompt-rendering hashes (docs/reference.md#chat-requests).
 
 Each row of `reference-render-hashes.tsv` names a variant, case, level (repeat 0) and module; we build the same
 request and compare the message count, the sha256 of the query and the sha256 of the whole message list.

@@ -1,4 +1,5 @@
-"""The variant table and the presets agree with what the prompt pack can actually render (§2.1, §9.22)."""
+"""The variant table and the presets agree with what the prompt pack can actually render
+(docs/reference.md#planning-settings, #impossible-combinations)."""
 
 from __future__ import annotations
 
@@ -80,4 +81,4 @@ def test_presets_avoid_unsupported_runs(benchmark: Benchmark) -> None:
                 assert get_variant(variant).unsupported_reason(benchmark.case(case_id).tags) is None
         levels = sum(level <= benchmark.case(c).max_distraction for c in case_ids for level in preset.levels)
         runs[preset.name] = levels * preset.repeats * len(preset.variants)
-    assert runs == {"table1": 1800, "table2": 100}  # §2.2
+    assert runs == {"table1": 1800, "table2": 100}  # docs/reference.md#run-order

@@ -1,4 +1,4 @@
-"""The Narrator reply parser (benchmark-protocol §3.3): events, skips and the two error kinds."""
+"""The Narrator reply parser (docs/reference.md#narrator-reply): events, skips and the two error kinds."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_an_unterminated_string_says_where_in_plain_words() -> None:
     assert "at at" not in message
 
 
-# --- hostile replies (issue 22) ----------------------------------------------------------------------------------
+# --- hostile replies ---------------------------------------------------------------------------------------------
 
 _REFERENCE_GROUP = re.compile(r"\s\(.*?\)$")  # the reference's cleaning: the oracle of the linear scan
 
@@ -162,7 +162,7 @@ def test_the_trailing_group_scan_treats_every_whitespace_character_as_the_regex_
 @pytest.mark.parametrize(
     ("text", "cleaned"),
     [
-        ("Ryan texts" + " (" * 60_000 + "x", "Ryan texts" + " (" * 60_000 + "x"),  # the issue's 49 s: no final group
+        ("Ryan texts" + " (" * 60_000 + "x", "Ryan texts" + " (" * 60_000 + "x"),  # the 49 s activity: no final group
         ("Ryan texts" + " (" * 60_000 + "x)", "Ryan texts"),
         ("a(" * 100_000 + ")", "a(" * 100_000 + ")"),  # no whitespace before any `(`
         ("go" + " (\n" * 50_000 + " (x)", "go" + " (\n" * 50_000),

@@ -1,4 +1,4 @@
-"""The conversion of executed handles into a plan, per planning mode (§4.5)."""
+"""The conversion of executed handles into a plan, per planning mode (docs/reference.md#plan-conversion)."""
 
 from __future__ import annotations
 

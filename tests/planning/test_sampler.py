@@ -1,6 +1,7 @@
-"""The PI position sampler (protocol §6) on the real scenes: the official check passes for good relationships, the
-cost follows the §6 table, the optimum is found (`--sampler optimal`), the seat rule is exact, errors match the
-reference's. The reference's annealer has its own tests in test_annealer.py."""
+"""The PI position sampler (docs/reference.md#position-sampler) on the real scenes: the official check passes for good
+relationships, the cost follows the reference's cost table (docs/reference.md#position-sampler), the optimum is found
+(`--sampler optimal`), the seat rule is exact, errors match the reference's. The reference's annealer has its own tests
+in test_annealer.py."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def test_same_generator_gives_the_same_point_and_seeds_vary(scenes) -> None:
     ("scene_name", "relationships", "feasible"),
     [
         ("House", ["in front of fridge_1", "behind fridge_1"], False),  # a compromise between two strips
-        ("House", ["sit on couch_1"], False),  # empty seat rectangle: the infimum is never reached (§9.17)
+        # empty seat rectangle: the infimum is never reached (docs/reference.md#empty-seat-rectangle)
+        ("House", ["sit on couch_1"], False),
         ("House", ["between chair_1 and chair_3"], False),  # costs exp(0) = 1 at best
         ("Office", ["close to couch_3", "behind couch_3"], True),
         ("Restaurant", ["aligned with table_5 and bar_counter_1", "adjacent to table_5"], False),
@@ -120,7 +122,8 @@ def test_boundary_is_never_crossed_even_when_the_cost_pulls_outside(scenes) -> N
 
 
 def test_negative_margins_let_the_point_leave_the_scene_box(scenes) -> None:
-    office = scenes["Office"]  # x margin −0.501: the strip behind cabinet_3 lies entirely at x < 0 (§9.21)
+    # x margin −0.501: the strip behind cabinet_3 lies entirely at x < 0 (docs/reference.md#negative-margins)
+    office = scenes["Office"]
     points = np.array([sample(office, ["behind cabinet_3"], seed) for seed in range(3)])
     assert (points[:, 0] < office.bounds[0, 0]).all()
     assert office.within_allowed(points).all()
@@ -172,7 +175,8 @@ def test_sitting_on_a_couch_is_optimised_onto_the_seat_ignoring_collisions(scene
     assert interaction_distance(office.by_name["couch_1"], point)[0] == 0.0
     assert floor_collisions(office, point)[0]  # inside the couch: `sit on` switches collisions off
 
-    house = scenes["House"]  # couch_1's seat rectangle is empty: the optimum hugs its front limit (§9.17)
+    # couch_1's seat rectangle is empty: the optimum hugs its front limit (docs/reference.md#empty-seat-rectangle)
+    house = scenes["House"]
     point = np.array([sample(house, ["inside couch_1"])], dtype=np.float32)
     assert interaction_distance(house.by_name["couch_1"], point)[0] < 1e-4
 

@@ -1,4 +1,4 @@
-"""Run set-up (benchmark-protocol §2.3): kept characters, postures, history events, availability, descriptions."""
+"""Run set-up (docs/reference.md#run-set-up): kept characters, postures, history events, availability, descriptions."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_case_51_postures_and_latest_plans(benchmark: Benchmark) -> None:
 
 
 def test_kept_counts_match_the_case_table(benchmark: Benchmark) -> None:
-    # benchmark-protocol §1.6, characters / history entries kept at levels 0/1/2 for a few cases
+    # docs/reference.md#case-table, characters / history entries kept at levels 0/1/2 for a few cases
     table = {
         0: ((1, 3, 5), (0, 2, 4)),
         22: ((2, 4, 5), (2, 3, 7)),

@@ -7,7 +7,7 @@ Runs are drawn with case-level random effects on the logit scale, 40 cases × 3 
 
 so the outcomes of one case are correlated across its levels and repeats, and the two runs of a pair are
 correlated through u. Every statistic comes from the library functions `edsb compare` and `edsb report` use; only
-the naive interval the issue contrasts them with (two independent binomial samples, Wald, z = 1.96) is written here.
+the naive interval they are set against (two independent binomial samples, Wald, z = 1.96) is written here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A result line can never fail on its content, and a record that fails anyway becomes `internal_error` (issue 22)."""
+"""A result line can never fail on its content, and a record that fails anyway becomes `internal_error`."""
 
 from __future__ import annotations
 

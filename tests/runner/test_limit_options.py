@@ -1,4 +1,4 @@
-"""The plan and text limits of issue 22 as options: `--max-plan-*` change what a plan may be (part of the run's
+"""The plan and text limits as options: `--max-plan-*` change what a plan may be (part of the run's
 identity), `--max-error-chars` / `--max-text-chars` only what a result keeps of the model's text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A record that cannot be serialised (issue 22): that one run is recorded as `internal_error` with the reason, the
+"""A record that cannot be serialised: that one run is recorded as `internal_error` with the reason, the
 sweep goes on, and the next pass retries it. Content can no longer cause this (text is cleaned where it enters, and
 `to_line` repairs what slipped through), so the failure is injected into the real pipeline."""
 

@@ -1,4 +1,5 @@
-"""The spatial code API on the real scenes (§4.2-§4.4), called directly (the sandbox is tested separately).
+"""The spatial code API on the real scenes (docs/reference.md#code-api), called directly (the sandbox is tested
+separately).
 
 Literal answers below were checked against the reference implementation run on the same scenes.
 """
@@ -138,7 +139,7 @@ def test_object_supporting_returns_a_handle_some_functions_reject(api_scenes) ->
     assert api.get_area_to_sit_on(table).conditions == ["sit on table_1"]
     assert api.get_objects_supported_by(table) == ["dvd_player_1", "loudspeaker_1", "tv_1"]
     assert api.get_objects_close_to(table) == api.get_objects_close_to("table_1")
-    # Rejected: name-keyed lookups (§9.11).
+    # Rejected: name-keyed lookups (docs/reference.md#object-handles).
     for call in (
         lambda: api.get_closest_object(table),
         lambda: api.get_objects_associated_with(table),
@@ -161,7 +162,7 @@ def test_distance_between_is_the_footprint_distance(api_scenes) -> None:
     assert api.is_object_of_label("table_1", "tables") is False
 
 
-# --- occupancy (§9.2) -------------------------------------------------------------------------------------------------
+# --- occupancy (docs/reference.md#is_object_occupied) -----------------------------------------------------------------
 
 
 def test_occupied_seats_come_from_latest_plans_whatever_their_state(api_scenes) -> None:

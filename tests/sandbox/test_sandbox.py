@@ -1,4 +1,5 @@
-"""Model code through the real sandbox: the official example programs, and the reference's verdicts (§4.1, §9.8).
+"""Model code through the real sandbox: the official example programs, and the reference's verdicts
+(docs/reference.md#code-execution, #code-extraction).
 
 The example programs are read from the data dir at test time. Their scenes ship only as sample descriptions, so the
 API runs on the scene graph those descriptions print (the reference's graph, in its listing order) and on boxes

@@ -1,4 +1,4 @@
-"""Finding the code in a reply and the reference's rewrite (§4.1)."""
+"""Finding the code in a reply and the reference's rewrite (docs/reference.md#code-execution)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The judge against the protocol (§7, §9): worked verdicts, equivalences, quirks, odd plan shapes, PI boundaries."""
+"""The judge against the reference (docs/reference.md#evaluator, docs/reference.md#quirks): worked verdicts,
+equivalences, quirks, odd plan shapes, PI boundaries."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def outcome(verdict: Verdict) -> str | bool:
     return verdict.error.value if verdict.error else verdict.passed
 
 
-# --- §7.7 worked verdicts ----------------------------------------------------------------------------------------
+# --- worked verdicts (docs/reference.md#worked-verdicts) ---------------------------------------------------------
 
 
 def test_case_0_close_to_accepts_adjacent_to(judge_for) -> None:
@@ -94,7 +95,7 @@ def test_a_planning_result_that_is_not_an_object_is_malformed(judge_for, plan: o
     assert outcome(judge_for(0).judge(plan)) == "malformed_plan"
 
 
-# --- action check (§7.2) -----------------------------------------------------------------------------------------
+# --- action check (docs/reference.md#action-check) ---------------------------------------------------------------
 
 
 def test_lie_is_an_allowed_action(judge_for) -> None:
@@ -178,7 +179,7 @@ def test_character_names_are_case_sensitive(judge_for) -> None:
     assert outcome(judge_for(13).judge(plan_of("david", ["eat"], ["sit on chair_6"]))) == "missing_character"
 
 
-# --- relationship check (§7.3) -----------------------------------------------------------------------------------
+# --- relationship check (docs/reference.md#relationship-check) ---------------------------------------------------
 
 
 def test_adjacent_to_does_not_accept_close_to(judge_for) -> None:
@@ -308,7 +309,7 @@ def test_two_character_cases(judge_for, case_id: int, first: str, second: str, s
     assert outcome(judge.judge(broken)) == "unknown_action"
 
 
-# --- PI: position and collision (§7.4, §7.5) ---------------------------------------------------------------------
+# --- PI: position and collision (docs/reference.md#position-check, #collision-check) -----------------------------
 
 
 def world_point(box, canonical: tuple[float, float]) -> list[float]:
@@ -441,7 +442,7 @@ def test_broken_position_conditions(judge_for, condition: str, kind: str) -> Non
     assert outcome(judge.judge(pi_plan(judge, [1.0, 1.0, 1.0]))) == kind
 
 
-# --- PI lattice parity (§7.7 table) ------------------------------------------------------------------------------
+# --- PI lattice parity (docs/reference.md#worked-verdicts) -------------------------------------------------------
 
 LATTICE = {  # id: (passing points, first 16 hex digits of the sha256 of the bit string)
     60: (685, "5d7745b288cb33b4"),

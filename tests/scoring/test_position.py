@@ -1,4 +1,5 @@
-"""The PI position check (§7.4) and collision check (§7.5) against the reference's verdicts on a lattice (§7.7)."""
+"""The PI position check (docs/reference.md#position-check) and collision check (docs/reference.md#collision-check)
+against the reference's verdicts on a lattice (docs/reference.md#worked-verdicts)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edsb.scoring.position import area_box_mask, position_atom_mask
 from tests.support.scenes import make_box, make_scene
 
 # id: (lattice nx, ny, points where the condition holds, colliding points, passing points, sha256[:16] of the
-# x-major pass bit string) — protocol §7.7, produced by the reference evaluator.
+# x-major pass bit string) — docs/reference.md#worked-verdicts, produced by the reference evaluator.
 LATTICE_VERDICTS = {
     60: (49, 108, 787, 1366, 685, "5d7745b288cb33b4"),
     61: (49, 108, 207, 1366, 112, "a8478c77526b5a6d"),

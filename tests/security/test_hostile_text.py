@@ -1,8 +1,8 @@
-"""Replies that attack the harness's parsers, sizes and Unicode handling rather than the sandbox (issue 22), delivered
+"""Replies that attack the harness's parsers, sizes and Unicode handling rather than the sandbox, delivered
 through the real pipeline of one `edsb run` process: loopback model, real sandbox workers, real judge, real store.
 
 Every attack run is followed by a benign run that must pass exactly as a clean run does, so each attack is also
-checked for leaving nothing behind. The regression tests of the issue's findings (`REGRESSIONS`) and our own attacks
+checked for leaving nothing behind. The regression tests of the reported findings (`REGRESSIONS`) and our own attacks
 in the families parser complexity, unbounded sizes and invalid Unicode (`ATTACKS`) share one invocation; each asserts
 the exact recorded outcome.
 """
@@ -34,7 +34,7 @@ from tests.support.scripted_programs import BENIGN_BODY, program, run_args
 
 SIT = "get_character('David').set_position(get_area_to_sit_on('chair_2'))\n"
 EAT = "get_character('David').set_target_action('eat')\n"
-PATHOLOGICAL = "Ryan texts" + " (" * 60000 + "x"  # the issue's activity: 49 s of regex backtracking
+PATHOLOGICAL = "Ryan texts" + " (" * 60000 + "x"  # the reported activity: 49 s of regex backtracking
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def many_characters(count: int) -> str:
     return "\n".join(lines) + "\n" + EAT + SIT
 
 
-# --- the issue's findings, each through the real pipeline ------------------------------------------------------------
+# --- the reported findings, each through the real pipeline -----------------------------------------------------------
 
 REGRESSIONS = [
     # Lone surrogates, one way in each: a target action, a relationship, an exception message, Narrator JSON fields.

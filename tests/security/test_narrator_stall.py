@@ -1,4 +1,4 @@
-"""A pathological Narrator reply in one run must not hold up the runs beside it (issue 22): parsing it once took
+"""A pathological Narrator reply in one run must not hold up the runs beside it: parsing it once took
 49 s on the event loop. Measured as the gap between two requests of the other run in the loopback server's log."""
 
 from __future__ import annotations

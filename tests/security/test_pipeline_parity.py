@@ -5,7 +5,7 @@ The exact sandbox must give the reference's outcome on every program: the corpus
 case 13 (the run passes) but "typing import", which fails as the reference's executor fails; the House replies whose
 reference outcome is an exception fail with the reference's exception text. The restricted sandbox's differences
 from it are recorded as they are: `RESTRICTED_DIFFERS` lists the programs where its record differs, exactly, so a
-construct that moves between "runs" and "refused" shows here (and in README's count).
+construct that moves between "runs" and "refused" shows here (and in the count of docs/known-issues.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every regular expression in edsb, audited (issue 22): none with nested or overlapping quantifiers runs on text a
+"""Every regular expression in edsb, audited: none with nested or overlapping quantifiers runs on text a
 model sent, since backtracking on a hostile reply would stall the event loop (the Narrator's trailing-group regex
 took 49 s on a 120 KB activity). A new pattern fails this test until it is added here with what it reads."""
 

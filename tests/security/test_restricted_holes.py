@@ -1,4 +1,4 @@
-"""The holes a red team found in the restricted sandbox (issue 30), each closed by its cause: its reproduction and
+"""The holes a red team found in the restricted sandbox, each closed by its cause: its reproduction and
 more attacks of each family, every one through real worker processes (or the real pipeline), and each of which got
 through before its fix.
 

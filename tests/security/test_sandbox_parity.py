@@ -17,7 +17,7 @@ one thing may differ: CPython 3.11 words some syntax errors differently from 3.1
 syntax"), so a syntax error is compared by class and location.
 
 The restricted sandbox runs the `CORPUS` programs marked `RUNS` and refuses the others with the verdict given, which
-README ("Where edsb deliberately differs from the reference") counts. A construct moving between the two lists changes
+docs/known-issues.md ("Where edsb differs from the reference") counts. A construct moving between the two lists changes
 that count, so this file is where such a change shows. "typing import" is an error in both: a name imported at top
 level is invisible inside `parse_event`, the reference's executor binds `List` and no other typing name, and both
 evaluate a function's annotations when it is defined.

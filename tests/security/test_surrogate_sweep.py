@@ -1,4 +1,4 @@
-"""Lone surrogates in every field a reply can carry them in (issue 22): the sweep completes, results and transcripts
+"""Lone surrogates in every field a reply can carry them in: the sweep completes, results and transcripts
 stay valid UTF-8 JSON, each run is recorded with what was replaced, and a resume re-executes nothing. Raw surrogates
 in a response's text and model name (a replayed transcript carries them) are replaced where the response enters."""
 

@@ -1,7 +1,7 @@
 """Mesh-free collision: a standing point collides with a floor-standing object whose footprint strictly contains it.
 
-This is the judge's test (§7.5) and the sampler's `bbox` mode. The reference sampler's default (`cylinder`) needs the
-HSSD meshes; without them this box test is what edsb uses, and results say so.
+This is the judge's test (docs/reference.md#collision-check) and the sampler's `bbox` mode. The reference sampler's
+default (`cylinder`) needs the HSSD meshes; without them this box test is what edsb uses, and results say so.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from edsb.geometry.scene import Scene
 
 
 def stands_on_floor(box: Box) -> bool:
-    """|min_z| ≤ 0.1, evaluated in float32 like the reference (the graph's floor test is a strict `<`, §9.19)."""
+    """|min_z| ≤ 0.1, evaluated in float32 like the reference (the graph's floor test is a strict `<`,
+    docs/reference.md#floor-tests)."""
     return bool(abs(box.min_z - 0.0) <= FLOOR_TOLERANCE)
 
 

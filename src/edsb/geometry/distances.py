@@ -1,4 +1,5 @@
-"""Distances between boxes and from points to boxes (§5.2), vectorised over points of shape (..., 2).
+"""Distances between boxes and from points to boxes, vectorised over points of shape (..., 2)
+(docs/reference.md#distances).
 
 Point-to-box distances are computed in each anchor's canonical frame and keep the reference's mixed precision: for
 float32 points, a value measured along one axis is a float32 (a float32 coordinate minus a Python float), a value
@@ -65,7 +66,7 @@ def _rectangle_distance(
     """Distance to [x_lo, x_hi] × [y_lo, y_hi], zero inside.
 
     The tests run in the reference's priority (x below, x above, then y above before y below), which matters when
-    the rectangle is empty: the seat rectangle of some couches is (§9.17).
+    the rectangle is empty: the seat rectangle of some couches is (docs/reference.md#empty-seat-rectangle).
     """
     x_lo, x_hi, y_lo, y_hi = float(x_lo), float(x_hi), float(y_lo), float(y_hi)  # NumPy scalars would widen x, y
     left = x < x_lo
@@ -150,7 +151,7 @@ def interaction_distance(box: Box, points: np.ndarray, offset: float = INTERACTI
     """D_int (sit on / lie on): distance to the seat rectangle, `offset` in from the sides and the front edge.
 
     The rectangle starts at depth · sit_offset_horizontal; for some couches that lies beyond the front limit and the
-    rectangle is empty, so no point scores zero (§9.17).
+    rectangle is empty, so no point scores zero (docs/reference.md#empty-seat-rectangle).
     """
     canonical = to_canonical(box, points)
     half_w, half_d, offset = box.half_width, box.half_depth, float(offset)
@@ -282,6 +283,7 @@ def _ray_length_inside(box: Box, targets: np.ndarray) -> np.ndarray:
 def obb_distance(a: Box, b: Box) -> float:
     """Clustering distance: centre distance minus the part inside B, then minus the part inside A, floored at 0.
 
-    Asymmetric, as in the reference (§9.18): the floor at zero is applied after each subtraction.
+    Asymmetric, as in the reference (docs/reference.md#asymmetric-obb-distance): the floor at zero is applied after each
+    subtraction.
     """
     return float(obb_distance_matrix([a, b])[0, 1])

@@ -1,4 +1,4 @@
-"""Regions: groups of nearby objects found by DBSCAN on the clustering distance (§5.4).
+"""Regions: groups of nearby objects found by DBSCAN on the clustering distance (docs/reference.md#regions).
 
 Only narrative-description generation uses them (the benchmark ships pre-generated texts), so they exist to rebuild
 that query and to offer region hints; nothing scored depends on them.

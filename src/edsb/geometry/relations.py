@@ -25,7 +25,8 @@ BETWEEN: Final = "between"
 ALIGNED_WITH: Final = "aligned with"
 LOOK_AT: Final = "look at"
 
-#: Every relationship a plan may contain must start with one of these (§7.3 order; the judge's prefix test).
+#: Every relationship a plan may contain must start with one of these (in the order of
+#: docs/reference.md#relationship-check; the judge's prefix test).
 RELATIONSHIP_PREFIXES: Final[tuple[str, ...]] = (
     CLOSE_TO,
     ADJACENT_TO,
@@ -61,7 +62,7 @@ BELOW: Final = "below"
 
 # --- thresholds ---------------------------------------------------------------------------------------------------
 
-#: PI position check (§7.4): an atom holds when its distance is at most this many metres.
+#: PI position check (docs/reference.md#position-check): an atom holds when its distance is at most this many metres.
 POSITION_CHECK_THRESHOLDS: Final[dict[str, float]] = {
     LEFT_OF: 0.1,
     RIGHT_OF: 0.1,
@@ -72,18 +73,20 @@ POSITION_CHECK_THRESHOLDS: Final[dict[str, float]] = {
     INSIDE: 0.1,
 }
 
-#: Sampler distance terms (§6): free below this footprint distance. `on the side of` is configured, never produced.
+#: Sampler distance terms (docs/reference.md#position-sampler): free below this footprint distance. `on the side of` is
+#: configured, never produced.
 SAMPLER_DISTANCE_THRESHOLDS: Final[dict[str, float]] = {"on the side of": 0.5, ADJACENT_TO: 0.5, CLOSE_TO: 1.0}
-#: Lateral slack of the directional cost's zero region (§6); the judge uses none.
+#: Lateral slack of the directional cost's zero region (docs/reference.md#position-sampler); the judge uses none.
 SAMPLER_DIRECTIONAL_OFFSET: Final = 0.1
-#: Margin kept from the seat's sides and front edge by the interaction term (§5.2).
+#: Margin kept from the seat's sides and front edge by the interaction term (docs/reference.md#distances).
 INTERACTION_OFFSET: Final = 0.2
-#: Two-anchor tolerances (§6): distance to the centre line tolerated for free, and overshoot beyond the ends as a
-#: fraction of the anchors' separation (`between` allows none, whatever is configured).
+#: Two-anchor tolerances (docs/reference.md#position-sampler): distance to the centre line tolerated for free, and
+#: overshoot beyond the ends as a fraction of the anchors' separation (`between` allows none, whatever is configured).
 TWO_ANCHOR_ORTHOGONAL_TOLERANCE: Final[dict[str, float]] = {BETWEEN: 0.5, ALIGNED_WITH: 0.3}
 TWO_ANCHOR_ALONG_TOLERANCE: Final = 1.0
 
-#: |min_z| at or below this makes an object floor-standing for collisions (the graph uses a strict `<`, §9.19).
+#: |min_z| at or below this makes an object floor-standing for collisions (the graph uses a strict `<`,
+#: docs/reference.md#floor-tests).
 FLOOR_TOLERANCE: Final = 0.1
 
 
@@ -102,5 +105,6 @@ def split_two_anchors(relationship: str) -> tuple[str, str, str]:
 
 
 def known_prefix(relationship: str) -> str | None:
-    """The first listed prefix the text starts with, or None (a prefix test: `behindX` is accepted, §9.12)."""
+    """The first listed prefix the text starts with, or None (a prefix test: `behindX` is accepted,
+    docs/reference.md#prefix-predicates)."""
     return next((prefix for prefix in RELATIONSHIP_PREFIXES if relationship.startswith(prefix)), None)

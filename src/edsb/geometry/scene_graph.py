@@ -1,4 +1,5 @@
-"""The scene graph of §5.3: support, vertical and horizontal relations between objects, as the reference builds it.
+"""The scene graph (docs/reference.md#scene-graph): support, vertical and horizontal relations between objects, as the
+reference builds it.
 
 Two orders matter for byte parity of the prompts and for the code API's answers:
 
@@ -49,7 +50,8 @@ class Edge(NamedTuple):
 
 @dataclass(frozen=True)
 class SceneGraphSettings:
-    """The reference's `scene_graph` configuration (§5.3); the contact and coverage constants are fixed there."""
+    """The reference's `scene_graph` configuration (docs/reference.md#scene-graph); the contact and coverage constants
+    are fixed there."""
 
     floor_tolerance: float = 0.10
     adjacent_threshold: float = 0.3
@@ -141,7 +143,8 @@ def _f32(values: Iterable[float]) -> np.ndarray:
 
 
 class _GraphBuilder:
-    """One pass of §5.3 over boxes in scene order; pairwise geometry is precomputed as (target, anchor) matrices."""
+    """One pass of the reference's rules (docs/reference.md#scene-graph) over boxes in scene order; pairwise geometry is
+    precomputed as (target, anchor) matrices."""
 
     def __init__(self, boxes: tuple[Box, ...], settings: SceneGraphSettings | None) -> None:
         self.boxes = boxes

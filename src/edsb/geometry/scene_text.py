@@ -1,8 +1,9 @@
 """Text renderings of a scene used as planner prompts (the Object List and Scene Graph variants), byte for byte.
 
 The scene-graph text is indent-4 JSON whose number lists are folded onto one line; while folding, the reference
-replaces every `-0.0` by `0.0` as plain text, which also turns `-0.06` into `0.06` (§9.3). We reproduce that on
-purpose, since the prompts must match the official ones exactly.
+replaces every `-0.0` by `0.0` as plain text, which also turns `-0.06` into `0.06`
+(docs/reference.md#negative-zero-text). We reproduce that on purpose, since the prompts must match the official ones
+exactly.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _truncated(values: Sequence[float]) -> list[float]:
 
 
 def _number_list(values: list[float]) -> str:
-    """One-line list with the reference's textual `-0.0` → `0.0` substitution (§9.3)."""
+    """One-line list with the reference's textual `-0.0` → `0.0` substitution (docs/reference.md#negative-zero-text)."""
     return "[" + ", ".join(json.dumps(value) for value in values).replace("-0.0", "0.0") + "]"
 
 

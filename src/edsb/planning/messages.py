@@ -1,4 +1,5 @@
-"""Chat requests of the Narrator, w/o Event and the Event Parser (LCPS or Direct Inference), byte for byte (§3.1-3.2).
+"""Chat requests of the Narrator, w/o Event and the Event Parser (LCPS or Direct Inference), byte for byte
+(docs/reference.md#chat-requests).
 
 A request is the system prompt, one user/assistant pair per example kept for the case's tags, then the query. Example
 queries go through the same query builders as live ones, with the example's own scene description, labels,

@@ -1,4 +1,4 @@
-"""Reading the Narrator's JSON reply into the next event, as the reference does (§3.3).
+"""Reading the Narrator's JSON reply into the next event, as the reference does (docs/reference.md#narrator-reply).
 
 Three outcomes: an event of kept characters, a skip (`None`: the model proposes no event, the plan is `{}`), or a
 `RunError` whose `kind` says why the reply is unusable.

@@ -1,11 +1,13 @@
-"""What model code set, turned into a plan the way the reference converts it (§4.5), for each planning mode.
+"""What model code set, turned into a plan the way the reference converts it (docs/reference.md#plan-conversion), for
+each planning mode.
 
 The sandbox (`edsb.sandbox`) runs the code and hands back the raw handles; `run_plan_code_noting_repairs` (the
 pipeline's call) and `run_plan_code` are that call followed by this conversion and the plan limits, in the parent.
 
-Ordering decision (§9.14): the reference deduplicates action lists through a `set`, so the saved order depends on
-`PYTHONHASHSEED`. We keep the first occurrence of each action instead (the chosen action, then `sit` / `lie`), which
-is one of the orders the reference can produce and never changes a verdict (the judge tests membership only).
+Ordering decision (docs/reference.md#action-order): the reference deduplicates action lists through a `set`, so the
+saved order depends on `PYTHONHASHSEED`. We keep the first occurrence of each action instead (the chosen action, then
+`sit` / `lie`), which is one of the orders the reference can produce and never changes a verdict (the judge tests
+membership only).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ Plan: TypeAlias = dict[str, dict[str, Any]]
 
 
 def plan_from_raw(raw: RawPlan, mode: PlanningMode) -> Plan:
-    """The plan the reference derives from the executed handles (§4.5), or CodeError(`code_plan`) where it fails.
+    """The plan the reference derives from the executed handles (docs/reference.md#plan-conversion), or
+    CodeError(`code_plan`) where it fails.
 
     `event` (LCPS) and `no_event` (w/o Event): `target_action` becomes `[action]`, `relationships` the position
     strings (`interact with X` read as `adjacent to X`) then the orientation string, `sit` / `lie` is appended for the

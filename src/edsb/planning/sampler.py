@@ -1,4 +1,5 @@
-"""The position sampler of the PI cases (protocol §6): where a character stands, given its relationship strings.
+"""The position sampler of the PI cases (docs/reference.md#position-sampler): where a character stands, given its
+relationship strings.
 
 The cost is the reference's, term by term: the same rewriting of the input, the same weights and thresholds, the same
 distances (from `edsb.geometry.distances`), infinite cost outside the allowed area, character anchors free, and the
@@ -6,14 +7,15 @@ seat rule that bypasses optimisation for `lie on` and for `sit on` a chair, armc
 
 Two samplers minimise that cost (`SamplerName`):
 
-- `reference` (the default): the reference's simulated annealing, step for step (§6). It starts at the first object
-  anchor's centre (the two centres' midpoint for `between` / `aligned with`), else at a random free grid cell;
-  proposes the current point plus N(0, 0.5²) per axis in float32; accepts a better point always and a worse one
-  when exp((old − new)/T) beats a uniform draw; cools T from 1.0 by 0.9 per accepted move down to 1e-4; stops after
-  20 accepted moves in a row whose relative change abs(new − old)/(old + 1e-6) is below 0.05, or after 5,000
-  proposals; and returns the last accepted point, not the best (§9.17). It may therefore stop in a local minimum or
-  just outside the judge's area, as the reference's does. The one difference is the random source: one seeded
-  numpy generator per run (a normal pair, then a uniform, per proposal) instead of the unseeded global ones.
+- `reference` (the default): the reference's simulated annealing, step for step (docs/reference.md#position-sampler). It
+  starts at the first object anchor's centre (the two centres' midpoint for `between` / `aligned with`), else at a
+  random free grid cell; proposes the current point plus N(0, 0.5²) per axis in float32; accepts a better point always
+  and a worse one when exp((old − new)/T) beats a uniform draw; cools T from 1.0 by 0.9 per accepted move down to 1e-4;
+  stops after 20 accepted moves in a row whose relative change abs(new − old)/(old + 1e-6) is below 0.05, or after 5,000
+  proposals; and returns the last accepted point, not the best (docs/reference.md#last-accepted-point). It may therefore
+  stop in a local minimum or just outside the judge's area, as the reference's does. The one difference is the random
+  source: one seeded numpy generator per run (a normal pair, then a uniform, per proposal) instead of the unseeded
+  global ones.
 - `optimal`: a lattice search that always returns an optimal point. The cost is evaluated at once on a 5 cm lattice
   over the whole allowed area (collisions on it are cached per scene), the best lattice points are polished by a
   vectorised pattern search, and the answer is an optimal point rather than the annealer's last accepted one.
@@ -586,8 +588,9 @@ class Annealing:
 def anneal(
     cost: Callable[[np.ndarray], float], start: np.ndarray, rng: np.random.Generator, *, record: bool = False
 ) -> Annealing:
-    """The reference's simulated annealing from `start` (§6): each proposal draws a normal pair and then one
-    uniform from `rng`, accepted or not. `cost` scores one float32 point (2,); `record` keeps every accepted point."""
+    """The reference's simulated annealing from `start` (docs/reference.md#position-sampler): each proposal draws a
+    normal pair and then one uniform from `rng`, accepted or not. `cost` scores one float32 point (2,); `record` keeps
+    every accepted point."""
     current = np.array(start, dtype=np.float32).reshape(2)  # a copy: the start may be a view of a box's centre
     current_cost = cost(current)
     temperature = START_TEMPERATURE

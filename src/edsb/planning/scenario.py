@@ -1,4 +1,5 @@
-"""Everything one run plans from (§2.3): kept characters, the event history, availability, the scene description.
+"""Everything one run plans from (docs/reference.md#run-set-up): kept characters, the event history, availability, the
+scene description.
 
 The same assembly serves the test cases and the few-shot examples of the prompt pack, so example queries and live
 queries are built from identical structures.
@@ -230,7 +231,8 @@ def _case_cast(case: TestCase, level: int) -> tuple[tuple[Character, ...], tuple
 def build_scenario(
     benchmark: Benchmark, case: TestCase | int, level: int, repeat: int, variant: Variant | str
 ) -> Scenario:
-    """Set up a run as §2.3 does. A missing narrative description (repeat >= 5) raises DataError."""
+    """Set up a run as the reference does (docs/reference.md#run-set-up). A missing narrative description (repeat >= 5)
+    raises DataError."""
     case = benchmark.case(case) if isinstance(case, int) else case
     variant = get_variant(variant) if isinstance(variant, str) else variant
     characters, history = _case_cast(case, level)

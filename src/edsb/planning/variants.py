@@ -1,10 +1,11 @@
-"""The five planning settings of the paper (§2.1) as one table, plus the Table 1 / Table 2 run presets.
+"""The five planning settings of the paper (docs/reference.md#planning-settings) as one table, plus the Table 1 / Table
+2 run presets.
 
 A variant is pure data: which description the prompts show, which prompt-pack files and example answers each module
-uses, and whether JSON mode is requested. Two combinations cannot work with the official prompt pack (§9.22):
-w/o Event has no example answer for PI, and Direct Inference only has a PI example. The reference turns every such
-run into an execution error; `Variant.unsupported_reason` names the problem so a planner can do the same without
-calling the model, and the presets never ask for them.
+uses, and whether JSON mode is requested. Two combinations cannot work with the official prompt pack
+(docs/reference.md#impossible-combinations): w/o Event has no example answer for PI, and Direct Inference only has a PI
+example. The reference turns every such run into an execution error; `Variant.unsupported_reason` names the problem so a
+planner can do the same without calling the model, and the presets never ask for them.
 """
 
 from __future__ import annotations

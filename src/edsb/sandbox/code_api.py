@@ -1,18 +1,20 @@
-"""The spatial code API that model-written plan code calls (§4.2-§4.4), with the reference's semantics and quirks.
+"""The spatial code API that model-written plan code calls (docs/reference.md#code-api), with the reference's semantics
+and quirks.
 
 Every function of the official Event Parser prompt is here under its advertised name, plus the reference's
-callable-but-unadvertised `get_objects_adjacent_to`. Answers come from `edsb.geometry` (scene order, the §5.3
+callable-but-unadvertised `get_objects_adjacent_to`. Answers come from `edsb.geometry` (scene order, the scene
 graph in the reference's listing order, footprint distances); nothing here re-derives a relation.
 
 Kept quirks (they decide verdicts): area functions never check their anchors; label filters accept `label[:-1]`
-(§9.13); `get_object_supporting` returns an object handle rather than a name, which some functions accept and
-others reject with KeyError (§9.11); `is_object_occupied` only ever finds seats (§9.2); the `behind` / `left of` /
-`right of` queries return [] for unknown anchors while `in front of` and `supported by` assert.
+(docs/reference.md#plural-labels); `get_object_supporting` returns an object handle rather than a name, which some
+functions accept and others reject with KeyError (docs/reference.md#object-handles); `is_object_occupied` only ever
+finds seats (docs/reference.md#is_object_occupied); the `behind` / `left of` / `right of` queries return [] for unknown
+anchors while `in front of` and `supported by` assert.
 
-`get_objects_between` is the reference's too, bug included (§9.1): it reads a threshold that is never set, so it
-raises AttributeError at the first object (the anchors included) whose centre projects inside the segment between
-the anchors' centres; it returns [] only when the label filter leaves no such object. The query it was meant to be is
-documented in docs/known-issues.md.
+`get_objects_between` is the reference's too, bug included (docs/reference.md#get_objects_between): it reads a threshold
+that is never set, so it raises AttributeError at the first object (the anchors included) whose centre projects inside
+the segment between the anchors' centres; it returns [] only when the label filter leaves no such object. The query it
+was meant to be is documented in docs/known-issues.md.
 
 Model code reaches this module only through the sandbox, which refuses underscore attributes: everything internal
 is underscore-named, and handles carry no public reference to the API.
@@ -71,7 +73,7 @@ class ApiScene:
         self._gaps = footprint_distance_matrix(self.objects)
 
     def gap(self, target: Box, anchor: Box) -> float:
-        """S(target, anchor) of §5.2, as the graph uses it."""
+        """S(target, anchor) (docs/reference.md#distances), as the graph uses it."""
         return float(self._gaps[self._position[target.id], self._position[anchor.id]])
 
 
@@ -186,7 +188,8 @@ class CharacterHandle:
     __hash__ = None  # type: ignore[assignment]
 
     def set_position(self, position: Any) -> None:
-        """An Area stores its (live) condition list; a list or tuple is stored as given (raw coordinates, §9.10)."""
+        """An Area stores its (live) condition list; a list or tuple is stored as given (raw coordinates,
+        docs/reference.md#raw-positions)."""
         entry = self._api._entry(self.name)
         if isinstance(position, list | tuple):
             entry.position = position
@@ -219,7 +222,7 @@ class PlanEntry:
         self.orientation: list[str] | None = None
 
 
-#: What the reference raises where `get_objects_between` reads its threshold (§9.1).
+#: What the reference raises where `get_objects_between` reads its threshold (docs/reference.md#get_objects_between).
 _MISSING_THRESHOLD = "'CodeExecutor' object has no attribute 'between_threshold'"
 
 
@@ -228,8 +231,9 @@ _MISSING_THRESHOLD = "'CodeExecutor' object has no attribute 'between_threshold'
 
 def _accepted_labels(label: Any) -> tuple[Any, Any] | None:
     """The reference's label filter, worked out once per call: None (no label) keeps every object; otherwise an
-    object's label must be `label` or `label[:-1]` (plural, §9.13). The reference evaluates it at each object, first
-    thing, so call it only when there is at least one object to filter: with none, a bad label raises nothing."""
+    object's label must be `label` or `label[:-1]` (plural, docs/reference.md#plural-labels). The reference evaluates it
+    at each object, first thing, so call it only when there is at least one object to filter: with none, a bad label
+    raises nothing."""
     with MODEL_OPERATION:  # `label` is the model's: slicing an int raises TypeError there too
         if not label:
             return None
@@ -369,7 +373,8 @@ class CodeApi:
 
     # --- object queries -----------------------------------------------------------------------------------------------
     def get_object_supporting(self, anchor: Any) -> SceneObject | None:
-        """The target of the anchor's first `on` edge, as an object handle (not a name, §9.11), or None."""
+        """The target of the anchor's first `on` edge, as an object handle (not a name,
+        docs/reference.md#object-handles), or None."""
         self._require_object(anchor)
         for target, predicate in self._edges_of(anchor):
             if predicate == ON:
@@ -410,7 +415,8 @@ class CodeApi:
         ]
 
     def get_objects_between(self, anchor_1: Any, anchor_2: Any, label: Any = None) -> list[str]:
-        """[], or the reference's AttributeError once an object's centre projects inside the anchors' segment (§9.1)."""
+        """[], or the reference's AttributeError once an object's centre projects inside the anchors' segment
+        (docs/reference.md#get_objects_between)."""
         first, second = self._box(anchor_1), self._box(anchor_2)
         start = first.center[:2]
         segment = second.center[:2] - start
@@ -451,7 +457,8 @@ class CodeApi:
 
         The reference's second test (someone using the object) iterates the letters of the action label and so never
         succeeds; what survives of it is its lookup, which raises KeyError when a plan that is not completed is
-        `adjacent to` / `close to` something that is not an object, e.g. a character (§9.2).
+        `adjacent to` / `close to` something that is not an object, e.g. a character
+        (docs/reference.md#is_object_occupied).
         """
         for plan in self._latest.values():
             for relationship in plan.relationships:

@@ -1,6 +1,7 @@
-"""`--sandbox exact`: the model's code run by CPython's own `exec`, as the reference's executor runs it (§4.1):
-the same textual rewrite, a fresh copy of the executor module's global names, a locals dict holding `self`, the
-define / bind with `types.MethodType` / call steps, and the reference's spatial API, quirks and bugs included.
+"""`--sandbox exact`: the model's code run by CPython's own `exec`, as the reference's executor runs it
+(docs/reference.md#code-execution): the same textual rewrite, a fresh copy of the executor module's global names, a
+locals dict holding `self`, the define / bind with `types.MethodType` / call steps, and the reference's spatial API,
+quirks and bugs included.
 
 Nothing here emulates a quirk. An annotated `parse_event` fails on call, top-level helpers and imports are invisible
 inside it, `Optional` is a NameError, a helper named `get_...` does not compile, because the code meets the same
@@ -80,8 +81,8 @@ class Character_:
         entry = self._entry()
         if not isinstance(position, list | tuple | Area):
             raise ValueError("Invalid position type: " + format(type(position), ""))  # an f-string's formatting
-        # A list or tuple (raw coordinates or strings, §9.10) is kept as given; an area gives its live list of
-        # conditions, so that later edits of the area still count.
+        # A list or tuple (raw coordinates or strings, docs/reference.md#raw-positions) is kept as given; an area gives
+        # its live list of conditions, so that later edits of the area still count.
         entry["position"] = position if isinstance(position, list | tuple) else position.conditions
 
     def set_orientation(self, target: Any) -> None:
@@ -343,10 +344,11 @@ def _takes_self(entry: Any, executor: CodeExecutor) -> bool:
 
 
 def _plan_entries(executor: CodeExecutor) -> list[PlanEntry]:
-    """`parsed_event` as plan entries. The reference's conversion (§4.5) first reads every entry's `target_action`,
-    then each entry's `position` and `orientation`; where it fails on a shape a plan entry cannot hold (the model
-    wrote `parsed_event` itself: not a dict, an entry without a key), this raises its exception as `code_plan`.
-    Failures on the values themselves are left to the parent's conversion (`planning.plans`), for the run's mode."""
+    """`parsed_event` as plan entries. The reference's conversion (docs/reference.md#plan-conversion) first reads every
+    entry's `target_action`, then each entry's `position` and `orientation`; where it fails on a shape a plan entry
+    cannot hold (the model wrote `parsed_event` itself: not a dict, an entry without a key), this raises its exception
+    as `code_plan`. Failures on the values themselves are left to the parent's conversion (`planning.plans`), for the
+    run's mode."""
     try:
         parsed = executor.parsed_event
         for items in parsed.values():

@@ -1,5 +1,6 @@
 """The model's reply as the worker compiles it: the code block found in the reply, then the reference's textual
-rewrite (§4.1). Pure functions; they run in the worker on every reply, and in the parent wherever a report shows code.
+rewrite (docs/reference.md#code-execution). Pure functions; they run in the worker on every reply, and in the parent
+wherever a report shows code.
 
 The reference runs model code by textual surgery followed by `exec`. We keep the surgery (its side effects decide
 verdicts: a helper whose name contains an API name stops compiling, a wrong entry signature fails on call, names
@@ -21,7 +22,8 @@ _WHITESPACE_RUN = re.compile(r"\s+")
 
 
 def extract_code(reply: str) -> str:
-    """The code of a reply: the first ```` ```python ```` block, else the whole reply (prose included, §9.8).
+    """The code of a reply: the first ```` ```python ```` block, else the whole reply (prose included,
+    docs/reference.md#code-extraction).
 
     A block opens with exactly ```` ```python ````, optional whitespace and a newline, and ends at the first later
     newline followed by optional whitespace and ```` ``` ````. The reference finds it with a lazy regular expression

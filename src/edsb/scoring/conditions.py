@@ -1,4 +1,5 @@
-"""The condition language of the expected plans (protocol §1.5), parsed once and evaluated by any atom callback.
+"""The condition language of the expected plans (docs/reference.md#conditions), parsed once and evaluated by any atom
+callback.
 
 A condition such as `sit on chair_9 || (in front of chair_1 && in front of chair_3)` is split into operator tokens
 (`||`, `&&`, `(`, `)`) and atoms (the trimmed text between them). The grammar is

@@ -1,4 +1,5 @@
-"""Judges a planning result against a case's expected plans with the official evaluator's semantics (protocol §7).
+"""Judges a planning result against a case's expected plans with the official evaluator's semantics
+(docs/reference.md#evaluator).
 
 Plans are untrusted JSON. Wherever the reference evaluator would raise (including the TypeError/AttributeError it
 hits on odd shapes, such as a string where a list belongs, which it iterates letter by letter), the judge returns an
@@ -119,7 +120,7 @@ class Judge:
             return f"{name}: relationships {_shown(relationships)} do not satisfy {expected.relationships!r}"
         return None
 
-    # --- action check (§7.2) -----------------------------------------------------------------------------------
+    # --- action check (docs/reference.md#action-check) ---------------------------------------------------------
     def _actions_hold(self, condition: str | None, actions: Collection[Any]) -> bool:
         for action in actions:
             if not (isinstance(action, str) and action in self.allowed_actions):
@@ -133,7 +134,7 @@ class Judge:
 
         return evaluate_condition(_parse(condition), atom_holds)
 
-    # --- relationship check (§7.3) -----------------------------------------------------------------------------
+    # --- relationship check (docs/reference.md#relationship-check) ---------------------------------------------
     def _relationships_hold(self, condition: str | None, relationships: Collection[Any]) -> bool:
         for relationship in relationships:
             if not isinstance(relationship, str):
@@ -173,7 +174,7 @@ class Judge:
         if anchor not in known:
             raise PlanRejected(ErrorKind.UNKNOWN_ANCHOR, f"unavailable anchor {anchor!r}")
 
-    # --- position and collision checks (§7.4, §7.5) ------------------------------------------------------------
+    # --- position and collision checks (docs/reference.md#position-check, #collision-check) --------------------
     def position_pass_mask(self, points: np.ndarray, expected: ExpectedPlan | None = None) -> np.ndarray:
         """bool (N,): where a PI plan standing at each point would pass (condition holds, no floor collision).
         Vectorised for parity lattices and the sampler; `expected` defaults to the case's first expected plan.

@@ -1,4 +1,4 @@
-"""Aggregation of run verdicts into the paper's cells (protocol §2.6), with Wilson 95% intervals.
+"""Aggregation of run verdicts into the paper's cells (docs/reference.md#aggregation), with Wilson 95% intervals.
 
 Every run counts under the tag `Total` and each of its tags, crossed with the level `Total` and its own level;
 separately under its case id. Means are rounded to 2 decimals the way the reference rounds numpy floats

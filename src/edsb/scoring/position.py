@@ -1,4 +1,4 @@
-"""The PI position check for one condition atom (§7.4), vectorised over candidate points.
+"""The PI position check for one condition atom (docs/reference.md#position-check), vectorised over candidate points.
 
 The condition parser combines atoms; this module decides a single `<predicate> <anchor>` for many points at once,
 with the reference's precision: points are cast to float32 first, and each distance is compared with its threshold

@@ -2,9 +2,9 @@
 
 Input, one object per line: `{"case": 0, "distraction": 1, "plan": {...}}`, the plan in the official result format
 `{character: {"target_action": [...], "relationships": [...], "sampled_position": [x, y] | null}}`.
-`distraction` may be omitted (or null): it then means level 0, which every case has (§1.4) and which is the only
-level of the PI cases. Output, one object per input line and in the same order:
-`{"case": 0, "distraction": 1, "passed": true, "error": null, "reason": null}`, where `error` is
+`distraction` may be omitted (or null): it then means level 0, which every case has
+(docs/reference.md#distraction-levels) and which is the only level of the PI cases. Output, one object per input line
+and in the same order: `{"case": 0, "distraction": 1, "passed": true, "error": null, "reason": null}`, where `error` is
 `"<kind>: <message>"` and `reason` says why a judged plan failed (which character, which condition).
 
 A level above the case's maximum is judged like the maximum (the official filter keeps entries up to the level, so
@@ -186,7 +186,8 @@ class ScoreSummary:
 
 
 def summarize_scores(outputs: Iterable[Mapping[str, Any]]) -> ScoreSummary:
-    """The Total cell of §2.6 over the output lines of `score_lines`; invalid input lines are not runs."""
+    """The Total cell (docs/reference.md#aggregation) over the output lines of `score_lines`; invalid input lines are
+    not runs."""
     lines = 0
     records: list[ScoredRun] = []
     for output in outputs:
