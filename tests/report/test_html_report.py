@@ -183,9 +183,11 @@ def test_failed_runs_only_and_the_jump_from_an_error_kind_to_its_runs(page: Path
         )
         browser.page.uncheck("#failed-only")
         browser.page.click("table.stats a.kind")
+        browser.page.wait_for_function("() => !document.getElementById('filter-note').hidden")
         of_kind = browser.evaluate(script, "details.run")
         note = browser.evaluate("document.getElementById('filter-note').textContent")
         browser.page.click("#filter-note a")
+        browser.page.wait_for_function("() => document.getElementById('filter-note').hidden")  # hashchange is async
         again = browser.evaluate(script, "details.run")
     assert len(swatches) == 4 and len(set(swatches)) == 4  # passed, failed, incomplete, error: code_runtime
     assert len(every_run) == cells == 5
