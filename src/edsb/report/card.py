@@ -1,8 +1,9 @@
 """The results document (`results.json`, `edsb report RUN --format json`): a run card that says how the numbers were
 made, then every cell with its intervals, as an lm-eval or Inspect user expects of a results file.
 
-The document is typed here, so its JSON Schema (`docs/results-schema.json`) is generated from these models and a
-test checks both that the file is current and that real documents validate against it. The run card reads
+The document is typed (the run card here, each variant's results by `summary_types`, the same models summary.json
+and every report read), so its JSON Schema (`docs/results-schema.json`) is generated from the models and a test
+checks both that the file is current and that real documents validate against it. The run card reads
 config.json, the results and the transcripts: it never holds a secret (config.json names the key's variable, never
 the key, and only the endpoint's host is kept of its URL).
 """
