@@ -205,10 +205,7 @@ class _Sweep:
         """Execute the pending keys; whatever stops the sweep, the store and transcripts are closed first."""
         discard = False
         try:
-            return asyncio.run(
-                _execute(self.services, self.pending, self.store, self.concurrency, self.quiet, self.console,
-                         self.kept, self.sandbox)
-            )  # fmt: skip
+            return asyncio.run(self._execute())
         except SandboxError:
             # The pool cannot start: leave no directory behind that the fixed command would have to resume, unless
             # runs that needed no code already put results in it.
@@ -226,6 +223,40 @@ class _Sweep:
             self.transcripts.close()
             if discard:
                 shutil.rmtree(out, ignore_errors=True)
+
+    async def _execute(self) -> LoopStats:
+        """The sweep on the event loop, stopped with the pool's own error when the sandbox cannot start."""
+        stop = asyncio.Event()
+        _on_ctrl_c(stop, self.console, self.kept)
+        try:
+            if not self.pending:
+                return LoopStats()
+            sweep = asyncio.ensure_future(
+                run_keys(
+                    self.pending,
+                    lambda key: execute_run(self.services, key),
+                    self.store,
+                    concurrency=self.concurrency,
+                    quiet=self.quiet,
+                    console=self.console,
+                    stop=stop,
+                    waiting_for=waiting_for(self.services.model),
+                )
+            )
+            starting = asyncio.wrap_future(self.sandbox)
+            both: list[asyncio.Future[Any]] = [sweep, starting]
+            await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
+            if starting.done() and starting.exception() is not None:
+                sweep.cancel()
+                await asyncio.gather(sweep, return_exceptions=True)
+                starting.result()  # the pool's own error
+            stats = await sweep
+            stats.interrupted = stop.is_set() and stats.done < len(self.pending)
+            return stats
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            await self.services.model.aclose()
 
 
 def waiting_for(model: ChatModel) -> Callable[[], str]:
@@ -259,46 +290,3 @@ def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -
     # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, first)
-
-
-async def _execute(
-    services: RunServices,
-    pending: list[RunKey],
-    store: ResultStore,
-    concurrency: int,
-    quiet: bool,
-    console: Console,
-    kept: Callable[[], str],
-    sandbox: Future[None],
-) -> LoopStats:
-    stop = asyncio.Event()
-    _on_ctrl_c(stop, console, kept)
-    try:
-        if not pending:
-            return LoopStats()
-        sweep = asyncio.ensure_future(
-            run_keys(
-                pending,
-                lambda key: execute_run(services, key),
-                store,
-                concurrency=concurrency,
-                quiet=quiet,
-                console=console,
-                stop=stop,
-                waiting_for=waiting_for(services.model),
-            )
-        )
-        starting = asyncio.wrap_future(sandbox)
-        both: list[asyncio.Future[Any]] = [sweep, starting]
-        await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
-        if starting.done() and starting.exception() is not None:
-            sweep.cancel()
-            await asyncio.gather(sweep, return_exceptions=True)
-            starting.result()  # the pool's own error
-        stats = await sweep
-        stats.interrupted = stop.is_set() and stats.done < len(pending)
-        return stats
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        await services.model.aclose()
