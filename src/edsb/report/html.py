@@ -340,7 +340,7 @@ Grid = dict[str, dict[int, dict[int, list[dict[str, Any]]]]]
 
 def _grid(records: list[RunResult], runs: list[dict[str, Any]]) -> tuple[Grid, int]:
     """Variant → case → distraction level → its runs' entries (cases ascending), and the most repeats of a cell."""
-    grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
+    grid: Grid = defaultdict(lambda: defaultdict(dict))
     for record, entry in zip(records, runs, strict=True):
         grid[record.variant][record.case].setdefault(record.distraction, []).append(entry)
     repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
