@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.planning.variants import PresetName, SamplerName, SandboxChoice, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
+
+if TYPE_CHECKING:
+    from edsb.report.summary_types import RunSummary
 
 
 class _FlagsWithoutPlaceholders:
@@ -513,17 +516,17 @@ def run_command(
         raise EdsbError(f"{plural(stats.incomplete, 'run')} {are} incomplete ({why}); see {out}")
 
 
-def _why_runs_failed(summary: dict[str, Any], out: Path) -> str | None:
+def _why_runs_failed(summary: RunSummary, out: Path) -> str | None:
     """One line under the table of a sweep with execution errors (their most frequent kinds) or without a single
     pass, since the brief table shows rates, not reasons; `edsb report` has the reasons."""
     kinds: Counter[str] = Counter()
-    for data in summary["variants"].values():
-        kinds.update(data.get("error_kinds", {}))
+    for data in summary.variants.values():
+        kinds.update(data.error_kinds)
     if kinds:
         top = ", ".join(f"{kind} {count}" for kind, count in kinds.most_common(3))
         more = f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else ""
         return f"execution errors by kind: {top}{more}; `edsb report {out}` shows their reasons"
-    rates = [data.get("success_rate") for data in summary["variants"].values()]
+    rates = [data.success_rate for data in summary.variants.values()]
     if rates and all(rate == 0 for rate in rates):
         return f"no run passed; `edsb report {out}` lists why the plans failed"
     return None
@@ -591,7 +594,7 @@ def report_command(
         return
     run, summary = open_run(run_dir)
     config = run.config.model_dump()
-    for note in summary.get("notes", []):
+    for note in summary.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
 
     def render(console: Console) -> str | None:
@@ -618,7 +621,7 @@ def report_command(
     if plot is not None:
         from edsb.report.plots import plot_summary
 
-        label = f" — {summary['perturbation']}" if "perturbation" in summary else ""
+        label = f" — {summary.perturbation}" if summary.perturbation else ""
         written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
 
@@ -722,8 +725,8 @@ def compare_command(
     """Paired comparison with the first run: per variant and tag, the difference in success and execution rate
     over the runs sharing a run key, its 95% interval clustered by case, a p-value and the discordant pairs;
     `--format html -o board.html` writes a leaderboard with a forest plot and the cases that flip."""
-    from edsb.report.paired import build_board
-    from edsb.report.render import render_board
+    from edsb.report.compare.paired import build_board
+    from edsb.report.compare.render import render_board
 
     if len(run_dirs) < 2:
         raise UsageError("compare needs at least two run directories")
@@ -733,7 +736,7 @@ def compare_command(
     for note in board.notes:
         err.print(f"warning: {note}", markup=False, highlight=False)
     if fmt == CompareFormat.HTML:
-        from edsb.report.board import write_board
+        from edsb.report.compare.html import write_board
 
         assert output is not None
         written = write_board(board, output)

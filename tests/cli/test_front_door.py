@@ -84,7 +84,12 @@ def test_a_sweep_that_only_errs_says_why_under_its_table(edsb, tmp_path) -> None
 
 def test_a_sweep_without_a_single_pass_points_at_the_report(tmp_path) -> None:
     from edsb.cli import _why_runs_failed
+    from edsb.report.summary_types import RunSummary
 
-    summary = {"variants": {"ours": {"error_kinds": {}, "success_rate": 0.0}, "direct": {"success_rate": 0.0}}}
-    assert _why_runs_failed(summary, tmp_path) == f"no run passed; `edsb report {tmp_path}` lists why the plans failed"
-    assert _why_runs_failed({"variants": {"ours": {"success_rate": 0.5}}}, tmp_path) is None
+    def summary(variants: dict[str, float]) -> RunSummary:
+        runs = {"runs": 1, "incomplete": 0, "incomplete_kinds": {}}
+        return RunSummary.model_validate({"variants": {v: {**runs, "success_rate": r} for v, r in variants.items()}})
+
+    text = f"no run passed; `edsb report {tmp_path}` lists why the plans failed"
+    assert _why_runs_failed(summary({"ours": 0.0, "direct": 0.0}), tmp_path) == text
+    assert _why_runs_failed(summary({"ours": 0.5}), tmp_path) is None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from edsb.report.paired import pair_results
+from edsb.report.compare.paired import pair_results
 from edsb.results import RunResult
 from tests.support.edsb_cli import edsb_in_process
 from tests.support.run_dir import result_record, write_run_dir

@@ -10,19 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from edsb.report.compare.paired import build_board
+from edsb.report.compare.render import difference_block, leaderboard, render_board
 from edsb.report.formats import CompareFormat, ReportFormat
-from edsb.report.paired import build_board
-from edsb.report.render import (
-    Block,
-    case_rows,
-    difference_block,
-    leaderboard,
-    load_run,
-    power_header,
-    power_rows,
-    render_board,
-    render_report,
-)
+from edsb.report.render import case_rows, load_run, power_header, power_rows, render_report
+from edsb.report.tables import Block
 from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process
 from tests.support.run_dir import result_record, write_run_dir
 
@@ -110,7 +102,7 @@ def test_report_fits_the_terminal(pair: tuple[Path, Path], width: int) -> None:
 
 
 def test_a_table_too_wide_for_the_terminal_is_stacked_not_cut() -> None:
-    from edsb.report.render import print_block
+    from edsb.report.tables import print_block
 
     header = [f"column-number-{i}" for i in range(8)]
     block = Block("Eight wide columns", header, [[f"value-{i}-of-row" for i in range(8)]])

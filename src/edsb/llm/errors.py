@@ -1,8 +1,10 @@
 """Failures of the LLM layer, split by who can act on them.
 
 User errors (a bad model spec, a missing key variable, a replay directory that lacks a request) are `EdsbError`s
-with one-line messages. A `TransportError` is different in kind: the model never answered (retries exhausted or a
-request the server refused), so the runner records the run as an execution error and moves on.
+with one-line messages. A `TransportError` is different in kind: the model never answered (retries exhausted, a
+broken connection, a body that is no completion), so the pipeline marks the run `incomplete` and the next pass
+retries it; only a request the server rejected is the model's execution error, as in the reference, and a client
+the endpoint refuses (bad key, unknown model) stops the sweep.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The results document (`results.json`, `edsb report RUN --format json`): a run card that says how the numbers were
 made, then every cell with its intervals, as an lm-eval or Inspect user expects of a results file.
 
-The document is typed here, so its JSON Schema (`docs/results-schema.json`) is generated from these models and a
-test checks both that the file is current and that real documents validate against it. The run card reads
+The document is typed (the run card here, each variant's results by `summary_types`, the same models summary.json
+and every report read), so its JSON Schema (`docs/results-schema.json`) is generated from the models and a test
+checks both that the file is current and that real documents validate against it. The run card reads
 config.json, the results and the transcripts: it never holds a secret (config.json names the key's variable, never
 the key, and only the endpoint's host is kept of its URL).
 """
@@ -29,6 +30,7 @@ from edsb.llm.errors import ReplayError
 from edsb.llm.transcripts import TranscriptRecord, read_transcripts, transcripts_dir
 from edsb.planning.variants import PRESETS
 from edsb.report.formats import paper_order
+from edsb.report.summary_types import RunSummary, VariantSummary
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
 
@@ -123,39 +125,6 @@ class RunCard(_Strict):
     counts: Counts
 
 
-class CellResult(_Strict):
-    """One cell of the paper's tables: a variant's runs of one tag at one distraction level (or `Total`)."""
-
-    runs: int
-    passes: int
-    errors: int
-    success_rate: float = Field(description="mean of passed, rounded to 2 decimals as the paper does")
-    error_rate: float
-    execution_rate: float = Field(description="1 - error rate, rounded to 2 decimals")
-    prompt_tokens: float = Field(description="mean per run, an errored run counting 0 (the paper's convention)")
-    completion_tokens: float
-    success_interval: tuple[float, float] = Field(description="Wilson 95% interval, 4 decimals")
-    execution_interval: tuple[float, float]
-
-
-class VariantResult(BaseModel):
-    """A variant's results: the summary of `edsb report` (statistics, power, tokens, reasons, per case); the
-    fields below are always there, the others when the variant has judged runs."""
-
-    model_config = ConfigDict(extra="allow")
-
-    runs: int = Field(description="judged runs")
-    incomplete: int
-    incomplete_kinds: dict[str, int]
-    success_rate: float | None = None
-    execution_rate: float | None = None
-    success_interval: tuple[float, float] | None = None
-    execution_interval: tuple[float, float] | None = None
-    cells: dict[str, dict[str, CellResult]] = Field(
-        default={}, description="tag (Total, OA, RC, SS, PI) -> distraction level (Total, 0, 1, 2) -> cell"
-    )
-
-
 class ResultsDocument(_Strict):
     """`results.json`: the run card, then the results of every variant."""
 
@@ -163,7 +132,7 @@ class ResultsDocument(_Strict):
     run: RunCard
     perturbation: str | None = Field(description="`perturbed (seed N)` for the robustness suite, else None")
     notes: list[str] = Field(description="what the reader should know: a torn last line left out, ...")
-    variants: dict[str, VariantResult]
+    variants: dict[str, VariantSummary]
 
 
 def endpoint_host(base_url: str | None) -> str | None:
@@ -315,19 +284,27 @@ def run_card(
     )
 
 
+# The fields results.json has always listed first in a variant (before the summary was typed, they were the only
+# typed ones): kept first, so that the file stays byte for byte what earlier versions wrote.
+RESULTS_FIRST = ("runs", "incomplete", "incomplete_kinds", "success_rate", "execution_rate", "success_interval",
+                 "execution_interval", "cells")  # fmt: skip
+
+
 def results_document(
-    run_dir: Path, config: ReportedConfig, results: list[RunResult], summary: Mapping[str, Any], **card: Any
+    run_dir: Path, config: ReportedConfig, results: list[RunResult], summary: RunSummary, **card: Any
 ) -> dict[str, Any]:
     """The results document as plain JSON data, checked against its own schema on the way out."""
     records, problem = read_records(Path(run_dir))
     document = ResultsDocument(
         format=RESULTS_FORMAT,
         run=run_card(run_dir, config, results, records=records, **card),
-        perturbation=summary.get("perturbation"),
-        notes=[*summary.get("notes", []), *([problem] if problem else [])],
-        variants=summary["variants"],
-    )
-    return document.model_dump(mode="json", exclude_unset=True)
+        perturbation=summary.perturbation,
+        notes=[*summary.notes, *([problem] if problem else [])],
+        variants=summary.variants,
+    ).model_dump(mode="json", exclude_unset=True)
+    for name, variant in document["variants"].items():
+        document["variants"][name] = {**{key: variant[key] for key in RESULTS_FIRST if key in variant}, **variant}
+    return document
 
 
 def write_results_document(run_dir: Path, document: Mapping[str, Any]) -> Path:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from edsb.report.summary_types import Tokens
 
 PRICES_AS_OF = "2025-06"
 # USD per million tokens (input, output): OpenAI list prices for the engines the paper evaluates.
@@ -32,12 +32,10 @@ def price_for(model_spec: str, price_in: float | None = None, price_out: float |
     return None
 
 
-def estimate_cost(tokens: Mapping[str, Any], price: Price) -> dict[str, float]:
-    """USD per module and in total from summary token counts (`by_module` of a variant summary)."""
+def estimate_cost(tokens: Tokens, price: Price) -> dict[str, float]:
+    """USD per module and in total from a variant summary's token counts."""
     costs: dict[str, float] = {}
-    for module, counts in tokens.get("by_module", {}).items():
-        costs[module] = (
-            counts.get("prompt", 0) * price.input_per_million + counts.get("completion", 0) * price.output_per_million
-        ) / 1e6
+    for module, counts in tokens.by_module.items():
+        costs[module] = (counts.prompt * price.input_per_million + counts.completion * price.output_per_million) / 1e6
     costs["total"] = sum(costs.values())
     return costs

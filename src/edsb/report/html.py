@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from edsb.data.benchmark import Benchmark
+from edsb.data.models import TestCase
 from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene, load_scene
@@ -39,6 +40,7 @@ from edsb.report.render import (
 )
 from edsb.report.samples import executed_code
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS, build_summary, paper_rows
+from edsb.report.summary_types import RunSummary
 from edsb.report.topdown import (
     CHARACTER_COLOUR,
     EXPECTED_AREA_ALPHA,
@@ -54,7 +56,7 @@ from edsb.report.topdown import (
     plan_marks,
     scene_extent,
 )
-from edsb.results import RunKey
+from edsb.results import RunKey, RunResult
 from edsb.results.rundir import RunDirectory
 
 STATUS_COLOURS = {"passed": "#2e9d4a", "failed": "#d0392b", "incomplete": "#9e9e9e"}
@@ -263,119 +265,157 @@ def _exchanges(records: list[TranscriptRecord], sections: _Sections) -> list[dic
 SAMPLER_MISS_NOTE = " (a sampler miss: the optimal sampler would have passed these relationships)"
 
 
+class _Pictures:
+    """The layered pictures of a page, each layer drawn once: a scene's background (an inline PNG, a CSS class
+    `bg-<scene>`) and its object names (`names-<scene>`), a case level's characters and expected region
+    (`case-<id>-<level>`, with the label and marker boxes it covers); each run adds only its plan's shapes."""
+
+    def __init__(self, benchmark: Benchmark) -> None:
+        self.benchmark = benchmark
+        self.backgrounds: dict[str, str] = {}
+        self.case_layers: dict[str, str] = {}
+        self._scenes: dict[str, _Layers] = {}
+        self._case_boxes: dict[str, list[Box]] = {}
+
+    def _scene(self, scene: Scene) -> _Layers:
+        if scene.name not in self._scenes:
+            figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False, names=False)
+            self.backgrounds[f"bg-{scene.name}"] = _png_data_uri(figure, PICTURE_DPI)
+            self._scenes[scene.name] = layers = _Layers(scene)
+            self.case_layers[f"names-{scene.name}"] = layers.names
+        return self._scenes[scene.name]
+
+    def picture(self, case: TestCase, record: RunResult) -> dict[str, str]:
+        """A run's picture: the layers it stacks, and its plan's shapes placed clear of their labels."""
+        level = min(record.distraction, case.max_distraction)
+        scene = load_scene(self.benchmark, case.scene_name)
+        layers = self._scene(scene)
+        layer = f"case-{case.id}-{level}"
+        if layer not in self.case_layers:
+            marks = case_marks(case, level, scene)
+            self.case_layers[layer], self._case_boxes[layer] = layers.shapes(marks, layers.name_boxes)
+        x0, x1, y0, y1 = scene_extent(scene)
+        return {
+            "background": f"bg-{scene.name}",
+            "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
+            "view_box": _view_box(scene),
+            "names": f"names-{scene.name}",
+            "layer": layer,
+            "plan": layers.shapes(plan_marks(record.plan, scene), self._case_boxes[layer])[0],
+        }
+
+
+def _run_entry(
+    record: RunResult,
+    case: TestCase | None,
+    transcript: list[TranscriptRecord],
+    sections: _Sections,
+    error_colours: Mapping[str, str],
+    pictures: _Pictures,
+) -> dict[str, Any]:
+    """One run's drill-down: its verdict and colour, instruction, exchanges, executed code, event, plan, picture."""
+    status = str(record.status)
+    colour = error_colours.get(str(record.error_kind)) if record.errored else STATUS_COLOURS.get(status)
+    entry: dict[str, Any] = {
+        "anchor": run_anchor(record.run_key),
+        "key": record.key,
+        "variant": record.variant,
+        "status": status,
+        "kind": str(record.error_kind) if record.error_kind else "",
+        "colour": colour or "#555",
+        "reason": (record.error or record.reason or "") + (SAMPLER_MISS_NOTE if record.sampler_miss else ""),
+        "instruction": case.user_instruction if case else "",
+        "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
+        "event": json.dumps(record.event) if record.event else None,
+        "exchanges": _exchanges(transcript, sections),
+        "code": executed_code(transcript, record.variant),
+    }
+    if case is not None:
+        entry["picture"] = pictures.picture(case, record)
+    return entry
+
+
+Grid = dict[str, dict[int, dict[int, list[dict[str, Any]]]]]
+
+
+def _grid(records: list[RunResult], runs: list[dict[str, Any]]) -> tuple[Grid, int]:
+    """Variant → case → distraction level → its runs' entries (cases ascending), and the most repeats of a cell."""
+    grid: Grid = defaultdict(lambda: defaultdict(dict))
+    for record, entry in zip(records, runs, strict=True):
+        grid[record.variant][record.case].setdefault(record.distraction, []).append(entry)
+    repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
+    return {variant: dict(sorted(cases.items())) for variant, cases in grid.items()}, repeats
+
+
+def _summary_tables(summary: RunSummary) -> dict[str, Any]:
+    """The template's tables of the summary: the paper's blocks with intervals (levels any variant ran), the
+    statistics per variant, power and sampler misses."""
+    return {
+        "columns": TAG_COLUMNS,
+        "blocks": [
+            (level, paper_rows(summary, level, intervals=True))
+            for level in LEVEL_ROWS
+            if any(row[1:] != ["-"] * len(TAG_COLUMNS) for row in paper_rows(summary, level))
+        ],
+        "stats": summary.variants,
+        "power": (POWER_TITLE, power_header(), power_rows(summary)),
+        "sampler_title": SAMPLER_MISS_TITLE,
+        "sampler_header": SAMPLER_MISS_HEADER,
+        "sampler_rows": sampler_miss_rows(summary),
+    }
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside a `<script>` element."""
+    return json.dumps(data).replace("</", "<\\/")
+
+
 def build_page(run_dir: Path, benchmark: Benchmark) -> str:
     """The whole HTML document of one run directory (a perturbed run is drawn and titled with its renaming)."""
+    # 1. The run, on the benchmark as it was run (a perturbed run with its renaming), runs in report order.
     run = RunDirectory.open(run_dir)
     if run.config.perturb != benchmark.perturb:
         benchmark = Benchmark(benchmark.root, run.config.perturb)
+    records = sorted(run.results, key=lambda r: (variant_rank(r.variant), r.case, r.distraction, r.repeat))
+    # 2. A drill-down per run (message texts stored once, pictures layered), and the grid that links to them.
+    sections, pictures, transcripts = _Sections(), _Pictures(benchmark), transcripts_by_run(run_dir)
+    error_colours = error_kind_colours(str(r.error_kind) for r in records if r.errored)
+    runs = [
+        _run_entry(r, benchmark.cases.get(r.case), transcripts.get(r.run_key.file_stem, []), sections,
+                   error_colours, pictures)
+        for r in records
+    ]  # fmt: skip
+    grid, repeats = _grid(records, runs)
+    # 3. The summary's tables and figure.
     summary = build_summary(run.results)
     label = perturbation_label(run.config.perturb)
-    records = sorted(run.results, key=lambda r: (variant_rank(r.variant), r.case, r.distraction, r.repeat))
-    sections = _Sections()
-    transcripts = transcripts_by_run(run_dir)
-    backgrounds: dict[str, str] = {}  # bg-<scene> -> the scene drawn once, as an inline PNG (a CSS class)
-    scene_layers: dict[str, _Layers] = {}  # scene name -> its object names (an SVG layer) and label placement
-    case_layers: dict[str, str] = {}  # case-<id>-<level> -> SVG of its characters and expected region, drawn once
-    case_boxes: dict[str, list[Box]] = {}  # case-<id>-<level> -> the label and marker boxes its layers cover
-    error_colours = error_kind_colours(str(r.error_kind) for r in records if r.errored)
-    runs = []
-    grid: dict[str, dict[int, dict[int, list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(dict))
-    for record in records:
-        case = benchmark.cases.get(record.case)
-        status = str(record.status)
-        colour = error_colours.get(str(record.error_kind)) if record.errored else STATUS_COLOURS.get(status)
-        anchor = run_anchor(record.run_key)
-        entry: dict[str, Any] = {
-            "anchor": anchor,
-            "key": record.key,
-            "variant": record.variant,
-            "status": status,
-            "kind": str(record.error_kind) if record.error_kind else "",
-            "colour": colour or "#555",
-            "reason": (record.error or record.reason or "") + (SAMPLER_MISS_NOTE if record.sampler_miss else ""),
-            "instruction": case.user_instruction if case else "",
-            "plan": json.dumps(record.plan, indent=1) if record.plan is not None else None,
-            "event": json.dumps(record.event) if record.event else None,
-        }
-        transcript = transcripts.get(record.run_key.file_stem, [])
-        entry["exchanges"] = _exchanges(transcript, sections)
-        entry["code"] = executed_code(transcript, record.variant)
-        if case is not None:
-            level = min(record.distraction, case.max_distraction)
-            scene = load_scene(benchmark, case.scene_name)
-            if scene.name not in scene_layers:
-                figure = floor_plan_figure(scene, [], width_in=PICTURE_WIDTH_IN, chrome=False, names=False)
-                backgrounds[f"bg-{scene.name}"] = _png_data_uri(figure, PICTURE_DPI)
-                scene_layers[scene.name] = layers = _Layers(scene)
-                case_layers[f"names-{scene.name}"] = layers.names
-            layers = scene_layers[scene.name]
-            layer = f"case-{case.id}-{level}"
-            if layer not in case_layers:
-                case_layers[layer], case_boxes[layer] = layers.shapes(case_marks(case, level, scene), layers.name_boxes)
-            x0, x1, y0, y1 = scene_extent(scene)
-            entry["picture"] = {
-                "background": f"bg-{scene.name}",
-                "ratio": f"{x1 - x0:.3f} / {y1 - y0:.3f}",
-                "view_box": _view_box(scene),
-                "names": f"names-{scene.name}",
-                "layer": layer,
-                "plan": layers.shapes(plan_marks(record.plan, scene), case_boxes[layer])[0],
-            }
-        runs.append(entry)
-        grid[record.variant][record.case].setdefault(record.distraction, []).append(entry)
-    levels = sorted({r.distraction for r in records})
-    repeats = max((len(c) for cases in grid.values() for lv in cases.values() for c in lv.values()), default=0)
-    blocks = [
-        (level, paper_rows(summary, level, intervals=True))
-        for level in LEVEL_ROWS
-        if any(row[1:] != ["-"] * len(TAG_COLUMNS) for row in paper_rows(summary, level))
-    ]
-    stats = [
-        {
-            "variant": variant,
-            "runs": data.get("runs", 0),
-            "success": data.get("success_rate"),
-            "interval": data.get("success_interval"),
-            "execution": data.get("execution_rate"),
-            "se": data.get("success_se_clustered"),
-            "pass_k": data.get("pass_hat_k", {}),
-            "incomplete": data.get("incomplete", 0),
-            "errors": data.get("error_kinds", {}),
-        }
-        for variant, data in summary["variants"].items()
-    ]
     chart = _chart(summary, f"{run.config.model} — {Path(run_dir).name}" + (f" — {label}" if label else ""))
+    # 4. The page.
     return load_template("report.html.j2").render(
         title=f"edsb report — {Path(run_dir).resolve().name}" + (f" — {label}" if label else ""),
         model=run.config.model,
-        columns=TAG_COLUMNS,
-        blocks=blocks,
-        stats=stats,
-        power=(POWER_TITLE, power_header(), power_rows(summary)),
+        **_summary_tables(summary),
         chart=chart,
-        sampler_title=SAMPLER_MISS_TITLE,
-        sampler_header=SAMPLER_MISS_HEADER,
-        sampler_rows=sampler_miss_rows(summary),
-        grid={variant: dict(sorted(cases.items())) for variant, cases in grid.items()},
-        levels=levels,
+        grid=grid,
+        levels=sorted({r.distraction for r in records}),
         repeats=repeats,
         runs=runs,
-        legend={**{k: v for k, v in STATUS_COLOURS.items()}, **{f"error: {k}": v for k, v in error_colours.items()}},
-        backgrounds=backgrounds,
-        case_layers=case_layers,
-        sections=json.dumps(sections.table()).replace("</", "<\\/"),
-        exchanges=json.dumps({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}).replace("</", "<\\/"),
+        legend={**STATUS_COLOURS, **{f"error: {k}": v for k, v in error_colours.items()}},
+        backgrounds=pictures.backgrounds,
+        case_layers=pictures.case_layers,
+        sections=_script_json(sections.table()),
+        exchanges=_script_json({r["anchor"]: r["exchanges"] for r in runs if r["exchanges"]}),
         error_colours=error_colours,
     )
 
 
-def _chart(summary: Mapping[str, Any], title: str) -> str | None:
+def _chart(summary: RunSummary, title: str) -> str | None:
     """The by-tag / by-level figure of `edsb report --plot` as a data URI, or None when nothing was judged."""
     import tempfile
 
     from edsb.report.plots import plot_summary
 
-    if not any(data.get("cells") for data in summary["variants"].values()):
+    if not any(data.cells for data in summary.variants.values()):
         return None
     with tempfile.TemporaryDirectory() as directory:
         path = plot_summary(summary, Path(directory) / "chart.png", title=title, dpi=80)

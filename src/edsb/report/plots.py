@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from edsb.errors import UsageError
 from edsb.report.summary import LEVEL_ROWS, TAG_COLUMNS
+from edsb.report.summary_types import CellResult, RunSummary
 from edsb.scoring.metrics import TOTAL
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _cell(summary: Mapping[str, Any], variant: str, group: str, by_level: bool) -> Mapping[str, Any] | None:
-    cells = summary["variants"][variant].get("cells", {})
-    cell: Mapping[str, Any] | None = cells.get(TOTAL, {}).get(group) if by_level else cells.get(group, {}).get(TOTAL)
-    return cell
+def _cell(summary: RunSummary, variant: str, group: str, by_level: bool) -> CellResult | None:
+    cells = summary.variants[variant].cells
+    return cells.get(TOTAL, {}).get(group) if by_level else cells.get(group, {}).get(TOTAL)
 
 
-def _series(summary: Mapping[str, Any], variant: str, groups: Sequence[str], by_level: bool):
+def _series(
+    summary: RunSummary, variant: str, groups: Sequence[str], by_level: bool
+) -> tuple[list[float], list[list[float]]]:
     values, low, high = [], [], []
     for group in groups:
         cell = _cell(summary, variant, group, by_level)
@@ -29,14 +31,14 @@ def _series(summary: Mapping[str, Any], variant: str, groups: Sequence[str], by_
             low.append(0.0)
             high.append(0.0)
             continue
-        rate = cell["success_rate"]
+        rate = cell.success_rate
         values.append(rate)
-        low.append(max(0.0, rate - cell["success_interval"][0]))
-        high.append(max(0.0, cell["success_interval"][1] - rate))
+        low.append(max(0.0, rate - cell.success_interval[0]))
+        high.append(max(0.0, cell.success_interval[1] - rate))
     return values, [low, high]
 
 
-def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
+def summary_figure(summary: RunSummary, title: str = "") -> Figure:
     """Two panels, by tag and by level, one bar per variant, each labelled with its rate; the rate axis runs from
     0 to 1.0 exactly (the legend sits above the panels, not in the room a longer axis would leave). A tag or level
     no variant ran is left off its axis, and a variant without runs where others have some says `no runs` where its
@@ -48,7 +50,7 @@ def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("plots need matplotlib: pip install 'edsb[plots]'") from None
-    variants = [v for v, data in summary["variants"].items() if data.get("cells")]
+    variants = [v for v, data in summary.variants.items() if data.cells]
     if not variants:
         raise UsageError("nothing to plot: the run has no judged runs yet")
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
@@ -80,7 +82,7 @@ def summary_figure(summary: Mapping[str, Any], title: str = "") -> Figure:
     return figure
 
 
-def plot_summary(summary: Mapping[str, Any], path: Path, title: str = "", dpi: int = 120) -> Path:
+def plot_summary(summary: RunSummary, path: Path, title: str = "", dpi: int = 120) -> Path:
     """Write the figure of `summary_figure` as a PNG (or any format matplotlib infers from the suffix)."""
     import matplotlib.pyplot as plt
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,17 @@ from edsb.report.stats import (
     design_variance,
     minimum_detectable_difference,
     pass_hat_k,
+)
+from edsb.report.summary_types import (
+    CaseCounts,
+    CellResult,
+    ModuleTokens,
+    Power,
+    RunSummary,
+    SamplerCell,
+    SummaryConfig,
+    Tokens,
+    VariantSummary,
 )
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import SUMMARY_FILE, read_reported_config, write_json
@@ -64,14 +75,15 @@ def to_scored_run(result: RunResult) -> ScoredRun:
     )
 
 
-def cell_json(cell: Cell) -> dict[str, Any]:
+def cell_json(cell: Cell) -> CellResult:
+    """A cell as the summary keeps it: intervals rounded to four decimals."""
     data = asdict(cell)
-    data["success_interval"] = [round(cell.success_interval.low, 4), round(cell.success_interval.high, 4)]
-    data["execution_interval"] = [round(cell.execution_interval.low, 4), round(cell.execution_interval.high, 4)]
-    return data
+    data["success_interval"] = (round(cell.success_interval.low, 4), round(cell.success_interval.high, 4))
+    data["execution_interval"] = (round(cell.execution_interval.low, 4), round(cell.execution_interval.high, 4))
+    return CellResult(**data)
 
 
-def pi_sampler_cells(counted: list[RunResult]) -> dict[str, dict[str, Any]]:
+def pi_sampler_cells(counted: list[RunResult]) -> dict[str, SamplerCell]:
     """Per distraction level (and `Total`) of the judged PI runs: the sampler(s) that placed their positions
     (`-` when none got that far), runs, failures, execution errors (a run that erred is no failure, and the row
     says so), and the failures that are sampler misses (the optimal sampler would have passed them). Empty when
@@ -79,17 +91,17 @@ def pi_sampler_cells(counted: list[RunResult]) -> dict[str, dict[str, Any]]:
     pi = [r for r in counted if "PI" in r.tags]
     if not any(r.sampler_method is not None for r in pi):
         return {}
-    cells: dict[str, dict[str, Any]] = {}
+    cells: dict[str, SamplerCell] = {}
     for level in [TOTAL, *sorted({str(r.distraction) for r in pi}, key=int)]:
         runs = [r for r in pi if level == TOTAL or str(r.distraction) == level]
         methods = sorted({str(r.sampler_method) for r in runs if r.sampler_method is not None})
-        cells[level] = {
-            "sampler": "/".join(methods) or "-",
-            "runs": len(runs),
-            "failures": sum(r.status is RunStatus.FAILED for r in runs),
-            "errors": sum(r.errored for r in runs),
-            "sampler_misses": sum(bool(r.sampler_miss) for r in runs),
-        }
+        cells[level] = SamplerCell(
+            sampler="/".join(methods) or "-",
+            runs=len(runs),
+            failures=sum(r.status is RunStatus.FAILED for r in runs),
+            errors=sum(r.errored for r in runs),
+            sampler_misses=sum(bool(r.sampler_miss) for r in runs),
+        )
     return cells
 
 
@@ -146,135 +158,149 @@ def _power_note(values: np.ndarray, cases: int, observed: bool, repeats: int) ->
     return None
 
 
-def variant_summary(records: list[RunResult]) -> dict[str, Any]:
-    """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
-    counted = [r for r in records if r.is_judged]
-    summary: dict[str, Any] = {
-        "runs": len(counted),
-        "incomplete": len(records) - len(counted),
-        "incomplete_kinds": dict(Counter(str(r.error_kind or "unknown") for r in records if not r.is_judged)),
-    }
-    incomplete_reasons, incomplete_other = top_reasons(
-        r.error or str(r.error_kind or "unknown") for r in records if not r.is_judged
-    )
-    if incomplete_reasons:
-        summary["incomplete_reasons"] = incomplete_reasons
-        summary["incomplete_reasons_other_runs"] = incomplete_other
-    if not counted:
-        return summary
-    metric_records = [to_scored_run(r) for r in counted]
-    overall = overall_cell(metric_records)
-    overall_json = cell_json(overall)
+def _incomplete(records: list[RunResult]) -> dict[str, Any]:
+    """What the runs without a verdict said: their kinds, and their most frequent reasons when there are any."""
+    waiting = [r for r in records if not r.is_judged]
+    fields: dict[str, Any] = {"incomplete_kinds": dict(Counter(str(r.error_kind or "unknown") for r in waiting))}
+    reasons, other = top_reasons(r.error or str(r.error_kind or "unknown") for r in waiting)
+    if reasons:
+        fields.update(incomplete_reasons=reasons, incomplete_reasons_other_runs=other)
+    return fields
+
+
+def _rates(metric_records: list[ScoredRun]) -> dict[str, Any]:
+    """The overall rates with their Wilson intervals, case-clustered standard errors, every cell and pass^k."""
+    overall = cell_json(overall_cell(metric_records))
     cells = tag_level_cells(metric_records)
     clusters = [r.case_id for r in metric_records]
     by_task: dict[tuple[int, int], list[bool]] = defaultdict(list)
     for r in metric_records:
         by_task[(r.case_id, r.level)].append(r.passed)
     max_repeats = max(len(v) for v in by_task.values())
-    by_case: dict[str, dict[str, int]] = {}
-    for r in sorted(metric_records, key=lambda m: m.case_id):
-        entry = by_case.setdefault(str(r.case_id), {"runs": 0, "passes": 0, "errors": 0})
-        entry["runs"] += 1
-        entry["passes"] += r.passed
-        entry["errors"] += r.errored
-    tokens = {
-        module: {
-            "prompt": sum(r.tokens.get(module, {}).get("prompt", 0) for r in records),
-            "completion": sum(r.tokens.get(module, {}).get("completion", 0) for r in records),
-        }
-        for module in MODULES
+    passes = [(sum(v), len(v)) for v in by_task.values()]
+    return {
+        "success_rate": overall.success_rate,
+        "execution_rate": overall.execution_rate,
+        "success_interval": overall.success_interval,
+        "execution_interval": overall.execution_interval,
+        "success_se_clustered": clustered_standard_error([float(r.passed) for r in metric_records], clusters),
+        "execution_se_clustered": clustered_standard_error([float(not r.errored) for r in metric_records], clusters),
+        "by_tag": {tag: cell_json(levels[TOTAL]) for tag, levels in cells.items() if tag != TOTAL},
+        "by_distraction": {level: cell_json(cell) for level, cell in cells[TOTAL].items() if level != TOTAL},
+        "cells": {tag: {level: cell_json(cell) for level, cell in levels.items()} for tag, levels in cells.items()},
+        "pass_hat_k": {str(k): pass_hat_k(passes, k) for k in range(1, max_repeats + 1)},
     }
-    error_reasons, errors_other = top_reasons(r.error or str(r.error_kind or "error") for r in counted if r.errored)
+
+
+def _by_case(metric_records: list[ScoredRun]) -> dict[str, CaseCounts]:
+    by_case: dict[str, CaseCounts] = {}
+    for r in sorted(metric_records, key=lambda m: m.case_id):
+        entry = by_case.setdefault(str(r.case_id), CaseCounts(runs=0, passes=0, errors=0))
+        entry.runs += 1
+        entry.passes += r.passed
+        entry.errors += r.errored
+    return by_case
+
+
+def _reasons(counted: list[RunResult]) -> dict[str, Any]:
+    """Execution errors by kind and what they said (`<kind>: <message>`), and the judge's explanation of each
+    failed plan (character and condition): most frequent first, with the runs left out."""
+    errored = [r for r in counted if r.errored]
+    error_reasons, errors_other = top_reasons(r.error or str(r.error_kind or "error") for r in errored)
     failure_reasons, failures_other = top_reasons(
         r.reason for r in counted if r.status is RunStatus.FAILED and r.reason
     )
-    summary.update(
-        {
-            "success_rate": overall.success_rate,
-            "execution_rate": overall.execution_rate,
-            "success_interval": overall_json["success_interval"],
-            "execution_interval": overall_json["execution_interval"],
-            "success_se_clustered": clustered_standard_error([float(r.passed) for r in metric_records], clusters),
-            "execution_se_clustered": clustered_standard_error(
-                [float(not r.errored) for r in metric_records], clusters
-            ),
-            "by_tag": {tag: cell_json(levels[TOTAL]) for tag, levels in cells.items() if tag != TOTAL},
-            "by_distraction": {level: cell_json(cell) for level, cell in cells[TOTAL].items() if level != TOTAL},
-            "cells": {tag: {level: cell_json(cell) for level, cell in levels.items()} for tag, levels in cells.items()},
-            "by_case": by_case,
-            "pass_hat_k": {
-                str(k): pass_hat_k([(sum(v), len(v)) for v in by_task.values()], k) for k in range(1, max_repeats + 1)
-            },
-            "power": power_summary(metric_records),
-            "error_kinds": dict(Counter(str(r.error_kind or "error") for r in counted if r.errored)),
-            # What each execution error said (`<kind>: <message>`), most frequent first, and the runs left out.
-            "error_reasons": error_reasons,
-            "error_reasons_other_runs": errors_other,
-            # The judge's explanation of each failed plan (character and condition), most frequent first.
-            "failure_reasons": failure_reasons,
-            "failure_reasons_other_runs": failures_other,
-            # PI failures the reference annealer caused (the success rate stays the annealer's)
-            "pi_sampler": pi_sampler_cells(counted),
-            "tokens": {
-                "total_prompt": sum(r.prompt_tokens for r in records),
-                "total_completion": sum(r.completion_tokens for r in records),
-                "by_module": tokens,
-                # The paper's per-run means (the Total cell) count an errored run as 0 tokens; these count what
-                # every judged run used, errored ones included.
-                "mean_prompt_every_run": round(sum(r.prompt_tokens for r in counted) / len(counted), 2),
-                "mean_completion_every_run": round(sum(r.completion_tokens for r in counted) / len(counted), 2),
-            },
-        }
+    return {
+        "error_kinds": dict(Counter(str(r.error_kind or "error") for r in errored)),
+        "error_reasons": error_reasons,
+        "error_reasons_other_runs": errors_other,
+        "failure_reasons": failure_reasons,
+        "failure_reasons_other_runs": failures_other,
+    }
+
+
+def _tokens(records: list[RunResult], counted: list[RunResult]) -> Tokens:
+    """Every token used, by module. The paper's per-run means (the Total cell) count an errored run as 0 tokens;
+    the means here count what every judged run used, errored ones included."""
+    by_module = {
+        module: ModuleTokens(
+            prompt=sum(r.tokens.get(module, {}).get("prompt", 0) for r in records),
+            completion=sum(r.tokens.get(module, {}).get("completion", 0) for r in records),
+        )
+        for module in MODULES
+    }
+    return Tokens(
+        total_prompt=sum(r.prompt_tokens for r in records),
+        total_completion=sum(r.completion_tokens for r in records),
+        by_module=by_module,
+        mean_prompt_every_run=round(sum(r.prompt_tokens for r in counted) / len(counted), 2),
+        mean_completion_every_run=round(sum(r.completion_tokens for r in counted) / len(counted), 2),
     )
-    return summary
 
 
-def build_summary(results: Iterable[RunResult]) -> dict[str, Any]:
+def variant_summary(records: list[RunResult]) -> VariantSummary:
+    """Everything reported for one variant. Rates exclude incomplete runs, which are counted separately."""
+    counted = [r for r in records if r.is_judged]
+    incomplete = _incomplete(records)
+    if not counted:
+        return VariantSummary(runs=0, incomplete=len(records), **incomplete)
+    metric_records = [to_scored_run(r) for r in counted]
+    return VariantSummary(
+        runs=len(counted),
+        incomplete=len(records) - len(counted),
+        **incomplete,
+        **_rates(metric_records),
+        by_case=_by_case(metric_records),
+        power=Power(**power_summary(metric_records)),
+        **_reasons(counted),
+        pi_sampler=pi_sampler_cells(counted),  # PI failures the reference annealer caused (success stays its)
+        tokens=_tokens(records, counted),
+    )
+
+
+def build_summary(results: Iterable[RunResult]) -> RunSummary:
     """Every variant's summary, variants in the paper's order whatever order they were asked for in."""
     grouped: dict[str, list[RunResult]] = defaultdict(list)
     for result in results:
         grouped[result.variant].append(result)
-    return {"variants": {variant: variant_summary(grouped[variant]) for variant in paper_order(grouped)}}
+    return RunSummary(variants={variant: variant_summary(grouped[variant]) for variant in paper_order(grouped)})
 
 
-def label_perturbation(summary: dict[str, Any], perturb: int) -> dict[str, Any]:
+def label_perturbation(summary: RunSummary, perturb: int) -> RunSummary:
     """Mark the summary of a perturbed run (`"perturbation": "perturbed (seed 3)"`); every format shows it."""
     label = perturbation_label(perturb)
     if label:
-        summary["perturbation"] = label
+        summary.perturbation = label
     return summary
 
 
-def write_summary(run_dir: Path, results: list[RunResult], *, runs_planned: int) -> dict[str, Any]:
+def write_summary(run_dir: Path, results: list[RunResult], *, runs_planned: int) -> RunSummary:
     """Compute the summary of everything a run directory holds and write it to `summary.json`, and the results
     document with its run card to `results.json` (the model and seeds come from the directory's config.json)."""
     config = read_reported_config(run_dir)
     summary = label_perturbation(build_summary(results), config.perturb)
     document = results_document(run_dir, config, results, summary, planned=runs_planned)
-    summary["config"] = {
-        "model": config.model,
-        "runs_planned": runs_planned,
-        **({"perturb": config.perturb} if config.perturb else {}),
-    }
-    write_json(Path(run_dir) / SUMMARY_FILE, summary)
+    summary.config = SummaryConfig(
+        model=config.model, runs_planned=runs_planned, **({"perturb": config.perturb} if config.perturb else {})
+    )
+    write_json(Path(run_dir) / SUMMARY_FILE, summary.to_json())
     write_results_document(run_dir, document)
     return summary
 
 
-def paper_rows(summary: Mapping[str, Any], level: str = TOTAL, intervals: bool = False) -> list[list[str]]:
+def paper_rows(summary: RunSummary, level: str = TOTAL, intervals: bool = False) -> list[list[str]]:
     """Rows `variant, Total, OA, RC, SS, PI` of one level block, cells `success (execution)` or `-`."""
     rows = []
-    for variant, data in summary["variants"].items():
-        cells = data.get("cells", {})
+    for variant, data in summary.variants.items():
         row = [variant]
         for tag in TAG_COLUMNS:
-            cell = cells.get(tag, {}).get(level)
+            cell = data.cells.get(tag, {}).get(level)
             if cell is None:
                 row.append("-")
                 continue
-            text = cell_text(cell["success_rate"], cell["execution_rate"])
+            text = cell_text(cell.success_rate, cell.execution_rate)
             if intervals:
-                low, high = cell["success_interval"]
+                low, high = cell.success_interval
                 text += f" [{low:.2f}, {high:.2f}]"
             row.append(text)
         rows.append(row)

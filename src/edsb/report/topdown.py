@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -338,6 +339,18 @@ def draw_marks(ax: Axes, marks: Marks) -> None:
         )
 
 
+def _measure(ax: Axes, renderer: Any, per_px: tuple[float, float], fontsize: float) -> Measure:
+    """A text's size in scene units, measured as matplotlib draws it in `ax` at `fontsize`."""
+
+    def size(text: str) -> tuple[float, float]:
+        artist = ax.text(0.0, 0.0, text, fontsize=fontsize)
+        extent = artist.get_window_extent(renderer)
+        artist.remove()
+        return extent.width * per_px[0], extent.height * per_px[1]
+
+    return size
+
+
 def label_picture(
     ax: Axes,
     scene: Scene,
@@ -356,15 +369,7 @@ def label_picture(
     bounds = (x0, y0, x1, y1)
     per_px = ((x1 - x0) / ax.bbox.width, (y1 - y0) / ax.bbox.height)  # scene units per pixel, across and up
     per_pt = per_px[0] * figure.dpi / 72
-
-    def measure(fontsize: float) -> Measure:
-        def size(text: str) -> tuple[float, float]:
-            artist = ax.text(0.0, 0.0, text, fontsize=fontsize)
-            extent = artist.get_window_extent(renderer)
-            artist.remove()
-            return extent.width * per_px[0], extent.height * per_px[1]
-
-        return size
+    measure = partial(_measure, ax, renderer, per_px)
 
     def draw(text: str, box: Box, x: float, y: float, fontsize: float, colour: Any, clearance: float) -> None:
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)

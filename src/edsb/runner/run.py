@@ -81,13 +81,10 @@ def run_benchmark(
 
     `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply).
     """
+    # 1. The runs asked for.
     benchmark = Benchmark.open(config.data, perturb=config.perturb)
-    for variant in config.variants:
-        get_variant(variant)  # unknown names fail before anything is written
-    keys = expand_keys(config.variants, config.cases, config.distraction, config.repeats, benchmark.cases)
-    if not keys:
-        raise UsageError("the selection contains no run (check --cases against --distraction: PI cases have level 0)")
-    # Everything that can refuse the configuration (model spec, API key, replay directory) is checked before
+    keys = _keys(config, benchmark)
+    # 2. Everything that can refuse the configuration (model spec, API key, replay directory) is checked before
     # config.json is written, so a typo never leaves a run directory that blocks the fix; a sandbox that cannot
     # start with the code limits removes the directory it was given.
     check_out_dir(out)
@@ -96,8 +93,45 @@ def run_benchmark(
     limits = SandboxLimits(
         sandbox=config.sandbox, timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20
     )
+    model = _open_model(config, benchmark, retry, out if created else None)
+    # 3. The sandbox pool starts in the background while the first requests are on their way.
+    sandbox = _start_sandbox(benchmark, keys, limits)
+    console = console or Console(stderr=True)
+    for note in check_resume(out, config):
+        console.print(f"note: {note}", markup=False, highlight=False)
+    # 4. The sweep over the keys the directory does not hold yet.
+    transcripts = TranscriptWriter(transcripts_dir(out))
+    # A run's transcript is appended when the run is committed, just before its result line.
+    store = ResultStore(out, before_line=lambda result: transcripts.write_run(result.run_key.file_stem))
+    finished = store.open()
+    pending = longest_first([key for key in keys if key.id not in finished])
+    services = _services(config, benchmark, model, limits, transcripts)
+    kept = _kept(out, keys)
+    sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, kept, sandbox)
+    stats = sweep.run(out, created)
+    # 5. Everything the directory holds now, this pass and earlier ones.
+    results = load_results(out)
+    if stats.interrupted:
+        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
+    planned = {key.id for key in keys} | {result.key for result in results}
+    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
+
+
+def _keys(config: RunConfig, benchmark: Benchmark) -> list[RunKey]:
+    """The run keys of the configuration; unknown variants and an empty selection fail before anything is
+    written."""
+    for variant in config.variants:
+        get_variant(variant)
+    keys = expand_keys(config.variants, config.cases, config.distraction, config.repeats, benchmark.cases)
+    if not keys:
+        raise UsageError("the selection contains no run (check --cases against --distraction: PI cases have level 0)")
+    return keys
+
+
+def _open_model(config: RunConfig, benchmark: Benchmark, retry: RetryPolicy | None, created: Path | None) -> ChatModel:
+    """The model of the configuration; a model that refuses it removes the run directory just `created`."""
     try:
-        model = build_model(
+        return build_model(
             config.model,
             base_url=config.base_url,
             api_key_env=config.api_key_env,
@@ -111,24 +145,23 @@ def run_benchmark(
             perturb=config.perturb,
         )
     except BaseException:
-        if created:
-            out.rmdir()
+        if created is not None:
+            created.rmdir()
         raise
-    # The sandbox pool starts in the background, its template holding every scene the runs use (loaded once for
-    # all workers), while the first requests are on their way: a run's code waits for it, and a pool that cannot
-    # start stops the sweep with its error.
+
+
+def _start_sandbox(benchmark: Benchmark, keys: list[RunKey], limits: SandboxLimits) -> Future[None]:
+    """Start the sandbox pool in the background, its template holding every scene the runs use (loaded once for
+    all workers): a run's code waits for it, and a pool that cannot start stops the sweep with its error."""
     scenes = sorted({benchmark.cases[key.case].scene_name for key in keys})
     sources = [SceneSource.of(benchmark.root, name, benchmark.perturb) for name in scenes]
-    sandbox = _SANDBOX_STARTER.submit(check_sandbox, limits, sources)
-    console = console or Console(stderr=True)
-    for note in check_resume(out, config):
-        console.print(f"note: {note}", markup=False, highlight=False)
-    transcripts = TranscriptWriter(transcripts_dir(out))
-    # A run's transcript is appended when the run is committed, just before its result line.
-    store = ResultStore(out, before_line=lambda result: transcripts.write_run(result.run_key.file_stem))
-    finished = store.open()
-    pending = longest_first([key for key in keys if key.id not in finished])
-    services = RunServices(
+    return _SANDBOX_STARTER.submit(check_sandbox, limits, sources)
+
+
+def _services(
+    config: RunConfig, benchmark: Benchmark, model: ChatModel, limits: SandboxLimits, transcripts: TranscriptWriter
+) -> RunServices:
+    return RunServices(
         benchmark=benchmark,
         model=model,
         temperature=config.temperature,
@@ -142,36 +175,88 @@ def run_benchmark(
         text_limits=config.text_limits,
     )
 
+
+def _kept(out: Path, keys: list[RunKey]) -> Callable[[], str]:
+    """What a stopped sweep says it kept: the judged results of the keys asked for, and how to resume."""
     wanted = {key.id for key in keys}
 
     def kept() -> str:
         done = sum(result.is_judged and result.key in wanted for result in load_results(out))
         return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
 
-    discard = False
-    try:
-        stats = asyncio.run(_execute(services, pending, store, config.concurrency, quiet, console, kept, sandbox))
-    except SandboxError:
-        # The pool cannot start: leave no directory behind that the fixed command would have to resume, unless
-        # runs that needed no code already put results in it.
-        discard = created and store.path.stat().st_size == 0
-        raise
-    except KeyboardInterrupt:
-        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
-        raise
-    except EndpointUnreachable as exc:
-        hint = f"is the server up and the address right ({model.identity})?"
-        raise EndpointUnreachable(f"{exc}; {hint} {kept()}") from None
-    finally:
-        store.close()
-        transcripts.close()  # runs that never got a result line (a stop, a refused endpoint) keep their records
-        if discard:
-            shutil.rmtree(out, ignore_errors=True)
-    results = load_results(out)
-    if stats.interrupted:
-        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
-    planned = wanted | {result.key for result in results}
-    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
+    return kept
+
+
+@dataclass
+class _Sweep:
+    """One pass over the pending keys, and what it leaves behind when it stops early."""
+
+    services: RunServices
+    pending: list[RunKey]
+    store: ResultStore
+    transcripts: TranscriptWriter
+    concurrency: int
+    quiet: bool
+    console: Console
+    kept: Callable[[], str]
+    sandbox: Future[None]
+
+    def run(self, out: Path, created: bool) -> LoopStats:
+        """Execute the pending keys; whatever stops the sweep, the store and transcripts are closed first."""
+        discard = False
+        try:
+            return asyncio.run(self._execute())
+        except SandboxError:
+            # The pool cannot start: leave no directory behind that the fixed command would have to resume, unless
+            # runs that needed no code already put results in it.
+            discard = created and self.store.path.stat().st_size == 0
+            raise
+        except KeyboardInterrupt:
+            self.console.print(f"interrupted: {self.kept()}", markup=False, highlight=False)
+            raise
+        except EndpointUnreachable as exc:
+            hint = f"is the server up and the address right ({self.services.model.identity})?"
+            raise EndpointUnreachable(f"{exc}; {hint} {self.kept()}") from None
+        finally:
+            self.store.close()
+            # runs that never got a result line (a stop, a refused endpoint) keep their records
+            self.transcripts.close()
+            if discard:
+                shutil.rmtree(out, ignore_errors=True)
+
+    async def _execute(self) -> LoopStats:
+        """The sweep on the event loop, stopped with the pool's own error when the sandbox cannot start."""
+        stop = asyncio.Event()
+        _on_ctrl_c(stop, self.console, self.kept)
+        try:
+            if not self.pending:
+                return LoopStats()
+            sweep = asyncio.ensure_future(
+                run_keys(
+                    self.pending,
+                    lambda key: execute_run(self.services, key),
+                    self.store,
+                    concurrency=self.concurrency,
+                    quiet=self.quiet,
+                    console=self.console,
+                    stop=stop,
+                    waiting_for=waiting_for(self.services.model),
+                )
+            )
+            starting = asyncio.wrap_future(self.sandbox)
+            both: list[asyncio.Future[Any]] = [sweep, starting]
+            await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
+            if starting.done() and starting.exception() is not None:
+                sweep.cancel()
+                await asyncio.gather(sweep, return_exceptions=True)
+                starting.result()  # the pool's own error
+            stats = await sweep
+            stats.interrupted = stop.is_set() and stats.done < len(self.pending)
+            return stats
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            await self.services.model.aclose()
 
 
 def waiting_for(model: ChatModel) -> Callable[[], str]:
@@ -205,46 +290,3 @@ def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -
     # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, first)
-
-
-async def _execute(
-    services: RunServices,
-    pending: list[RunKey],
-    store: ResultStore,
-    concurrency: int,
-    quiet: bool,
-    console: Console,
-    kept: Callable[[], str],
-    sandbox: Future[None],
-) -> LoopStats:
-    stop = asyncio.Event()
-    _on_ctrl_c(stop, console, kept)
-    try:
-        if not pending:
-            return LoopStats()
-        sweep = asyncio.ensure_future(
-            run_keys(
-                pending,
-                lambda key: execute_run(services, key),
-                store,
-                concurrency=concurrency,
-                quiet=quiet,
-                console=console,
-                stop=stop,
-                waiting_for=waiting_for(services.model),
-            )
-        )
-        starting = asyncio.wrap_future(sandbox)
-        both: list[asyncio.Future[Any]] = [sweep, starting]
-        await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
-        if starting.done() and starting.exception() is not None:
-            sweep.cancel()
-            await asyncio.gather(sweep, return_exceptions=True)
-            starting.result()  # the pool's own error
-        stats = await sweep
-        stats.interrupted = stop.is_set() and stats.done < len(pending)
-        return stats
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        await services.model.aclose()

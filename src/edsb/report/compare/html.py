@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edsb.report.compare.paired import Board, ComparedRun, Difference
+from edsb.report.compare.render import difference_block, leaderboard
 from edsb.report.html import load_template, run_anchor
-from edsb.report.paired import Board, ComparedRun, Difference
-from edsb.report.render import difference_block, leaderboard
 from edsb.results import RunKey
 from edsb.scoring.metrics import TOTAL
 
