@@ -54,8 +54,8 @@ SECCOMP_ALLOW: tuple[str, ...] = (
     "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
     "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
     "access", "faccessat", "faccessat2", "getcwd", "dup", "dup2", "dup3",
-    # the result channel (a connected socket inherited from the parent)
-    "sendto", "recvfrom", "sendmsg", "recvmsg", "getsockopt", "getsockname", "getpeername",
+    # the result channel (a connected socket inherited from the parent); sendto and sendmsg below, without MSG_OOB
+    "recvfrom", "recvmsg", "getsockopt", "getsockname", "getpeername",
     "poll", "ppoll", "select", "pselect6",
     # memory
     "mmap", "munmap", "mprotect", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
@@ -71,6 +71,7 @@ SECCOMP_ALLOW: tuple[str, ...] = (
     "getrlimit", "getrusage", "times", "getrandom",
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
+_MSG_OOB = 0x1
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
 _FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
@@ -328,11 +329,13 @@ _prepared: _Prepared | None = None
 
 
 def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space and the
-    benchmark data."""
+    """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space, the
+    benchmark data and edsb itself (its package, and the directory that holds it: a site-packages or a checkout)."""
     home = str(Path.home())
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # edsb/
     no_ancestor = ["/", "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/etc", "/root", "/home", home]
-    no_descendant = ["/proc", "/sys", "/dev", *extra]
+    no_ancestor += [os.path.dirname(package), os.path.dirname(os.path.dirname(package))]
+    no_descendant = ["/proc", "/sys", "/dev", package, *extra]
     with contextlib.suppress(Exception):
         from edsb.data.location import default_data_dir, resolve_data_dir
 
@@ -341,27 +344,20 @@ def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
     return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
 
 
-SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib")
+# The libraries beyond the standard library that plan code may import: the reference's executor imports numpy. Each is
+# granted by its own directories (the package and its bundled shared libraries), never the site-packages that holds
+# it, which may hold edsb too.
+PLAN_LIBRARIES = ("numpy",)
 
 
 def _read_paths(protected: Sequence[str] = ()) -> list[str]:
-    """What a contained run may read: the interpreter's prefixes (the standard library, a venv's site-packages), the
-    system library directories and, from import-path entries outside those (a checkout on PYTHONPATH, say), only the
-    packages already imported from them, never the whole entry (a checkout may hold a `.env` file or results). A
-    path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or the data) is left
-    out: the template has imported what runs need, so only a lazy import could miss it."""
+    """What a contained run may read, named exactly: each entry of the standard library (not its site-packages), the
+    directories of `PLAN_LIBRARIES`, and the shared libraries the template has loaded (a system library directory
+    whole, a directory that also holds Python packages only file by file). Never edsb: the template imported all
+    of it that a child needs. A path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys,
+    /dev, edsb or the data) is left out."""
     no_ancestor, no_descendant = _fenced_paths(protected)
-    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *SYSTEM_LIBRARIES]
-    candidates = [os.path.realpath(path) for path in prefixes]
-    candidates += [os.path.realpath(path) for path in sys.path if path and _within_any(path, candidates)]
-    as_named = [*prefixes, *candidates]  # a module's file as Python names it usually starts with one (no realpath)
-    for name, module in list(sys.modules.items()):
-        origin = getattr(module, "__file__", None)
-        if "." in name or not isinstance(origin, str) or any(_within(origin, prefix) for prefix in as_named):
-            continue
-        real = os.path.realpath(origin)
-        if not _within_any(real, candidates):  # a package: its directory; a module: its file
-            candidates.append(os.path.dirname(real) if os.path.basename(real) == "__init__.py" else real)
+    candidates = [*_stdlib_entries(), *_library_directories(), *_shared_libraries()]
     chosen: list[str] = []
     for real in candidates:
         if not os.path.exists(real) or real in chosen:
@@ -370,6 +366,68 @@ def _read_paths(protected: Sequence[str] = ()) -> list[str]:
             continue
         chosen.append(real)
     return [path for path in chosen if not any(other != path and _within(path, other) for other in chosen)]
+
+
+_SITE_DIRECTORIES = ("site-packages", "dist-packages")
+
+
+def _stdlib_entries() -> list[str]:
+    """Every file and directory of the standard library's directories but the site-packages inside them (a Python
+    under /usr/local or pyenv keeps its site-packages, and so perhaps edsb, beneath its standard library)."""
+    import sysconfig
+
+    entries = []
+    roots = {os.path.realpath(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib")}
+    for root in sorted(roots):
+        with contextlib.suppress(OSError):
+            entries += [os.path.join(root, name) for name in sorted(os.listdir(root)) if name not in _SITE_DIRECTORIES]
+    return [os.path.realpath(entry) for entry in entries]
+
+
+def _library_directories() -> list[str]:
+    """Each of `PLAN_LIBRARIES`' package directories, and its wheel's bundled libraries (`numpy.libs`)."""
+    directories = []
+    for name in PLAN_LIBRARIES:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None)
+        if not isinstance(origin, str):
+            continue
+        package = os.path.dirname(os.path.realpath(origin))
+        directories.append(package)
+        parent = os.path.dirname(package)
+        with contextlib.suppress(OSError):
+            directories += [os.path.join(parent, e) for e in sorted(os.listdir(parent)) if e == f"{name}.libs"]
+    return directories
+
+
+def _shared_libraries() -> list[str]:
+    """The shared libraries this process has mapped (the C library, libseccomp, libffi, ...) outside Python's
+    trees, for what a lazily imported extension module loads: a directory whole when it holds no Python packages
+    (`/usr/lib/x86_64-linux-gnu`), else the files alone (pyenv's and Docker's `lib/` keep `libpython` beside
+    `python3.x/site-packages`)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    files = sorted({line.split(None, 5)[5] for line in maps.splitlines() if len(line.split(None, 5)) == 6})
+    libraries = [os.path.realpath(f) for f in files if f.startswith("/") and ".so" in os.path.basename(f)]
+    python_trees = [os.path.realpath(p) for p in sys.path if p] + [os.path.realpath(sys.prefix)]
+    chosen = []
+    for library in libraries:
+        if any(_within(library, tree) for tree in python_trees):
+            continue  # an extension module, loaded already (the standard library's are granted with it)
+        directory = os.path.dirname(library)
+        holds_python = any(_within(tree, directory) for tree in python_trees)
+        chosen.append(library if holds_python or _names_python(directory) else directory)
+    return chosen
+
+
+def _names_python(directory: str) -> bool:
+    """Whether a directory holds Python's own trees (`python3.11/`, a site-packages) next to its libraries."""
+    try:
+        return any(name.startswith("python") or name in _SITE_DIRECTORIES for name in os.listdir(directory))
+    except OSError:
+        return True
 
 
 def _within_any(path: str, directories: Iterable[str]) -> bool:
@@ -426,6 +484,9 @@ def _build_seccomp_filter() -> Any:
         rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
     for command in _FCNTL_ALLOWED:
         rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+    # sending on the channel, but never out-of-band data (the parent's poll() would report a byte no read returns)
+    rules.add_rule(seccomp.ALLOW, "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, _MSG_OOB, 0))
+    rules.add_rule(seccomp.ALLOW, "sendmsg", seccomp.Arg(2, seccomp.MASKED_EQ, _MSG_OOB, 0))
     # reading its own limits (resource.getrlimit), never setting any
     rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
     return rules

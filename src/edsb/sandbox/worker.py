@@ -113,13 +113,13 @@ def template_main() -> None:
         if command["op"] == "reap":
             answer({"status": _reap(int(command["pid"]))})
             continue
-        for spec in command["scenes"]:  # the benchmark scenes runs asked for: loaded here once, every fork has them
+        for spec in command["scenes"]:  # the benchmark scenes runs asked for: unpickled once, every fork has them
             key = scene_key(spec)
             if key not in unloadable and key not in scenes:
                 try:
                     _api_scene(spec, scenes)
                 except Exception as exc:
-                    unloadable[key] = f"cannot load the scene: {exception_text(exc)}"
+                    unloadable[key] = f"cannot load the scene in the sandbox: {exception_text(exc)}"
         pids = []
         for channel in fds:
             pid = os.fork()
@@ -136,7 +136,7 @@ def template_main() -> None:
             os.close(channel)
             pids.append(pid)
             _cpu_limits[pid] = math.ceil(float(command["settings"]["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
-        held = [key for key in scenes if key[0] == "source"]
+        held = [key for key in scenes if key[0] == "held"]
         answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
 
 
@@ -195,7 +195,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     except Exception as exc:  # edsb's, not the model's: its class cannot be imported here, say (never silent)
         send({"status": "fatal", "message": f"cannot load the scene in the sandbox: {exception_text(exc)}"})
         return
-    if request["scene"][0] != "source":  # still edsb's frame (no model code has run): the parent trusts it
+    if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
     _seed(int(request["seed"]))
     send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
@@ -439,18 +439,12 @@ def _fault(message: str) -> dict[str, Any]:
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
-    """A scene by its spec: loaded from the data directory once (in the template only: the pool has it loaded
-    before any child needs it), or unpickled from the request (an inline scene)."""
-    from edsb.data.benchmark import Benchmark
-    from edsb.geometry.scene import load_scene
-
+    """A scene by its spec: the template's copy of a benchmark scene (unpickled there once, from the parent's
+    pickle: the template never opens the data), or unpickled from the request (an inline scene)."""
     key = scene_key(spec)
     if key not in cache:
-        if spec[0] == "source":
-            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
-        else:
-            scene = pickle.loads(spec[2])
-            cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        scene = pickle.loads(spec[2])
+        cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
         _freeze_long_lived_objects()
     return cache[key]
 
