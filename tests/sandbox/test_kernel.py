@@ -211,9 +211,16 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     def force_the_uid_drop() -> None:
         kernel.host_support = lambda: forced  # type: ignore[assignment]
 
-    ids = run_contained(lambda: (os.getresuid(), os.getresgid(), os.getgroups()), FULL, before=force_the_uid_drop)
+    def ids() -> tuple[object, ...]:  # the real uid is the run's own (its tasks are counted apart): base + pid
+        real, *rest = os.getresuid()
+        return real - os.getpid(), *rest, os.getresgid(), os.getgroups()
+
+    dropped = run_contained(ids, FULL, before=force_the_uid_drop)
     unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
-    assert ids.status == "done" and ids.detail == repr((unprivileged, unprivileged, [])), ids
+    assert dropped.status == "done", dropped
+    assert dropped.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), dropped
+    kept = run_contained(ids, replace(FULL, seccomp=False))
+    assert kept.detail == repr((kernel.RUN_UID_BASE, 0, 0, (0, 0, 0), [])), kept
     # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
     kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
     assert kept.detail == repr(([], (0, 0))), kept

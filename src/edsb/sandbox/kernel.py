@@ -38,6 +38,12 @@ from typing import Any
 # every syscall that sends a signal, so they are a second layer, not the only one.
 MIN_LANDLOCK_ABI = 3
 UNPRIVILEGED_ID = 65534  # "nobody" on most distributions
+# Threads (tasks) one run may have, its own main thread included: enough for a thread pool of 32 and numpy (whose
+# BLAS runs single-threaded here), far below a flood. The kernel enforces it as RLIMIT_NPROC, which counts the tasks
+# of a real uid: a root worker's child takes a real uid of its own (RUN_UID_BASE + its pid: no other process has it),
+# and a non-root one a user namespace of its own, in which the count starts at itself.
+TASK_LIMIT = 48
+RUN_UID_BASE = 1 << 30
 PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated): make the host look weaker (tests)
 
 # The seccomp allow-list: every syscall a contained run may make; all others fail with EPERM. Measured on x86_64
@@ -99,6 +105,9 @@ class HostSupport:
     seccomp_note: str = ""
     privilege_drop: str = ""  # what `contain` does about privileges here, and why
     drop_to_uid: bool = False  # a root worker can setuid to UNPRIVILEGED_ID (else it only drops its capabilities)
+    run_uid: bool = False  # a root worker's child can take a real uid of its own (RUN_UID_BASE + pid is mapped)
+    user_namespace: bool = False  # a non-root worker's child can make a user namespace of its own
+    task_limit: str = ""  # how TASK_LIMIT is enforced here, or why it is not
 
     def describe(self) -> list[str]:
         """Lines for `edsb sandbox check`."""
@@ -113,6 +122,7 @@ class HostSupport:
             + (f" ({self.seccomp_note})" if self.seccomp_note else ""),
             f"user: {self.user}",
             f"privilege drop: {self.privilege_drop}",
+            f"threads: {self.task_limit}",
         ]
 
 
@@ -132,6 +142,7 @@ def host_support() -> HostSupport:
     if "no-seccomp" in weaker:
         seccomp, seccomp_note = False, f"reported missing: {PROBE_ENV}=no-seccomp"
     drop_to_uid, privilege_drop = _probe_privilege_drop()
+    run_uid, user_namespace, task_limit = _probe_task_limit()
     missing = []
     if abi is None or abi < MIN_LANDLOCK_ABI:
         missing.append(f"Landlock ABI {MIN_LANDLOCK_ABI} or newer")
@@ -152,6 +163,9 @@ def host_support() -> HostSupport:
         seccomp_note=seccomp_note,
         privilege_drop=privilege_drop,
         drop_to_uid=drop_to_uid,
+        run_uid=run_uid,
+        user_namespace=user_namespace,
+        task_limit=task_limit,
     )
 
 
@@ -215,6 +229,45 @@ def _probe_privilege_drop() -> tuple[bool, str]:
     return True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
 
 
+def _probe_task_limit() -> tuple[bool, bool, str]:
+    """(a root child can take a uid of its own, a non-root child can make a user namespace, what that gives)."""
+    cap = f"at most {TASK_LIMIT} per run (RLIMIT_NPROC"
+    if os.geteuid() == 0:
+        highest = RUN_UID_BASE + _pid_max()
+        if _id_mapped("/proc/self/uid_map", RUN_UID_BASE) and _id_mapped("/proc/self/uid_map", highest):
+            return True, False, f"{cap} over a real uid of the run's own)"
+        return (
+            False,
+            False,
+            f"no cap per run: uids {RUN_UID_BASE}-{highest} are not mapped (a container's pids limit stays)",
+        )
+    if _can_unshare_user():
+        return False, True, f"{cap} in a user namespace of the run's own)"
+    return False, False, "no cap per run: user namespaces are not allowed here (a container's pids limit stays)"
+
+
+def _pid_max() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 1 << 22
+
+
+def _can_unshare_user() -> bool:
+    """Whether a child may make a user namespace (tried in a throwaway fork: it changes the process)."""
+    if not hasattr(os, "unshare"):
+        return False
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's exit status is the answer
+        try:
+            os.unshare(os.CLONE_NEWUSER)
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def _status_field(name: str) -> str:
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -223,14 +276,14 @@ def _status_field(name: str) -> str:
     return ""
 
 
-def _id_mapped(map_file: str) -> bool:
+def _id_mapped(map_file: str, uid: int = UNPRIVILEGED_ID) -> bool:
     try:
         lines = Path(map_file).read_text().splitlines()
     except OSError:
         return True  # no user namespaces: every id exists
     for line in lines:
         inside, _, count = (int(part) for part in line.split())
-        if inside <= UNPRIVILEGED_ID < inside + count:
+        if inside <= uid < inside + count:
             return True
     return False
 
@@ -525,6 +578,7 @@ class Containment:
     memory_bytes: int  # RLIMIT_AS
     cpu_seconds: int  # RLIMIT_CPU soft limit; the hard limit is a little above (SIGKILL after SIGXCPU)
     keep_fds: tuple[int, ...] = ()  # descriptors that stay open (the result channel); 0-2 are /dev/null
+    max_tasks: int = TASK_LIMIT  # threads of the run, its own included (RLIMIT_NPROC over a real uid of its own)
     rlimits: bool = True
     drop_privileges: bool = True
     landlock: bool = True
@@ -574,7 +628,7 @@ def contain(containment: Containment) -> None:
         if c.rlimits:
             _set_rlimits(c)
         if c.drop_privileges:
-            _drop_privileges(support, built.capabilities)
+            _drop_privileges(support, built.capabilities, c.max_tasks if c.rlimits else None)
         _prctl(_PR_SET_NO_NEW_PRIVS, 1, "set no_new_privs")
         if c.landlock:
             _restrict_landlock(built)
@@ -620,12 +674,25 @@ def _set_rlimits(c: Containment) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (c.memory_bytes, c.memory_bytes))
 
 
-def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any]) -> None:
+def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: int | None) -> None:
+    """No groups, no capabilities, uid 65534 where it can read the interpreter; and, with `max_tasks`, that many
+    tasks at most (RLIMIT_NPROC) over a count of its own: a real uid nothing else has (root), or a user namespace
+    (any other user; made before the limit is set, since the namespace keeps its creator's limit for the levels
+    above it)."""
+    import resource
+
+    own_count = max_tasks is not None
     if os.geteuid() == 0:
         os.setgroups([])
+        effective = UNPRIVILEGED_ID if support.drop_to_uid else 0
+        real = RUN_UID_BASE + os.getpid() if own_count and support.run_uid else effective
         if support.drop_to_uid:
             os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-            os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        os.setresuid(real, effective, effective)  # root's real uid is exempt from RLIMIT_NPROC; this one is not
+    elif own_count and support.user_namespace:
+        os.unshare(os.CLONE_NEWUSER)
+    if max_tasks is not None and (support.run_uid or support.user_namespace):
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
     if any(_capabilities(buffers)):
         _drop_capabilities()
     if any(_capabilities(buffers)) or (support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID):

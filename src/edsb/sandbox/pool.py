@@ -474,7 +474,15 @@ class _Template:
             raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
         held = {scene_key(spec) for spec in answer["scenes"]}
         self.unloadable.update((scene_key(key), str(message)) for key, message in answer["unloadable"])
-        return [_Child(int(pid), ours, self, set(held)) for pid, (ours, _) in zip(pids, pairs, strict=True)]
+        children = []
+        for pid, (ours, _) in zip(pids, pairs, strict=True):
+            if pid is None:  # the kernel refused this fork (the template retried a while, and lives on)
+                ours.close()
+            else:
+                children.append(_Child(int(pid), ours, self, set(held)))
+        if not children:
+            raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
+        return children
 
     def reap(self, pid: int) -> int | None:
         """The exit status of a child that was killed or exited (as `Popen.returncode`); None if unknown."""

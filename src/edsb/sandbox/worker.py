@@ -120,9 +120,14 @@ def template_main() -> None:
                     _api_scene(spec, scenes)
                 except Exception as exc:
                     unloadable[key] = f"cannot load the scene in the sandbox: {exception_text(exc)}"
-        pids = []
+        pids: list[int | None] = []
+        failure = ""
         for channel in fds:
-            pid = os.fork()
+            pid, failure = _fork() if not failure else (None, failure)
+            if pid is None:  # the kernel refuses: this channel gets no child, the parent is told why
+                os.close(channel)
+                pids.append(None)
+                continue
             if pid == 0:  # the child: one run, then exit
                 try:
                     control.close()
@@ -137,7 +142,28 @@ def template_main() -> None:
             pids.append(pid)
             _cpu_limits[pid] = math.ceil(float(command["settings"]["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
         held = [key for key in scenes if key[0] == "held"]
-        answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
+        spawned = {"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())}
+        answer({**spawned, "message": failure} if failure else spawned)
+
+
+_FORK_PATIENCE = 5.0  # seconds the template retries a refused fork (EAGAIN: a pids limit, reached for a while)
+
+
+def _fork() -> tuple[int | None, str]:
+    """`os.fork()`, retried with a growing pause while the kernel refuses (a container's pids limit, filled by
+    threads that die with their runs' timeouts): (pid, "") or (None, why). The template never dies of it."""
+    import time
+
+    pause, waited = 0.01, 0.0
+    while True:
+        try:
+            return os.fork(), ""
+        except OSError as exc:
+            if waited >= _FORK_PATIENCE:
+                return None, f"cannot fork: {exception_text(exc)}"
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.5)
 
 
 _MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
@@ -427,7 +453,12 @@ def _bounded(message: str) -> tuple[str, bool]:
     return cleaned, cleaned is not message
 
 
+_NO_THREAD = "can't start new thread"
+
+
 def _error(kind: str, message: str) -> dict[str, Any]:
+    if _NO_THREAD in message:  # the kernel's cap on tasks (RLIMIT_NPROC), met by the model's own threads
+        message = f"{message} (a run may have at most {kernel.TASK_LIMIT} threads, its own included, in its memory)"
     message, repaired = _bounded(message)
     answer = {"status": "error", "kind": str(kind), "message": message}
     return {**answer, "repaired": True} if repaired else answer
