@@ -78,6 +78,7 @@ SECCOMP_ALLOW: tuple[str, ...] = (
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
 _MSG_OOB = 0x1
+_CLONE_NEWUSER = 0x10000000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
 _FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
@@ -255,15 +256,9 @@ def _pid_max() -> int:
 
 def _can_unshare_user() -> bool:
     """Whether a child may make a user namespace (tried in a throwaway fork: it changes the process)."""
-    if not hasattr(os, "unshare"):
-        return False
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's exit status is the answer
-        try:
-            os.unshare(os.CLONE_NEWUSER)
-        except OSError:
-            os._exit(1)
-        os._exit(0)
+        os._exit(0 if _unshare_user() else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
 
@@ -334,6 +329,11 @@ def _capabilities(buffers: tuple[Any, Any] | None = None) -> tuple[int, int]:
         data[0].effective | data[1].effective << 32,
         data[0].permitted | data[1].permitted << 32,
     )
+
+
+def _unshare_user() -> bool:
+    """unshare(CLONE_NEWUSER) (`os.unshare` is Python 3.12's)."""
+    return bool(_libc().unshare(_CLONE_NEWUSER) == 0)
 
 
 def _drop_capabilities() -> None:
@@ -689,8 +689,8 @@ def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: 
         if support.drop_to_uid:
             os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         os.setresuid(real, effective, effective)  # root's real uid is exempt from RLIMIT_NPROC; this one is not
-    elif own_count and support.user_namespace:
-        os.unshare(os.CLONE_NEWUSER)
+    elif own_count and support.user_namespace and not _unshare_user():
+        raise ContainmentError(f"cannot make a user namespace: {os.strerror(ctypes.get_errno())}")
     if max_tasks is not None and (support.run_uid or support.user_namespace):
         resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
     if any(_capabilities(buffers)):
