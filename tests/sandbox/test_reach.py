@@ -51,7 +51,7 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
 @pytest.mark.parametrize(
     "body",
     [
-        f"open({str(PACKAGE / 'llm' / 'oracle.py')!r}).read()",
+        f"open({str(PACKAGE / 'llm' / 'oracle' / 'answers.py')!r}).read()",
         f"open({str(PACKAGE / 'sandbox' / 'pool.py')!r}).read()",
         f"open({str(PACKAGE / '__init__.py')!r}).read()",
         "import edsb.llm.oracle",
@@ -62,7 +62,8 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
     ],
 )
 def test_no_file_of_edsb_is_readable(pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
-    assert "rror" in failure(pool, body, perturbed)
+    assert (PACKAGE / "llm" / "oracle" / "answers.py").is_file()
+    assert failure(pool, body, perturbed).startswith("PermissionError"), failure(pool, body, perturbed)
 
 
 def test_numpy_and_the_standard_library_still_import(pool: SandboxPool, perturbed: CodeContext) -> None:

@@ -58,13 +58,13 @@ PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated
 SECCOMP_ALLOW: tuple[str, ...] = (
     # files the Landlock rules let it open, and descriptors it holds
     "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
-    "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
+    "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
     "access", "faccessat", "faccessat2", "getcwd", "dup", "dup2", "dup3",
     # the result channel (a connected socket inherited from the parent); sendto and sendmsg below, without MSG_OOB
     "recvfrom", "recvmsg", "getsockopt", "getsockname", "getpeername",
     "poll", "ppoll", "select", "pselect6",
     # memory
-    "mmap", "munmap", "mprotect", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
+    "munmap", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
     # threads and their synchronisation
     "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
     "gettid", "getpid", "getppid", "exit", "exit_group", "restart_syscall",
@@ -78,6 +78,9 @@ SECCOMP_ALLOW: tuple[str, ...] = (
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
 _MSG_OOB = 0x1
+_O_PATH = 0o10000000
+_PROT_EXEC = 0x4
+_MAP_ANONYMOUS = 0x20
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
@@ -537,6 +540,14 @@ def _build_seccomp_filter() -> Any:
         rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
     for command in _FCNTL_ALLOWED:
         rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+    # opening files, never as O_PATH (a handle that Landlock does not check: it would tell a fenced file exists)
+    rules.add_rule(seccomp.ALLOW, "openat", seccomp.Arg(2, seccomp.MASKED_EQ, _O_PATH, 0))
+    if known("open"):
+        rules.add_rule(seccomp.ALLOW, "open", seccomp.Arg(1, seccomp.MASKED_EQ, _O_PATH, 0))
+    # memory, never executable unless mapped from a file (a shared library): no shellcode pages, no JIT
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_ANONYMOUS, 0))
+    rules.add_rule(seccomp.ALLOW, "mprotect", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
     # sending on the channel, but never out-of-band data (the parent's poll() would report a byte no read returns)
     rules.add_rule(seccomp.ALLOW, "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, _MSG_OOB, 0))
     rules.add_rule(seccomp.ALLOW, "sendmsg", seccomp.Arg(2, seccomp.MASKED_EQ, _MSG_OOB, 0))
@@ -606,6 +617,14 @@ def prepare(protected: Sequence[str] = ()) -> None:
     if _prepared is not None and _prepared.ruleset is not None:
         _prepared.ruleset.close()
     _prepared = _build(protected)
+
+
+def release() -> None:
+    """Close what `prepare` built (its ruleset's descriptor), before the interpreter's exit tears modules down."""
+    global _prepared
+    if _prepared is not None and _prepared.ruleset is not None:
+        _prepared.ruleset.close()
+    _prepared = None
 
 
 def contain(containment: Containment) -> None:
