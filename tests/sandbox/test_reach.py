@@ -72,17 +72,20 @@ def test_numpy_and_the_standard_library_still_import(pool: SandboxPool, perturbe
 
 
 def test_the_template_holds_no_answer_and_no_data(pool: SandboxPool, perturbed: CodeContext) -> None:
-    """Its modules: no oracle, no loader of the data, no perturbation; the request and every frame: no seed of the
-    perturbation, no data directory."""
+    """Its modules: no oracle, no loader of the data, no perturbation, none of edsb's other libraries (nor, for the
+    exact sandbox, RestrictedPython); the request and every frame: no seed of the perturbation, no data directory."""
     body = """import sys, json, gc
+TOPS = ('edsb', 'pydantic', 'aiohttp', 'rich', 'typer', 'httpx', 'RestrictedPython', 'openai', 'anthropic')
 frames, f = [], sys._getframe()
 while f is not None:
     frames.append(repr(f.f_locals)[:3000])
     f = f.f_back
-print(json.dumps({'modules': [m for m in sys.modules if m.startswith('edsb')], 'frames': frames}))"""
+print(json.dumps({'modules': [m for m in sys.modules if m.split('.')[0] in TOPS], 'frames': frames}))"""
     seen = json.loads(printed(pool, body, perturbed))
     modules = set(seen["modules"])
-    assert not {"edsb.llm", "edsb.llm.oracle", "edsb.runner", "edsb.planning"} & modules
+    assert "edsb.sandbox.exact" in modules
+    assert not {m for m in modules if m.startswith(("edsb.llm", "edsb.runner", "edsb.planning", "edsb.data."))}
+    assert not {m for m in modules if not m.startswith("edsb")}  # no pydantic, aiohttp, rich, typer, SDKs, ...
     text = "\n".join(seen["frames"])
     assert "'reply'" in text  # the request was among the frames walked
     assert "perturb" not in text and str(Path(str(perturbed.scene.data_dir))) not in text  # type: ignore[union-attr]

@@ -386,16 +386,13 @@ _prepared: _Prepared | None = None
 
 def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
     """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space, the
-    benchmark data and edsb itself (its package, and the directory that holds it: a site-packages or a checkout)."""
+    benchmark data (`extra`: the pool names every data directory it knows) and edsb itself (its package, and the
+    directory that holds it: a site-packages or a checkout)."""
     home = str(Path.home())
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # edsb/
     no_ancestor = ["/", "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/etc", "/root", "/home", home]
     no_ancestor += [os.path.dirname(package), os.path.dirname(os.path.dirname(package))]
     no_descendant = ["/proc", "/sys", "/dev", package, *extra]
-    with contextlib.suppress(Exception):
-        from edsb.data.location import default_data_dir, resolve_data_dir
-
-        no_descendant += [str(resolve_data_dir()), str(default_data_dir())]
     no_ancestor += no_descendant
     return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
 

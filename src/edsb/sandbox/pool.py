@@ -211,10 +211,13 @@ class SandboxPool:
         }
 
     def _scene_blob(self, scene: Scene | ApiScene) -> tuple[str, bytes]:
+        """An inline scene's pickle, as the API sees it (an `ApiScene`: the child needs nothing of the data layer
+        to load it), and its digest; made once per scene object."""
         with self._lock:
             cached = self._blobs.get(id(scene))
             if cached is None or cached[0] is not scene:
-                blob = pickle.dumps(scene, protocol=pickle.HIGHEST_PROTOCOL)
+                api_scene = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+                blob = pickle.dumps(api_scene, protocol=pickle.HIGHEST_PROTOCOL)
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
@@ -307,7 +310,7 @@ class SandboxPool:
         """New children forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
             scenes = dict(self._scenes)
-            data = sorted({source.data_dir for source in self._sources})
+            data = _data_directories(self._sources)
         with self._template_lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
@@ -354,6 +357,18 @@ _BOOTSTRAP = (
 _CONTROL_ANSWER_BYTES = 1 << 16
 _READY_READ_TIMEOUT = 1.0  # seconds to read the rest of a first frame that has begun to arrive
 _FORK_BATCH = 32  # children asked of the template at once (it accepts up to `worker._MAX_BATCH` descriptors)
+
+
+def _data_directories(sources: Iterable[SceneSource]) -> list[str]:
+    """Every data directory edsb knows of (the scenes' own, `$EDSB_DATA`'s, the default), for the template to fence
+    off: worked out here, so that the template never imports the data layer."""
+    from edsb.data.location import default_data_dir, resolve_data_dir
+
+    found = {source.data_dir for source in sources}
+    for where in (resolve_data_dir, default_data_dir):
+        with contextlib.suppress(Exception):
+            found.add(str(where()))
+    return sorted(found)
 
 
 def _load_source(source: SceneSource) -> tuple[tuple[str, ...], bytes] | SandboxError:
@@ -415,6 +430,7 @@ class _Template:
                     json.dumps(paths),
                     str(limits.memory_bytes),
                     json.dumps(data),
+                    limits.sandbox,
                 ],
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,

@@ -33,16 +33,13 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
-
-from RestrictedPython import compile_restricted_exec
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
 from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
 from edsb.sandbox.code_api import ApiScene, CodeApi, PlanEntry
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
-from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
 from edsb.sandbox.wire import (
     HEADER,
@@ -54,6 +51,9 @@ from edsb.sandbox.wire import (
     scene_key,
     to_plain,
 )
+
+if TYPE_CHECKING:  # the restricted sandbox's modules (RestrictedPython): imported by a template that runs it only
+    from edsb.sandbox.policy import Guards
 
 
 def template_main() -> None:
@@ -75,7 +75,7 @@ def template_main() -> None:
         control.sendall(frame(message))
 
     try:
-        _warm_imports()
+        _warm_imports(sys.argv[4])
         memory = int(sys.argv[2])
         in_use = _address_space_in_use()
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
@@ -185,7 +185,11 @@ def _reap(pid: int) -> int | None:
     except ChildProcessError:
         return None
     code = os.waitstatus_to_exitcode(status)
-    if code == -signal.SIGKILL and limit is not None and usage.ru_utime + usage.ru_stime >= limit - kernel.CPU_GRACE_SECONDS:
+    if (
+        code == -signal.SIGKILL
+        and limit is not None
+        and usage.ru_utime + usage.ru_stime >= limit - kernel.CPU_GRACE_SECONDS
+    ):
         return -signal.SIGXCPU
     return code
 
@@ -324,14 +328,16 @@ _PRELOADED = (
     "edsb.sandbox.code_api",
     "edsb.sandbox.exact",
 )
+_RESTRICTED = ("RestrictedPython", "edsb.sandbox.policy")  # for a template of the restricted sandbox
 
 
-def _warm_imports() -> None:
+def _warm_imports(sandbox: str = "restricted") -> None:
     """Import everything a run may need now, before the limits, numpy's lazy imports included (its array printer
-    is imported on first use: done here, printing an array in a run finds it loaded, whatever ran before)."""
+    is imported on first use: done here, printing an array in a run finds it loaded, whatever ran before); the
+    restricted sandbox's policy (RestrictedPython) only for a template that runs it."""
     import importlib
 
-    for name in _PRELOADED:
+    for name in (*_PRELOADED, *(_RESTRICTED if sandbox == "restricted" else ())):
         importlib.import_module(name)
     numpy = sys.modules["numpy"]
     str(numpy.array([0.5, 1])), repr(numpy.array([[1, 2]])), str(numpy.float64(0.5)), format(numpy.int64(1), "d")
@@ -339,6 +345,8 @@ def _warm_imports() -> None:
 
 def _run_restricted(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] | str:
     """One run under RestrictedPython: the policy's compile, guards and blame, as the restricted sandbox had them."""
+    from edsb.sandbox.policy import Guards
+
     program = _program(request["reply"])
     guards = Guards(int(request["max_printed_chars"]))
     api = CodeApi(api_scene, dict(request["latest_plans"]))
@@ -503,6 +511,10 @@ def _compile(reply: str) -> _Compiled:
     # depth is bounded by the `compile` above, so a higher limit for the transform costs no stack risk.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(limit * _TRANSFORM_DEPTH_FACTOR)
+    from RestrictedPython import compile_restricted_exec
+
+    from edsb.sandbox.policy import PlanCodePolicy
+
     try:
         compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
     except RecursionError:
@@ -513,6 +525,8 @@ def _compile(reply: str) -> _Compiled:
         errors = list(compiled.errors) or ["the code could not be compiled"]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise CodeError(ErrorKind.CODE_POLICY, f"{errors[0]}{more}")
+    from edsb.sandbox.policy import MODEL_OPERATIONS
+
     return compiled.code, program_code(compiled.code) | MODEL_OPERATIONS
 
 
@@ -527,6 +541,8 @@ def _program(reply: str) -> _Compiled | Exception:
 
 def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
     """Run the compiled program's top level, then call `parse_event(self)` as the reference does."""
+    from edsb.sandbox.policy import PolicyViolation
+
     code, models = program
     namespace = guards.namespace()
     top_level: dict[str, Any] = {"self": api}
