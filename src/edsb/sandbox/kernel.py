@@ -259,6 +259,7 @@ def _pid_max() -> int:
 
 def _can_unshare_user() -> bool:
     """Whether a child may make a user namespace (tried in a throwaway fork: it changes the process)."""
+    _libc()  # loaded here: a fork of a threaded process must not need the dynamic loader's lock
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's exit status is the answer
         os._exit(0 if _unshare_user() else 1)
