@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Iterable
 
 from inspect_ai import Epochs, Task, task
@@ -93,9 +94,12 @@ def edsb_planner(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Solver:
     """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
-    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`)."""
+    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`). The PI sampler's draws
+    are keyed by `sampler_secret`, a new random one per solver unless given (so model code cannot predict them)."""
+    secret = sampler_secret if sampler_secret is not None else secrets.token_hex(16)
     chosen_sampler = sampler_named(sampler)
     chosen_sandbox, _ = choose_sandbox(sandbox)
     limits = SandboxLimits(sandbox=chosen_sandbox, timeout=code_timeout, memory_bytes=code_memory << 20)
@@ -108,7 +112,14 @@ def edsb_planner(
         key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
         model = InspectChatModel(get_model())
         services = RunServices(
-            benchmark, model, temperature=temperature, seed=seed, sampler=chosen_sampler, limits=limits, pack=pack
+            benchmark,
+            model,
+            temperature=temperature,
+            seed=seed,
+            sampler_secret=secret,
+            sampler=chosen_sampler,
+            limits=limits,
+            pack=pack,
         )
         result = await execute_run(services, key)
         if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)

@@ -24,7 +24,7 @@ from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import ResultStore, load_results
-from edsb.runner.config import RunConfig, check_resume
+from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
 from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
@@ -121,6 +121,7 @@ def run_benchmark(
     sources = [SceneSource.of(benchmark.root, name, benchmark.perturb) for name in scenes]
     sandbox = _SANDBOX_STARTER.submit(check_sandbox, limits, sources)
     console = console or Console(stderr=True)
+    config = with_sampler_secret(out, config)
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)
     transcripts = TranscriptWriter(transcripts_dir(out))
@@ -135,6 +136,7 @@ def run_benchmark(
         max_tokens=config.max_tokens,
         model_seed=config.model_seed,
         seed=config.seed,
+        sampler_secret=config.sampler_secret or "",
         sampler=config.sampler,
         limits=limits,
         transcripts=transcripts,
