@@ -20,13 +20,36 @@ incomplete, never counted against the model). Under `exact` every failure is the
 This package imports nothing from `planning`, `runner`, `report`, `llm` or the CLI.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from edsb.sandbox.blame import fault_text
 from edsb.sandbox.code_api import API_FUNCTIONS, ApiScene, Area, CodeApi, LatestPlan
 from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError, exception_text
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
-from edsb.sandbox.pool import SandboxPool, check_sandbox, execute_plan_code, sandbox_threads, shutdown_sandboxes
 from edsb.sandbox.source import extract_code, prepare_code
 from edsb.sandbox.wire import Opaque, Plain, RawCharacterPlan, RawPlan
+
+if TYPE_CHECKING:
+    from edsb.sandbox.pool import (
+        SandboxPool,
+        check_sandbox,
+        execute_plan_code,
+        sandbox_threads,
+        shutdown_sandboxes,
+    )
+
+_POOL = ("SandboxPool", "check_sandbox", "execute_plan_code", "sandbox_threads", "shutdown_sandboxes")
+
+
+def __getattr__(name: str) -> Any:
+    """The parent's side (`pool`: subprocess, threads, hashlib and so OpenSSL), imported on first use, so that the
+    template, which imports `worker` through this package, stays small."""
+    if name in _POOL:
+        from edsb.sandbox import pool
+
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "API_FUNCTIONS",

@@ -33,16 +33,13 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
-
-from RestrictedPython import compile_restricted_exec
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
 from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
 from edsb.sandbox.code_api import ApiScene, CodeApi, PlanEntry
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
-from edsb.sandbox.policy import MODEL_OPERATIONS, Guards, PlanCodePolicy, PolicyViolation
 from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
 from edsb.sandbox.wire import (
     HEADER,
@@ -54,6 +51,9 @@ from edsb.sandbox.wire import (
     scene_key,
     to_plain,
 )
+
+if TYPE_CHECKING:  # the restricted sandbox's modules (RestrictedPython): imported by a template that runs it only
+    from edsb.sandbox.policy import Guards
 
 
 def template_main() -> None:
@@ -75,7 +75,7 @@ def template_main() -> None:
         control.sendall(frame(message))
 
     try:
-        _warm_imports()
+        _warm_imports(sys.argv[4])
         memory = int(sys.argv[2])
         in_use = _address_space_in_use()
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
@@ -113,16 +113,21 @@ def template_main() -> None:
         if command["op"] == "reap":
             answer({"status": _reap(int(command["pid"]))})
             continue
-        for spec in command["scenes"]:  # the benchmark scenes runs asked for: loaded here once, every fork has them
+        for spec in command["scenes"]:  # the benchmark scenes runs asked for: unpickled once, every fork has them
             key = scene_key(spec)
             if key not in unloadable and key not in scenes:
                 try:
                     _api_scene(spec, scenes)
                 except Exception as exc:
-                    unloadable[key] = f"cannot load the scene: {exception_text(exc)}"
-        pids = []
+                    unloadable[key] = f"cannot load the scene in the sandbox: {exception_text(exc)}"
+        pids: list[int | None] = []
+        failure = ""
         for channel in fds:
-            pid = os.fork()
+            pid, failure = _fork() if not failure else (None, failure)
+            if pid is None:  # the kernel refuses: this channel gets no child, the parent is told why
+                os.close(channel)
+                pids.append(None)
+                continue
             if pid == 0:  # the child: one run, then exit
                 try:
                     control.close()
@@ -136,8 +141,29 @@ def template_main() -> None:
             os.close(channel)
             pids.append(pid)
             _cpu_limits[pid] = math.ceil(float(command["settings"]["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
-        held = [key for key in scenes if key[0] == "source"]
-        answer({"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())})
+        held = [key for key in scenes if key[0] == "held"]
+        spawned = {"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())}
+        answer({**spawned, "message": failure} if failure else spawned)
+
+
+_FORK_PATIENCE = 5.0  # seconds the template retries a refused fork (EAGAIN: a pids limit, reached for a while)
+
+
+def _fork() -> tuple[int | None, str]:
+    """`os.fork()`, retried with a growing pause while the kernel refuses (a container's pids limit, filled by
+    threads that die with their runs' timeouts): (pid, "") or (None, why). The template never dies of it."""
+    import time
+
+    pause, waited = 0.01, 0.0
+    while True:
+        try:
+            return os.fork(), ""
+        except OSError as exc:
+            if waited >= _FORK_PATIENCE:
+                return None, f"cannot fork: {exception_text(exc)}"
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.5)
 
 
 _MAX_BATCH = 64  # children forked per request at most (the pool asks for as many as it lacks, `size` at most)
@@ -149,16 +175,21 @@ _cpu_limits: dict[int, int] = {}
 
 def _reap(pid: int) -> int | None:
     """A child's exit status, as `Popen.returncode` gives it (minus the signal number if a signal killed it). A
-    SIGKILL that came with the child's CPU time at its hard limit is the kernel's CPU limit (threads that ignore
-    SIGXCPU spend CPU faster than the wall clock runs), reported as SIGXCPU so that the run is a timeout, not the
-    out-of-memory kill a bare SIGKILL stands for."""
+    SIGKILL that came with the child's CPU time past its soft limit is the kernel's CPU limit (threads that ignore
+    SIGXCPU spend CPU faster than the wall clock runs, and die at the hard limit), reported as SIGXCPU so that the
+    run is a timeout, not the out-of-memory kill a bare SIGKILL stands for. Past the soft limit, not at the hard
+    one: the usage `wait4` reports is sampled, and fell 0.1-0.15 s short of the hard limit on a loaded host."""
     limit = _cpu_limits.pop(pid, None)
     try:
         _, status, usage = os.wait4(pid, 0)
     except ChildProcessError:
         return None
     code = os.waitstatus_to_exitcode(status)
-    if code == -signal.SIGKILL and limit is not None and usage.ru_utime + usage.ru_stime >= limit - 0.05:
+    if (
+        code == -signal.SIGKILL
+        and limit is not None
+        and usage.ru_utime + usage.ru_stime >= limit - kernel.CPU_GRACE_SECONDS
+    ):
         return -signal.SIGXCPU
     return code
 
@@ -195,7 +226,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     except Exception as exc:  # edsb's, not the model's: its class cannot be imported here, say (never silent)
         send({"status": "fatal", "message": f"cannot load the scene in the sandbox: {exception_text(exc)}"})
         return
-    if request["scene"][0] != "source":  # still edsb's frame (no model code has run): the parent trusts it
+    if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
     _seed(int(request["seed"]))
     send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
@@ -297,14 +328,16 @@ _PRELOADED = (
     "edsb.sandbox.code_api",
     "edsb.sandbox.exact",
 )
+_RESTRICTED = ("RestrictedPython", "edsb.sandbox.policy")  # for a template of the restricted sandbox
 
 
-def _warm_imports() -> None:
+def _warm_imports(sandbox: str = "restricted") -> None:
     """Import everything a run may need now, before the limits, numpy's lazy imports included (its array printer
-    is imported on first use: done here, printing an array in a run finds it loaded, whatever ran before)."""
+    is imported on first use: done here, printing an array in a run finds it loaded, whatever ran before); the
+    restricted sandbox's policy (RestrictedPython) only for a template that runs it."""
     import importlib
 
-    for name in _PRELOADED:
+    for name in (*_PRELOADED, *(_RESTRICTED if sandbox == "restricted" else ())):
         importlib.import_module(name)
     numpy = sys.modules["numpy"]
     str(numpy.array([0.5, 1])), repr(numpy.array([[1, 2]])), str(numpy.float64(0.5)), format(numpy.int64(1), "d")
@@ -312,6 +345,8 @@ def _warm_imports() -> None:
 
 def _run_restricted(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] | str:
     """One run under RestrictedPython: the policy's compile, guards and blame, as the restricted sandbox had them."""
+    from edsb.sandbox.policy import Guards
+
     program = _program(request["reply"])
     guards = Guards(int(request["max_printed_chars"]))
     api = CodeApi(api_scene, dict(request["latest_plans"]))
@@ -427,7 +462,12 @@ def _bounded(message: str) -> tuple[str, bool]:
     return cleaned, cleaned is not message
 
 
+_NO_THREAD = "can't start new thread"
+
+
 def _error(kind: str, message: str) -> dict[str, Any]:
+    if _NO_THREAD in message:  # the kernel's cap on tasks (RLIMIT_NPROC), met by the model's own threads
+        message = f"{message} (a run may have at most {kernel.TASK_LIMIT} threads, its own included, in its memory)"
     message, repaired = _bounded(message)
     answer = {"status": "error", "kind": str(kind), "message": message}
     return {**answer, "repaired": True} if repaired else answer
@@ -439,18 +479,12 @@ def _fault(message: str) -> dict[str, Any]:
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
-    """A scene by its spec: loaded from the data directory once (in the template only: the pool has it loaded
-    before any child needs it), or unpickled from the request (an inline scene)."""
-    from edsb.data.benchmark import Benchmark
-    from edsb.geometry.scene import load_scene
-
+    """A scene by its spec: the template's copy of a benchmark scene (unpickled there once, from the parent's
+    pickle: the template never opens the data), or unpickled from the request (an inline scene)."""
     key = scene_key(spec)
     if key not in cache:
-        if spec[0] == "source":
-            cache[key] = ApiScene(load_scene(Benchmark.open(spec[1], perturb=int(spec[3])), spec[2]))
-        else:
-            scene = pickle.loads(spec[2])
-            cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+        scene = pickle.loads(spec[2])
+        cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
         _freeze_long_lived_objects()
     return cache[key]
 
@@ -477,6 +511,10 @@ def _compile(reply: str) -> _Compiled:
     # depth is bounded by the `compile` above, so a higher limit for the transform costs no stack risk.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(limit * _TRANSFORM_DEPTH_FACTOR)
+    from RestrictedPython import compile_restricted_exec
+
+    from edsb.sandbox.policy import PlanCodePolicy
+
     try:
         compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
     except RecursionError:
@@ -487,6 +525,8 @@ def _compile(reply: str) -> _Compiled:
         errors = list(compiled.errors) or ["the code could not be compiled"]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise CodeError(ErrorKind.CODE_POLICY, f"{errors[0]}{more}")
+    from edsb.sandbox.policy import MODEL_OPERATIONS
+
     return compiled.code, program_code(compiled.code) | MODEL_OPERATIONS
 
 
@@ -501,6 +541,8 @@ def _program(reply: str) -> _Compiled | Exception:
 
 def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
     """Run the compiled program's top level, then call `parse_event(self)` as the reference does."""
+    from edsb.sandbox.policy import PolicyViolation
+
     code, models = program
     namespace = guards.namespace()
     top_level: dict[str, Any] = {"self": api}
