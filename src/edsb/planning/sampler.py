@@ -111,10 +111,10 @@ RELATIVE_EPSILON = 1e-6  # added to the old cost in the relative change
 
 #: Cost terms that sampling one plan may evaluate: each character placed by search counts one (collisions and the
 #: allowed area) plus one per term its relationships compile to (a seat or a `look at` counts none). Every term is
-#: evaluated at each of up to MAX_PROPOSALS proposals, so this bounds the annealer at 40,000 term evaluations,
+#: evaluated at each of up to MAX_PROPOSALS proposals, so this bounds the annealer at 30,000 term evaluations,
 #: about a second of the runner's CPU (SECURITY.md), where a plan of 11 characters with 64 relationships each took
 #: over a minute. Honest PI plans place one character by a few relationships.
-MAX_SAMPLING_TERMS = 8
+MAX_SAMPLING_TERMS = 6
 
 # --- edsb's optimiser (`--sampler optimal`) ---------------------------------------------------------------------
 
