@@ -199,6 +199,7 @@ def edsb_task(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     sampler_named(sampler)  # a bad choice fails here, before the dataset is built
     sandbox, note = choose_sandbox(sandbox)
@@ -214,7 +215,9 @@ def edsb_task(
     )
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox),
+        solver=edsb_planner(
+            data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox, sampler_secret
+        ),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
@@ -245,10 +248,12 @@ def edsb_table1(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
     `sampler`: reference or optimal, for PI cases picked with `cases`. `perturb`: the robustness suite's renaming seed
-    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`."""
+    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`.
+    `sampler_secret`: keys the PI sampler's draws, as `edsb run --sampler-secret` (default: a new random one)."""
     return edsb_task(
         "table1",
         variant,
@@ -263,6 +268,7 @@ def edsb_table1(
         sampler,
         perturb,
         sandbox,
+        sampler_secret,
     )
 
 
@@ -280,9 +286,10 @@ def edsb_table2(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
-    annealer) or optimal. `perturb` and `sandbox`: as for table 1."""
+    annealer) or optimal. `perturb`, `sandbox` and `sampler_secret`: as for table 1."""
     return edsb_task(
         "table2",
         variant,
@@ -297,4 +304,5 @@ def edsb_table2(
         sampler,
         perturb,
         sandbox,
+        sampler_secret,
     )

@@ -241,18 +241,21 @@ def read_config(path: Path) -> RunConfig:
 
 def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
     """The config with its sampler secret: as given (`--sampler-secret`), else the directory's (a resume or an
-    extension draws as the first pass did), else a new random one for a new directory. It lives in config.json,
-    which model code never reads, and nowhere the sandbox can see; carrying it to a fresh directory (with the
-    same seed) gives the same draws there."""
+    extension draws as the first pass did), else a replayed directory's (`--model replay:DIR` draws as DIR did), else
+    a new random one. It lives in config.json, which model code never reads, and nowhere the sandbox can see;
+    carrying it to a fresh directory (with the same seed) gives the same draws there."""
     if config.sampler_secret is not None:
         return config
-    path = Path(run_dir) / CONFIG_FILE
-    if path.exists():
-        try:
-            secret = read_config(path).sampler_secret
-        except (json.JSONDecodeError, ValidationError):
-            return config  # `check_resume` says what is wrong with the file
-        return config.model_copy(update={"sampler_secret": secret})
+    sources = [Path(run_dir) / CONFIG_FILE]
+    if config.model.startswith("replay:"):
+        sources.append(Path(config.model.partition(":")[2]).expanduser() / CONFIG_FILE)
+    for path in sources:
+        if path.exists():
+            try:
+                secret = read_config(path).sampler_secret
+            except (json.JSONDecodeError, ValidationError):
+                return config  # `check_resume` says what is wrong with the run directory's file
+            return config.model_copy(update={"sampler_secret": secret})
     return config.model_copy(update={"sampler_secret": secrets.token_hex(16)})
 
 
