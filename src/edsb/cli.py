@@ -378,7 +378,13 @@ def run_command(
             "`seed`; anthropic takes none; default none, the embedded model 0).",
         ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the position sampler (default 0).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Seed of each run's code and, with the sampler secret, of the position sampler (default 0).",
+        ),
+    ] = None,
     sampler_secret: Annotated[
         str | None,
         typer.Option(
