@@ -468,7 +468,9 @@ class _Template:
                 payload = pickle.dumps({**command, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
                     fds = [theirs.fileno() for _, theirs in pairs]
-                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], fds)
+                    data = HEADER.pack(len(payload)) + payload  # scene pickles make it large the first time
+                    sent = socket.send_fds(self.control, [data], fds)
+                    self.control.sendall(data[sent:])
                 except OSError:
                     raise _TemplateDied() from None
                 finally:

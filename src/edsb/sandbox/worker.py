@@ -4,24 +4,22 @@ those processes only.
 
 The template starts with a minimal environment, imports what runs need (`_PRELOADED`), refuses to start when the
 memory limit leaves no room to run code (so a too-small `--code-memory` is one clear error), builds the kernel's
-filters once (`kernel.prepare`), loads the scenes, asks to be scheduled as batch work (Linux `SCHED_BATCH`) and then
-only forks. A child applies `kernel.contain` at once (descriptors, rlimits, an unprivileged user, and Landlock and
-seccomp: all of them for `exact`, those the host has for `restricted`), waits for its one request (its scene is the
-template's copy or comes with the request), seeds `random` and `numpy.random` from the run's seed, runs the code and
-exits: nothing a run changes (a patched module, a cache, a thread, the random state) outlives it.
+filters once (`kernel.prepare`), keeps the scenes the pool sends, asks to be scheduled as batch work (Linux
+`SCHED_BATCH`) and then only forks. A child applies `kernel.contain` at once (descriptors, rlimits, an unprivileged
+user, and Landlock and seccomp: all of them for `exact`, those the host has for `restricted`), waits for its one
+request (its scene is the template's copy or comes with the request), seeds `random` and `numpy.random` from the
+run's seed, runs the code and exits: nothing a run changes (a patched module, a cache, a thread, the random state)
+outlives it.
 
 `exact` runs the code with CPython's own `exec`, as the reference does (`exact`); every failure is the model's.
-`restricted` runs it under RestrictedPython: verdicts follow the reference where its `exec` fails (syntax errors, a
-missing `parse_event`, the code's exceptions with their class name and message), and where the reference would have
-succeeded only by escaping the policy (imports, dunder access), the run is `code_policy`.
+`restricted` runs it under RestrictedPython, through `restricted.run_restricted` (a template of the exact sandbox
+never imports that package).
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import gc
-import inspect
 import io
 import json
 import math
@@ -30,30 +28,20 @@ import pickle
 import signal
 import socket
 import sys
-import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
-from edsb.sandbox.blame import MODEL_OPERATION, fault_text, is_models_fault, program_code
-from edsb.sandbox.code_api import ApiScene, CodeApi, PlanEntry
-from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
-from edsb.sandbox.source import ENTRY_NAME, extract_code, prepare_code
+from edsb.sandbox.answers import error, pack
+from edsb.sandbox.code_api import ApiScene
+from edsb.sandbox.errors import CodeError, exception_text
 from edsb.sandbox.wire import (
     HEADER,
-    clean_plain,
-    encode_plain,
     frame,
     read_blocking,
-    replace_surrogates,
     scene_key,
-    to_plain,
 )
-
-if TYPE_CHECKING:  # the restricted sandbox's modules (RestrictedPython): imported by a template that runs it only
-    from edsb.sandbox.policy import Guards
 
 
 def template_main() -> None:
@@ -221,7 +209,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     try:  # the template's copy, or an inline scene (the parent's own pickle): no file is opened
         api_scene = _api_scene(request["scene"], scenes)
     except MemoryError:
-        send(_error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
+        send(error(ErrorKind.CODE_MEMORY, "MemoryError: out of memory while unpacking the scene"))
         return
     except Exception as exc:  # edsb's, not the model's: its class cannot be imported here, say (never silent)
         send({"status": "fatal", "message": f"cannot load the scene in the sandbox: {exception_text(exc)}"})
@@ -229,7 +217,12 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
     _seed(int(request["seed"]))
-    send(_run_exact(request, api_scene) if exact else _run_restricted(request, api_scene))
+    if exact:
+        send(_run_exact(request, api_scene))
+    else:
+        from edsb.sandbox.restricted import run_restricted  # loaded by the template, never read from disk here
+
+        send(run_restricted(request, api_scene))
 
 
 def _containment(request: dict[str, Any], channel: int, exact: bool) -> kernel.Containment:
@@ -294,13 +287,6 @@ def _freeze_long_lived_objects() -> None:
     gc.freeze()
 
 
-def _collect_run_garbage() -> None:
-    """Finalise everything a restricted run left behind (generators suspended in `try/finally`, reference cycles)
-    before its answer is sent, so that a refusal inside a finaliser is still the run's own `code_policy`."""
-    while gc.collect():
-        pass
-
-
 # What the template imports once, so that no run pays for it and a child's lazy imports find them in memory: the
 # modules the reference's executor imports, and the stdlib and numpy modules that plan code commonly uses.
 _PRELOADED = (
@@ -328,7 +314,6 @@ _PRELOADED = (
     "edsb.sandbox.code_api",
     "edsb.sandbox.exact",
 )
-_RESTRICTED = ("RestrictedPython", "edsb.sandbox.policy")  # for a template of the restricted sandbox
 
 
 def _warm_imports(sandbox: str = "restricted") -> None:
@@ -337,44 +322,12 @@ def _warm_imports(sandbox: str = "restricted") -> None:
     restricted sandbox's policy (RestrictedPython) only for a template that runs it."""
     import importlib
 
-    for name in (*_PRELOADED, *(_RESTRICTED if sandbox == "restricted" else ())):
+    from edsb.sandbox import restricted
+
+    for name in (*_PRELOADED, *(restricted.PRELOADED if sandbox == "restricted" else ())):
         importlib.import_module(name)
     numpy = sys.modules["numpy"]
     str(numpy.array([0.5, 1])), repr(numpy.array([[1, 2]])), str(numpy.float64(0.5)), format(numpy.int64(1), "d")
-
-
-def _run_restricted(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] | str:
-    """One run under RestrictedPython: the policy's compile, guards and blame, as the restricted sandbox had them."""
-    from edsb.sandbox.policy import Guards
-
-    program = _program(request["reply"])
-    guards = Guards(int(request["max_printed_chars"]))
-    api = CodeApi(api_scene, dict(request["latest_plans"]))
-    try:
-        if isinstance(program, Exception):
-            raise program  # compiling failed: reported like any failure of the run
-        _run(program, api, guards)
-        response = _pack(api._plan_entries(), guards.printed(), request)
-    except CodeError as exc:
-        response = _error(exc.kind, exc.message)
-    except MemoryError:
-        response = _error(ErrorKind.CODE_MEMORY, "MemoryError")
-    except RecursionError as exc:
-        response = _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
-    except EdsbFault as exc:
-        response = _fault(str(exc))
-    except Exception as exc:  # a failure of ours while packing the result
-        response = _fault(f"the sandbox failed packing the plan: {fault_text(exc)}")
-    del api, program
-    try:
-        _collect_run_garbage()
-    except MemoryError:
-        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
-    if guards.violation is not None and (isinstance(response, str) or response["status"] == "error"):
-        # A refusal the run's own check came too early for: in a finaliser, or in model code that rendering the
-        # exception or packing the plan ran (`repr` of a `Counter` calls its `most_common`, which the code may set).
-        return _error(ErrorKind.CODE_POLICY, guards.violation)
-    return response
 
 
 class _Printed(io.TextIOBase):
@@ -403,79 +356,19 @@ def _run_exact(request: dict[str, Any], api_scene: ApiScene) -> dict[str, Any] |
     try:
         entries = exact.run_exact(request["reply"], api_scene, dict(request["latest_plans"]))
     except CodeError as exc:
-        return _error(exc.kind, exc.message)
+        return error(exc.kind, exc.message)
     except MemoryError:
-        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
+        return error(ErrorKind.CODE_MEMORY, "MemoryError")
     except BaseException as exc:  # run_exact reports the model's errors itself: whatever escapes is still theirs
-        return _error(ErrorKind.CODE_RUNTIME, exception_text(exc))
+        return error(ErrorKind.CODE_RUNTIME, exception_text(exc))
     try:
-        return _pack(entries, "".join(printed.parts), request)
+        return pack(entries, "".join(printed.parts), request)
     except CodeError as exc:  # `to_plain`'s own verdict on a value that cannot be converted (code_output)
-        return _error(exc.kind, exc.message)
+        return error(exc.kind, exc.message)
     except MemoryError:
-        return _error(ErrorKind.CODE_MEMORY, "MemoryError")
+        return error(ErrorKind.CODE_MEMORY, "MemoryError")
     except BaseException as exc:
-        return _error(ErrorKind.CODE_OUTPUT, f"the plan cannot be read: {exception_text(exc)}")
-
-
-def _pack(entries: list[PlanEntry], printed: str, request: dict[str, Any]) -> dict[str, Any] | str:
-    """What the code set as the answer's JSON text (the plan encoded once), or the model's `code_output` error when
-    it is too large."""
-    repaired = False
-
-    def plain(value: Any) -> Any:
-        nonlocal repaired
-        cleaned, changed = clean_plain(to_plain(value))
-        repaired = repaired or changed
-        return encode_plain(cleaned)
-
-    characters = [
-        {
-            "character": plain(entry.character),
-            "position": plain(entry.position),
-            "target_action": plain(entry.target_action),
-            "orientation": None if entry.orientation is None else [plain(str(o)) for o in entry.orientation],
-        }
-        for entry in entries
-    ]
-    output = replace_surrogates(printed)
-    repaired = repaired or output is not printed
-    plan = json.dumps(characters, allow_nan=True)
-    if len(plan) > int(request["max_plan_bytes"]):
-        return _error(ErrorKind.CODE_OUTPUT, f"the plan is too large ({len(plan)} bytes)")
-    flag = ', "repaired": true' if repaired else ""
-    response = f'{{"status": "ok", "plan": {plan}, "output": {json.dumps(output)}{flag}}}'
-    if len(response) > int(request["max_result_bytes"]):
-        return _error(ErrorKind.CODE_OUTPUT, f"the plan and printed text are too large ({len(response)} bytes)")
-    return response
-
-
-_MAX_MESSAGE_CHARS = 2000
-
-
-def _bounded(message: str) -> tuple[str, bool]:
-    """A message as the child sends it: at most `_MAX_MESSAGE_CHARS` characters, valid Unicode (and whether it
-    had to be repaired)."""
-    if len(message) > _MAX_MESSAGE_CHARS:
-        message = message[:_MAX_MESSAGE_CHARS] + "…"
-    cleaned = replace_surrogates(message)
-    return cleaned, cleaned is not message
-
-
-_NO_THREAD = "can't start new thread"
-
-
-def _error(kind: str, message: str) -> dict[str, Any]:
-    if _NO_THREAD in message:  # the kernel's cap on tasks (RLIMIT_NPROC), met by the model's own threads
-        message = f"{message} (a run may have at most {kernel.TASK_LIMIT} threads, its own included, in its memory)"
-    message, repaired = _bounded(message)
-    answer = {"status": "error", "kind": str(kind), "message": message}
-    return {**answer, "repaired": True} if repaired else answer
-
-
-def _fault(message: str) -> dict[str, Any]:
-    """A fault of edsb, not of the model (restricted only): the parent raises EdsbFault."""
-    return {"status": "fault", "message": _bounded(message)[0]}
+        return error(ErrorKind.CODE_OUTPUT, f"the plan cannot be read: {exception_text(exc)}")
 
 
 def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
@@ -487,110 +380,3 @@ def _api_scene(spec: tuple[Any, ...], cache: dict[tuple[str, ...], Any]) -> Any:
         cache[key] = scene if isinstance(scene, ApiScene) else ApiScene(scene)
         _freeze_long_lived_objects()
     return cache[key]
-
-
-# --- compiling and running one program --------------------------------------------------------------------------------
-
-_Compiled: TypeAlias = tuple[types.CodeType, frozenset[types.CodeType]]
-
-_TOO_DEEP = "RecursionError: the code is nested too deeply to compile"
-_TRANSFORM_DEPTH_FACTOR = 20
-
-
-def _compile(reply: str) -> _Compiled:
-    source = prepare_code(extract_code(reply))
-    try:
-        tree = ast.parse(source, "<string>")
-        compile(tree, "<string>", "exec", dont_inherit=True)  # the compiler's own checks ('return' outside function)
-    except (SyntaxError, ValueError) as exc:
-        raise CodeError(ErrorKind.CODE_SYNTAX, exception_text(exc)) from None
-    except RecursionError:
-        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
-    # The policy's transformer spends a few Python frames per level of nesting where `compile` spends one: code that
-    # compiles (a sum of 300 terms, a 300-branch `elif` chain) would fail there, as the model's RecursionError. The
-    # depth is bounded by the `compile` above, so a higher limit for the transform costs no stack risk.
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit * _TRANSFORM_DEPTH_FACTOR)
-    from RestrictedPython import compile_restricted_exec
-
-    from edsb.sandbox.policy import PlanCodePolicy
-
-    try:
-        compiled = compile_restricted_exec(tree, "<string>", policy=PlanCodePolicy)
-    except RecursionError:
-        raise CodeError(ErrorKind.CODE_SYNTAX, _TOO_DEEP) from None
-    finally:
-        sys.setrecursionlimit(limit)
-    if compiled.errors or compiled.code is None:
-        errors = list(compiled.errors) or ["the code could not be compiled"]
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise CodeError(ErrorKind.CODE_POLICY, f"{errors[0]}{more}")
-    from edsb.sandbox.policy import MODEL_OPERATIONS
-
-    return compiled.code, program_code(compiled.code) | MODEL_OPERATIONS
-
-
-def _program(reply: str) -> _Compiled | Exception:
-    """The reply's compiled program, or what compiling it raised (CodeError, MemoryError, ...), which the run then
-    reports as its own failure."""
-    try:
-        return _compile(reply)
-    except Exception as exc:
-        return exc
-
-
-def _run(program: _Compiled, api: CodeApi, guards: Guards) -> None:
-    """Run the compiled program's top level, then call `parse_event(self)` as the reference does."""
-    from edsb.sandbox.policy import PolicyViolation
-
-    code, models = program
-    namespace = guards.namespace()
-    top_level: dict[str, Any] = {"self": api}
-    try:
-        exec(code, namespace, top_level)
-        entry = _entry_point(top_level, namespace, api)
-        with MODEL_OPERATION:  # calling what the model bound to `parse_event` fails as the reference's call does
-            entry(api)
-    except PolicyViolation as exc:
-        if guards.violation is None:  # not a guard's refusal: the model raised the class itself (`raise type(e)()`)
-            raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
-    except CodeError:
-        raise
-    except MemoryError:
-        raise
-    except RecursionError as exc:
-        # The model's: edsb's code never recurses deeply; only the model's code, or what it nested, runs out of stack.
-        guards.raise_if_violated()
-        raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
-    except BaseException as exc:
-        guards.raise_if_violated()
-        if not is_models_fault(exc, models):  # raised by edsb's own code, for no reason the model gave
-            raise EdsbFault(f"{fault_text(exc)} while the model's code ran") from None
-        raise CodeError(ErrorKind.CODE_RUNTIME, exception_text(exc)) from None
-    guards.raise_if_violated()
-
-
-def _entry_point(top_level: dict[str, Any], namespace: dict[str, Any], api: Any) -> Callable[..., Any]:
-    """`parse_event` looked up as the reference's `exec` does (local names, then global), bound to `self`."""
-    if ENTRY_NAME in top_level:
-        entry = top_level[ENTRY_NAME]
-    elif ENTRY_NAME in namespace:
-        entry = namespace[ENTRY_NAME]
-    else:
-        raise CodeError(ErrorKind.CODE_NO_ENTRY, f"NameError: name '{ENTRY_NAME}' is not defined")
-    if not callable(entry):
-        raise CodeError(ErrorKind.CODE_NO_ENTRY, "TypeError: first argument must be callable")
-    try:
-        inspect.signature(entry).bind(api)
-    except ValueError:
-        pass  # a builtin without a signature: just call it
-    except TypeError:
-        # Other signatures are not rewritten (`def parse_event() -> None:`): the call fails while binding its
-        # arguments, before any of the body runs, with Python's own message.
-        try:
-            with MODEL_OPERATION:
-                entry(api)
-        except TypeError as exc:
-            raise CodeError(ErrorKind.CODE_NO_ENTRY, exception_text(exc)) from None
-        return lambda _: None  # the signature check was wrong and the call ran: nothing left to do
-    return entry
