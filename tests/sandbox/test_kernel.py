@@ -226,3 +226,25 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     assert kept.detail == repr(([], (0, 0))), kept
     control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
     assert control.status == "done" and control.detail != repr((0, 0)), control
+
+
+def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> None:
+    """Python lists a directory on its path again once its caches are invalidated: the standard library's
+    directories may be listed (never a file beneath them read unless granted), so the import still finds it."""
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def invalidated_then_imported() -> object:
+        import importlib
+
+        importlib.invalidate_caches()
+        sys.modules.pop("fractions", None)
+        import fractions
+
+        return str(fractions.Fraction(1, 3))
+
+    outcome = run_contained(invalidated_then_imported, FULL)
+    assert outcome.status == "done" and outcome.detail == "'1/3'", outcome
+    package = os.path.dirname(os.path.dirname(kernel.__file__))
+    refused = run_contained(lambda: Path(package, "__init__.py").read_bytes(), FULL)
+    assert refused.status == "refused" and "PermissionError" in refused.detail, refused

@@ -58,7 +58,10 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
         "import edsb.llm",
         "import importlib.resources\nimportlib.resources.files('edsb').joinpath('__init__.py').read_text()",
         "import pkgutil\npkgutil.get_data('edsb', '__init__.py')",
-        "import os\nos.listdir(os.path.dirname(os.path.dirname(np.__file__)))",
+        # the site-packages beside numpy may be listed (through the standard library's listing rule, where it lies
+        # inside it), but nothing in it is read: its `.pth` files and modules, edsb's editable hook among them
+        "import os\nd = os.path.dirname(os.path.dirname(np.__file__))\n"
+        "open(os.path.join(d, sorted(n for n in os.listdir(d) if n.endswith(('.pth', '.py')))[0])).read()",
     ],
 )
 def test_no_file_of_edsb_is_readable(pool: SandboxPool, perturbed: CodeContext, body: str) -> None:

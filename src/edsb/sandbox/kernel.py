@@ -227,7 +227,8 @@ def _probe_privilege_drop() -> tuple[bool, str]:
         return False, "capabilities dropped only: this root lacks CAP_SETUID/CAP_SETGID"
     if not _id_mapped("/proc/self/uid_map") or not _id_mapped("/proc/self/gid_map"):
         return False, f"capabilities dropped only: uid {UNPRIVILEGED_ID} is not mapped in this user namespace"
-    unreadable = next((path for path in _read_paths() if not _readable_by_others(path)), None)
+    readable = [*_read_paths(), *_listed_paths()]
+    unreadable = next((path for path in readable if not _readable_by_others(path)), None)
     if unreadable is not None:
         return False, f"capabilities dropped only (uid stays 0): uid {UNPRIVILEGED_ID} cannot read {unreadable}"
     return True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
@@ -259,6 +260,7 @@ def _pid_max() -> int:
 
 def _can_unshare_user() -> bool:
     """Whether a child may make a user namespace (tried in a throwaway fork: it changes the process)."""
+    _libc()  # loaded here: a fork of a threaded process must not need the dynamic loader's lock
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's exit status is the answer
         os._exit(0 if _unshare_user() else 1)
@@ -424,6 +426,18 @@ def _read_paths(protected: Sequence[str] = ()) -> list[str]:
 _SITE_DIRECTORIES = ("site-packages", "dist-packages")
 
 
+def _listed_paths(protected: Sequence[str] = ()) -> list[str]:
+    """The standard library's directories, to list only: Python's import system lists a directory on its path again
+    whenever its caches are invalidated (`importlib.invalidate_caches`, a changed directory), and a lazy import of
+    the standard library would then find nothing. Landlock grants the listing beneath them too: where a
+    site-packages lies inside (Docker's, pyenv's, conda's Python), the names of its files, never their contents."""
+    import sysconfig
+
+    no_ancestor = [os.path.realpath(p) for p in ("/", "/proc", "/sys", "/dev", "/tmp", "/etc", "/home", *protected)]
+    roots = sorted({os.path.realpath(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib")})
+    return [root for root in roots if os.path.isdir(root) and not any(_within(f, root) for f in no_ancestor)]
+
+
 def _stdlib_entries() -> list[str]:
     """Every file and directory of the standard library's directories but the site-packages inside them (a Python
     under /usr/local or pyenv keeps its site-packages, and so perhaps edsb, beneath its standard library)."""
@@ -492,9 +506,9 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def _build_ruleset(abi: int, paths: Sequence[str]) -> Any:
-    """A Landlock ruleset handling every right this ABI knows, granting only reads beneath `paths` (strict: the
-    library may not silently drop a right we ask for)."""
+def _build_ruleset(abi: int, paths: Sequence[str], listed: Sequence[str] = ()) -> Any:
+    """A Landlock ruleset handling every right this ABI knows, granting only reads beneath `paths`, and listing
+    (names, never contents) beneath `listed` (strict: the library may not silently drop a right we ask for)."""
     from landlockpy import AccessFS, Ruleset, Scope, fs_for_abi, net_for_abi, scope_for_abi
 
     ruleset = Ruleset(
@@ -507,6 +521,8 @@ def _build_ruleset(abi: int, paths: Sequence[str]) -> Any:
         for path in paths:
             access = AccessFS.READ_FILE | AccessFS.READ_DIR if os.path.isdir(path) else AccessFS.READ_FILE
             ruleset.allow_path(path, access)
+        for path in listed:
+            ruleset.allow_path(path, AccessFS.READ_DIR)
     except BaseException:
         ruleset.close()
         raise
@@ -569,7 +585,7 @@ def _build(protected: Sequence[str] = ()) -> _Prepared:
     support = host_support()
     ruleset = None
     if support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI:
-        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected))
+        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected), _listed_paths(protected))
     if not support.seccomp:
         return _Prepared(ruleset, None)
     import pyseccomp as seccomp

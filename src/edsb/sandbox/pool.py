@@ -310,13 +310,13 @@ class SandboxPool:
         """New children forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
             scenes = dict(self._scenes)
-            data = _data_directories(self._sources)
+            sources = list(self._sources)
         with self._template_lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
             for attempt in range(2):
                 if self._template is None or not self._template.alive:
-                    self._template = _Template.start(self.limits, data)
+                    self._template = _Template.start(self.limits, _data_directories(sources))
                 try:
                     return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
