@@ -10,7 +10,9 @@ directory, the source tree, $HOME and the cache, and, under `--perturb`, recompu
 
 Every reply must score 0, as the model's execution error (`code_*`) or a judged failure, under `--sandbox exact` and
 `--sandbox restricted`, for an editable install (the suite's own) and for a wheel installed into a fresh venv. Each
-scripted sweep ends with an honest program that must pass, so a 0 is the cheat's, not a broken pipeline's.
+scripted sweep ends with an honest program that must pass, so a 0 is the cheat's, not a broken pipeline's. Under
+`exact` each cheat meets the kernel (a file it may not read, a module it cannot import) or finds nothing in memory;
+under `restricted` the policy refuses its first `import`, as it refuses any import beyond its short list.
 
 The controls show each reply would score 1 where it is not confined: the same program, run by the same executor
 (`run_exact`) in this test process, which can import edsb, read the data and holds what the attacks look for, sets
