@@ -381,7 +381,21 @@ def run_command(
             "`seed`; anthropic takes none; default none, the embedded model 0).",
         ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the position sampler (default 0).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Seed of each run's code and, with the sampler secret, of the position sampler (default 0).",
+        ),
+    ] = None,
+    sampler_secret: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TEXT",
+            help="Key of the position sampler's draws, hidden from model code (default: the directory's, else a new "
+            "random one; copy it from config.json to draw the same in a fresh directory).",
+        ),
+    ] = None,
     sampler: Annotated[
         SamplerName | None, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + " (default reference).")
     ] = None,
@@ -471,6 +485,7 @@ def run_command(
         "max_tokens": max_tokens,
         "model_seed": model_seed,
         "seed": seed,
+        "sampler_secret": sampler_secret,
         "sampler": sampler,
         "sandbox": sandbox,
         "perturb": perturb,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Iterable
 
 from inspect_ai import Epochs, Task, task
@@ -93,9 +94,12 @@ def edsb_planner(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Solver:
     """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
-    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`)."""
+    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`). The PI sampler's draws
+    are keyed by `sampler_secret`, a new random one per solver unless given (so model code cannot predict them)."""
+    secret = sampler_secret if sampler_secret is not None else secrets.token_hex(16)
     chosen_sampler = sampler_named(sampler)
     chosen_sandbox, _ = choose_sandbox(sandbox)
     limits = SandboxLimits(sandbox=chosen_sandbox, timeout=code_timeout, memory_bytes=code_memory << 20)
@@ -108,7 +112,14 @@ def edsb_planner(
         key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
         model = InspectChatModel(get_model())
         services = RunServices(
-            benchmark, model, temperature=temperature, seed=seed, sampler=chosen_sampler, limits=limits, pack=pack
+            benchmark,
+            model,
+            temperature=temperature,
+            seed=seed,
+            sampler_secret=secret,
+            sampler=chosen_sampler,
+            limits=limits,
+            pack=pack,
         )
         result = await execute_run(services, key)
         if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)
@@ -188,6 +199,7 @@ def edsb_task(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     sampler_named(sampler)  # a bad choice fails here, before the dataset is built
     sandbox, note = choose_sandbox(sandbox)
@@ -203,7 +215,9 @@ def edsb_task(
     )
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox),
+        solver=edsb_planner(
+            data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox, sampler_secret
+        ),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
@@ -234,10 +248,12 @@ def edsb_table1(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
     `sampler`: reference or optimal, for PI cases picked with `cases`. `perturb`: the robustness suite's renaming seed
-    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`."""
+    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`.
+    `sampler_secret`: keys the PI sampler's draws, as `edsb run --sampler-secret` (default: a new random one)."""
     return edsb_task(
         "table1",
         variant,
@@ -252,6 +268,7 @@ def edsb_table1(
         sampler,
         perturb,
         sandbox,
+        sampler_secret,
     )
 
 
@@ -269,9 +286,10 @@ def edsb_table2(
     sampler: str = "reference",
     perturb: int = 0,
     sandbox: str = "auto",
+    sampler_secret: str | None = None,
 ) -> Task:
     """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
-    annealer) or optimal. `perturb` and `sandbox`: as for table 1."""
+    annealer) or optimal. `perturb`, `sandbox` and `sampler_secret`: as for table 1."""
     return edsb_task(
         "table2",
         variant,
@@ -286,4 +304,5 @@ def edsb_table2(
         sampler,
         perturb,
         sandbox,
+        sampler_secret,
     )

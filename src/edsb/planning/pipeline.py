@@ -26,7 +26,13 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import generator_for, sample_positions, seed_for
+from edsb.planning.sampler import (
+    MAX_SAMPLING_TERMS,
+    sample_positions,
+    sampling_terms,
+    secret_generator_for,
+    seed_for,
+)
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
@@ -49,6 +55,9 @@ class RunServices:
     max_tokens: int | None = None  # the reply's token cap sent with every request (None: none sent)
     model_seed: int | None = None  # repeat r sends model_seed + r (None: no seed sent)
     seed: int = 0
+    # Keys the PI sampler's draws, never the code's: the child knows its own seed but not this ("": the earlier
+    # derivation from the seed and the run key alone, which the run's code can recompute).
+    sampler_secret: str = ""
     sampler: SamplerName = SamplerName.REFERENCE
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     transcripts: TranscriptWriter | None = None
@@ -64,12 +73,13 @@ class RunServices:
         return load_scene(self.benchmark, name)
 
     def rng(self, key: RunKey) -> np.random.Generator:
-        """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
-        return generator_for(self._seed_text(key))
+        """The PI sampler's generator: it depends only on the seed, the run key and the sampler secret, so
+        concurrency never changes a result, and the run's code, which never sees the secret, cannot predict it."""
+        return secret_generator_for(self.sampler_secret, self._seed_text(key))
 
     def code_seed(self, key: RunKey) -> int:
-        """The seed of the run's code (`random`, `numpy.random`), derived as the sampler's is: from the seed and the
-        run key only, so a run's code draws the same numbers at any concurrency and on a rerun."""
+        """The seed of the run's code (`random`, `numpy.random`): from the seed and the run key only, so a run's
+        code draws the same numbers at any concurrency and on a rerun. It is sent to the sandbox; the secret is not."""
         return seed_for(self._seed_text(key))
 
     def _seed_text(self, key: RunKey) -> str:
@@ -182,6 +192,13 @@ def _sample_positions(
     generator per run and sampler, characters in plan order)."""
     scene = services.scene(scenario.scene_name)
     relationships = {name: entry["relationships"] for name, entry in plan.items()}
+    terms = sampling_terms(scene, relationships, characters=scenario.character_names)
+    if terms > MAX_SAMPLING_TERMS:  # the runner's own CPU: bounded whatever the model's plan asks for
+        raise CodeError(
+            ErrorKind.CODE_OUTPUT,
+            f"the plan asks the position sampler for {terms} cost terms (one per character placed, one per "
+            f"relationship); the limit is {MAX_SAMPLING_TERMS}",
+        )
     points = sample_positions(
         scene, relationships, characters=scenario.character_names, rng=services.rng(key), sampler=sampler
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import tomllib
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ IDENTITY_FIELDS = (
     "max_tokens",
     "model_seed",
     "seed",
+    "sampler_secret",
     "sampler",
     "sandbox",
     "code_timeout",
@@ -47,6 +49,8 @@ SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 LOCAL_CAP_BEFORE_OPTION = 512
 # The sandbox of a directory written before `--sandbox` existed: RestrictedPython was the only one then.
 SANDBOX_BEFORE_CHOICE: SandboxName = "restricted"
+# The sampler secret of a directory written before it existed: none, the PI draws came from the seed alone.
+SAMPLER_SECRET_BEFORE = ""
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -74,6 +78,8 @@ class RunConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     model_seed: int | None = Field(default=None, ge=0)
     seed: int = 0
+    # Keys the PI sampler's draws so that model code cannot predict them (not a credential: see `with_sampler_secret`).
+    sampler_secret: str | None = None
     sampler: SamplerName = SamplerName.REFERENCE
     # The sandbox that runs (never `auto`: `resolve_run_config` resolves it); by default what `auto` picks here.
     sandbox: SandboxName = Field(default_factory=lambda: choose_sandbox(SandboxChoice.AUTO)[0])
@@ -229,7 +235,28 @@ def read_config(path: Path) -> RunConfig:
             # request with its repeat number.
             raw.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=raw.get("model_seed", 0))
         raw.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
+        raw.setdefault("sampler_secret", SAMPLER_SECRET_BEFORE)
     return RunConfig.model_validate(raw)
+
+
+def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
+    """The config with its sampler secret: as given (`--sampler-secret`), else the directory's (a resume or an
+    extension draws as the first pass did), else a replayed directory's (`--model replay:DIR` draws as DIR did), else
+    a new random one. It lives in config.json, which model code never reads, and nowhere the sandbox can see;
+    carrying it to a fresh directory (with the same seed) gives the same draws there."""
+    if config.sampler_secret is not None:
+        return config
+    sources = [Path(run_dir) / CONFIG_FILE]
+    if config.model.startswith("replay:"):
+        sources.append(Path(config.model.partition(":")[2]).expanduser() / CONFIG_FILE)
+    for path in sources:
+        if path.exists():
+            try:
+                secret = read_config(path).sampler_secret
+            except (json.JSONDecodeError, ValidationError):
+                return config  # `check_resume` says what is wrong with the run directory's file
+            return config.model_copy(update={"sampler_secret": secret})
+    return config.model_copy(update={"sampler_secret": secrets.token_hex(16)})
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
