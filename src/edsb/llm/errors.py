@@ -1,19 +1,36 @@
 """Failures of the LLM layer, split by who can act on them.
 
 User errors (a bad model spec, a missing key variable, a replay directory that lacks a request) are `EdsbError`s
-with one-line messages. A `TransportError` is different in kind: the model never answered (retries exhausted or a
-request the server refused), so the runner records the run as an execution error and moves on.
+with one-line messages. A `TransportError` is different in kind: the model gave no completion (retries exhausted, or
+a request the server refused). The pipeline then leaves the run `incomplete`, to be asked again on resume; a request
+refused for what it says (too long for the context) is the model's `request_rejected`; a refused client (a bad key,
+an unknown model) stops the sweep.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from edsb.errors import EdsbError, UsageError
+from edsb.results.kinds import ErrorKind
 
+# The transport kinds are the `transport_*` error kinds without their prefix (`ErrorKind.transport` adds it back):
 # `unreachable`: no connection could be opened (nothing listens, wrong host); `connection`: one broke after opening;
 # `oversized`: the reply's body or head is over edsb's size limits.
-TransportKind = Literal["timeout", "unreachable", "connection", "http", "oversized", "invalid_response", "rejected"]
+_PREFIX = ErrorKind.transport("timeout").value.removesuffix("timeout")
+TRANSPORT_KINDS = frozenset(kind.value.removeprefix(_PREFIX) for kind in ErrorKind if kind.value.startswith(_PREFIX))
+
+
+def transport_kind(kind: str) -> str:
+    """`kind` if it names a transport kind; ValueError otherwise (a fault of edsb's own)."""
+    if kind not in TRANSPORT_KINDS:
+        raise ValueError(f"{kind!r} is not a transport kind ({', '.join(sorted(TRANSPORT_KINDS))})")
+    return kind
+
+
+TransportKind = Annotated[str, AfterValidator(transport_kind)]
 
 
 class ModelSpecError(UsageError):
@@ -51,7 +68,7 @@ class TransportError(Exception):
 
     def __init__(self, kind: TransportKind, message: str, *, attempts: int, status: int | None = None) -> None:
         super().__init__(message)
-        self.kind: TransportKind = kind
+        self.kind: TransportKind = transport_kind(kind)
         self.message = message
         self.attempts = attempts
         self.status = status
