@@ -253,7 +253,7 @@ class RemoteChatModel:
         return await send_with_retries(attempt, self.retry, self._reach, self._describe)
 
     def _describe(self, failure: AttemptFailure) -> str:
-        message = one_line(self._redact(failure.message))
+        message = whole_message(self._redact(failure.message))
         if failure.status == 404 and self.not_found_hint:
             message += f" ({self.not_found_hint})"
         return message
