@@ -15,7 +15,7 @@ import pytest
 from edsb.llm import ChatRequest, ChatResponse, OpenAIChatModel, RetryPolicy, TransportError
 from edsb.llm.remote import RemoteChatModel
 from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.provider_fakes import anthropic_reply, gemini_reply, no_json_mode, openai_reply, provider_rules
 
 pytest.importorskip("anthropic")
@@ -298,3 +298,18 @@ def test_gemini_safety_stops_are_refusals(fake: OpenAIServer) -> None:
     assert (response.text, response.refusal) == ("", "prompt blocked: SAFETY: The prompt was blocked.")
     fake.enqueue(gemini_reply("", finish="SAFETY"))
     assert ask(gemini(fake, "gemini-2.5-flash")).refusal == "stopped for SAFETY"
+
+
+def test_an_unknown_or_malformed_block_is_noted_never_a_crash(fake: OpenAIServer) -> None:
+    fake.enqueue(anthropic_reply(ANSWER, thinking=7, extra_blocks=[{"type": "mystery"}]))  # type: ignore[arg-type]
+    response = ask(claude(fake))
+    assert (response.text, response.reasoning) == (ANSWER, "")
+    assert response.reasoning_source == "unreadable: a thinking block, unreadable: a content block of type 'mystery'"
+
+
+def test_a_gemini_reply_the_sdk_cannot_read_is_no_response_not_a_crash(fake: OpenAIServer) -> None:
+    parts = [{"text": 5, "thought": "yes"}]  # the SDK's own response type refuses it
+    candidate = {"content": {"parts": parts, "role": "model"}, "finishReason": "STOP"}
+    fake.enqueue(Reply.json({"candidates": [candidate]}), Reply.json({"candidates": [candidate]}))
+    error = refused(gemini(fake, "gemini-2.5-flash"))
+    assert (error.kind, error.attempts) == ("invalid_response", 2)

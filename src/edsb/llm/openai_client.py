@@ -1,6 +1,10 @@
 """`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
 that speaks the OpenAI chat completions API, over aiohttp.
 
+What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
+token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
+`reasoning_effort`, `top_p` and `seed` when given. The reply is split into reasoning and answer (`reasoning`).
+
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
 lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
 building, httpx's pool) cost about 1.4 ms of CPU per request against aiohttp's 0.3 (benchmarks/README.md). What the

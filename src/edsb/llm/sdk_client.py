@@ -1,11 +1,14 @@
 """`anthropic:<model>` and `google:<model>`: Claude and Gemini through their official SDKs (extras `anthropic`,
-`google`), with every request built as the official implementation builds it.
+`google`), with every request built as the official implementation builds it, in the API's dialect of today.
 
-- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are,
-  `max_tokens` (2,048 unless `--max-tokens`), the temperature; no JSON mode (the API has none) and no seed.
+- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are, `max_tokens`
+  (2,048 unless `--max-tokens`, plus the thinking budget); the temperature only where the installed SDK's API
+  version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for; no JSON mode (the API
+  has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the first text block the answer.
 - Google (google-genai): a chat whose history is every turn but the last, which is then sent; `system_instruction`,
-  `max_output_tokens` (2,048 unless `--max-tokens`), the temperature, and `response_mime_type` `application/json`
-  when the Narrator asks for JSON; `seed` only with `--model-seed`.
+  `max_output_tokens` (the answer's 2,048 unless `--max-tokens`, plus room for a thinking model's thinking), the
+  temperature when given, `response_mime_type` `application/json` when the Narrator asks for JSON, a thinking budget
+  or level when given; `seed` only with `--model-seed`. Thought parts are the reasoning, and their tokens are output.
 
 The SDKs build, send and parse; edsb keeps what makes every remote model fail alike: the SDKs' own retries are off
 and the one retry loop of `retry.py` runs instead (with `Retry-After`, Anthropic's `anthropic-ratelimit-*-reset`
@@ -298,7 +301,8 @@ def _split_blocks(content: list[Any]) -> Split:
         kind = getattr(block, "type", None)
         if kind == "thinking":
             thinking = getattr(block, "thinking", None)
-            split.add(thinking if isinstance(thinking, str) else "", "thinking_blocks")
+            readable = isinstance(thinking, str)
+            split.add(thinking if readable else "", "thinking_blocks" if readable else "unreadable: a thinking block")
         elif kind == "redacted_thinking":
             split.add(REDACTED, "thinking_blocks")
         elif kind != "text":
