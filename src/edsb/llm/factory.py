@@ -151,7 +151,9 @@ async def check_model_async(
     request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
     try:
         response = await model.complete(request)
-    except (TransportError, EdsbError) as exc:
+    except TransportError as exc:  # a refused setting says which option fixes it
+        return {"ok": False, "model": spec, "error": str(exc), **({"fix": exc.fix} if exc.fix else {})}
+    except EdsbError as exc:
         return {"ok": False, "model": spec, "error": str(exc)}
     finally:
         await model.aclose()
