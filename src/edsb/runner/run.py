@@ -27,7 +27,7 @@ from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume
 from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
-from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
+from edsb.sandbox import SandboxError, SceneSource, check_sandbox, shutdown_sandboxes
 
 # One thread starts sandbox pools while a sweep's first requests go out (see run_benchmark).
 _SANDBOX_STARTER = ThreadPoolExecutor(1, thread_name_prefix="edsb-sandbox-start")
@@ -93,9 +93,7 @@ def run_benchmark(
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
-    limits = SandboxLimits(
-        sandbox=config.sandbox, timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20
-    )
+    limits = config.sandbox_limits
     try:
         model = build_model(
             config.model,
@@ -131,9 +129,7 @@ def run_benchmark(
     services = RunServices(
         benchmark=benchmark,
         model=model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        model_seed=config.model_seed,
+        generation=config.generation,
         seed=config.seed,
         sampler=config.sampler,
         limits=limits,
