@@ -80,3 +80,5 @@ class GenerationSettings(BaseModel):
 
 
 GENERATION_FIELDS = tuple(GenerationSettings.model_fields)
+# What a request asks of the model, as transcripts record it and the run card and sample log show it.
+REQUEST_SETTINGS = tuple(name for name in ChatRequest.model_fields if name not in ("messages", "sample_index"))

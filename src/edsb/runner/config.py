@@ -17,7 +17,7 @@ from edsb.data.selection import parse_levels, select_cases, selection_text
 from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
-from edsb.planning.generation import GENERATION_FIELDS, GenerationSettings
+from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
@@ -205,8 +205,7 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     old, new = previous.identity(), config.identity()
     for name in IDENTITY_FIELDS:
         if old[name] != new[name]:
-            option = _OPTION_OF.get(name, name.replace("_", "-"))
-            fix = f"leave out --{option}" if old[name] is None else f"pass --{option} {old[name]}"
+            fix = _resume_fix(name, old[name])
             raise UsageError(
                 f"{run_dir} holds a different run: {name} was {old[name]!r}, now {new[name]!r} "
                 f"({fix} to resume or extend it, or use a new --out directory)"
@@ -229,6 +228,16 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
 
 
 _OPTION_OF = {"code_memory_mb": "code-memory"}
+
+
+def _resume_fix(name: str, old: Any) -> str:
+    """The options that give a setting the value a directory was run with."""
+    if name == "json_mode":
+        return "leave out --no-json-mode" if old else "pass --no-json-mode"
+    option = _OPTION_OF.get(name, name.replace("_", "-"))
+    if name == "temperature" and old is None:
+        return f"pass --temperature {PROVIDER_DEFAULT}"
+    return f"leave out --{option}" if old is None else f"pass --{option} {old}"
 
 
 def read_config(path: Path) -> RunConfig:
