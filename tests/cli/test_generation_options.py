@@ -134,3 +134,11 @@ def test_the_card_and_sample_log_say_what_was_asked_and_why_not_sent(
     exchange = json.loads(line)["exchanges"][0]
     assert exchange["settings"]["temperature"] is None and exchange["settings"]["reasoning_effort"] == "low"
     assert {"sent", "reasoning", "refusal", "reasoning_tokens"} <= set(exchange)
+    compared = edsb("compare", "paper", "mine")
+    assert compared.returncode == 0, compared.stderr
+    assert (
+        "warning: the runs were asked for with different generation settings (temperature: paper 0.1, mine not "
+        "sent; reasoning_effort: paper not sent, mine low)" in compared.stderr
+    )
+    assert _run(edsb, openai_server, Path("same")).returncode == 0
+    assert "generation settings" not in edsb("compare", "paper", "same").stderr

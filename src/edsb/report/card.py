@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -286,6 +286,25 @@ def _sampling(config: ReportedConfig, records: list[TranscriptRecord]) -> Sampli
         not_sent=reasons,
         sent=_sent(records),
     )
+
+
+COMPARED_SETTINGS = ("temperature", "reasoning_effort", "thinking_budget", "thinking_level", "json_mode")
+
+
+def settings_note(names: Sequence[str], configs: Sequence[ReportedConfig]) -> str | None:
+    """The warning `edsb compare` prints when runs were asked for with different generation settings (temperature,
+    reasoning, JSON mode): their differences are then partly the settings'. None when every run shares them."""
+    rows = [_sampling(config, []).model_dump(include=set(COMPARED_SETTINGS)) for config in configs]
+    differing = [name for name in COMPARED_SETTINGS if len({repr(row[name]) for row in rows}) > 1]
+    if not differing:
+        return None
+
+    def values(setting: str) -> str:
+        shown = ("not sent" if row[setting] is None else row[setting] for row in rows)
+        return ", ".join(f"{name} {value}" for name, value in zip(names, shown, strict=True))
+
+    shown = "; ".join(f"{setting}: {values(setting)}" for setting in differing)
+    return f"the runs were asked for with different generation settings ({shown}): differences are partly theirs"
 
 
 def _counts(results: list[RunResult], planned: int | None) -> Counts:
