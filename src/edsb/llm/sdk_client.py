@@ -17,29 +17,19 @@ takes the environment's proxy and the system's trust store as that client does.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from edsb.llm.errors import ModelSpecError, ProviderSdkError
-from edsb.llm.openai_client import (
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT_S,
-    KEYLESS_PLACEHOLDER,
-    error_message,
-    one_line,
-    resolve_api_key,
-    tls_context,
-)
+from edsb.llm.openai_client import error_message
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 from edsb.llm.providers import PROVIDERS, Provider
-from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, retry_after_s, send_with_retries
+from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
+from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
     import httpx2
@@ -55,7 +45,7 @@ class ResponseTooLarge(Exception):
     """Raised by the transport: the SDK passes it on (or wraps it), and edsb reports it as `oversized`."""
 
 
-def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> httpx2.AsyncBaseTransport:
+def _limited_transport(limit: int, proxy: ProxyRoute | None, max_in_flight: int) -> httpx2.AsyncBaseTransport:
     """An httpx2 transport that refuses a response body over `limit` bytes, announced or as read (decompressed
     bodies count as decompressed, where the SDK reads them)."""
     import httpx2
@@ -78,7 +68,8 @@ def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> htt
     class _Transport(httpx2.AsyncBaseTransport):
         def __init__(self) -> None:
             limits = httpx2.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
-            self.inner = httpx2.AsyncHTTPTransport(verify=tls_context(), proxy=proxy, limits=limits)
+            route = None if proxy is None else httpx2.Proxy(proxy.url, auth=proxy.auth)
+            self.inner = httpx2.AsyncHTTPTransport(verify=tls_context(), proxy=route, limits=limits)
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
             response = await self.inner.handle_async_request(request)
@@ -98,14 +89,6 @@ def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> htt
             await self.inner.aclose()
 
     return _Transport()
-
-
-def _env_proxy(url: str) -> str | None:
-    """The environment's proxy for `url` (`HTTP_PROXY` / `HTTPS_PROXY` unless `NO_PROXY` exempts the host)."""
-    parts = urlsplit(url)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme) or None
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -137,15 +120,6 @@ def _transport_failure(exc: BaseException) -> AttemptFailure | None:
     return None
 
 
-def _token_count(value: Any, name: str) -> int:
-    """A usage field as a count: absent is 0; anything but a whole non-negative number is no completion."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _TOKEN_LIMIT:
-        raise AttemptFailure("invalid_response", f"{name} is not a token count: {one_line(repr(value), 40)}")
-    return value
-
-
 def _split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:
     """The leading system message apart from the turns, as both APIs take it."""
     if messages and messages[0].role == "system":
@@ -153,54 +127,23 @@ def _split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Messa
     return None, list(messages)
 
 
-class SdkChatModel:
-    """What the two SDK models share: key and host, the httpx2 client per event loop, the gate, the retry loop."""
+class SdkChatModel(RemoteChatModel):
+    """What the two SDK models share: the httpx2 client per event loop that carries the SDK's requests."""
 
     default_url = ""
+    not_found_hint = "does the provider serve this model name, and does --base-url name its host?"
 
-    def __init__(
-        self,
-        model: str,
-        provider: Provider,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
-        if max_response_bytes < 1:
-            raise ValueError("max_response_bytes must be at least 1")
-        self.model = model
-        self.provider = provider
-        self.base_url = (base_url or self.default_url).strip().rstrip("/")
-        parts = urlsplit(self.base_url)
+    def __init__(self, model: str, provider: Provider, *, base_url: str | None = None, **options: Any) -> None:
+        url = (base_url or self.default_url).strip().rstrip("/")
+        parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelSpecError(f"{self.base_url}: not an http(s) URL")
-        self.timeout_s = timeout_s
-        self.retry = retry or RetryPolicy()
-        self.max_in_flight = max_in_flight
-        self.max_response_bytes = max_response_bytes
-        self._api_key = resolve_api_key(self.base_url, api_key_env, provider, self.default_url)
+            raise ModelSpecError(f"{url}: not an http(s) URL")
+        super().__init__(model, provider, url, default_url=self.default_url, **options)
         if any(character in self._api_key for character in "\r\n\0") or not self._api_key.isprintable():
             raise ModelSpecError(f"{self.base_url}: the API key has a character HTTP does not allow")
         self._sdk()  # the extra is missing: say so now, not at the first request
-        self._proxy = _env_proxy(self.base_url)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
+        self.proxy()
         self._http: httpx2.AsyncClient | None = None
-        self._gate: asyncio.Semaphore | None = None
-        self._reach = Reach()
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
-
-    @property
-    def identity(self) -> str:
-        return f"{self.provider.name}:{self.model}@{self.base_url}"
 
     def _sdk(self) -> Any:
         raise NotImplementedError
@@ -208,66 +151,24 @@ class SdkChatModel:
     def _make_client(self, http: httpx2.AsyncClient) -> Any:
         raise NotImplementedError
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
-        raise NotImplementedError
-
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
-        raise NotImplementedError
-
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
         raise NotImplementedError
 
-    def _session(self) -> tuple[Any, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._gate is None or self._loop is not loop:
-            import httpx2
+    def _open(self) -> Any:
+        import httpx2
 
-            transport = _limited_transport(self.max_response_bytes, self._proxy, self.max_in_flight)
-            # The whole attempt is bounded by `timeout_s` (asyncio.timeout); httpx2's own must not cut it shorter.
-            self._http = httpx2.AsyncClient(transport=transport, timeout=None, trust_env=False, follow_redirects=False)
-            self._client = self._make_client(self._http)
-            self._gate = asyncio.Semaphore(self.max_in_flight)
-            self._loop = loop
-        return self._client, self._gate
+        transport = _limited_transport(self.max_response_bytes, self.proxy(), self.max_in_flight)
+        # The whole attempt is bounded by `timeout_s` (asyncio.timeout); httpx2's own must not cut it shorter.
+        self._http = httpx2.AsyncClient(transport=transport, timeout=None, trust_env=False, follow_redirects=False)
+        return self._make_client(self._http)
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        client, gate = self._session()
-
-        async def attempt(number: int) -> ChatResponse:
-            async with gate:
-                try:
-                    async with asyncio.timeout(self.timeout_s):
-                        result, latency_s = await self._call(client, request)
-                except TimeoutError:
-                    raise AttemptFailure("timeout", f"no complete response within {self.timeout_s:g} s") from None
-                except AttemptFailure:
-                    raise
-                except Exception as exc:
-                    failure = self._sdk_failure(exc) or _transport_failure(exc)
-                    if failure is None:
-                        raise  # not the endpoint's failure: a fault of edsb's own
-                    if failure.kind != "unreachable":
-                        self._reach.answered = True
-                    raise failure from None
-            self._reach.answered = True
-            return self._response(result, latency_s, number)
-
-        return await send_with_retries(attempt, self.retry, self._reach, self._describe)
-
-    def _describe(self, failure: AttemptFailure) -> str:
-        message = failure.message
-        if self._api_key != KEYLESS_PLACEHOLDER:
-            message = message.replace(self._api_key, "***")
-        message = one_line(message)
-        if failure.status == 404:
-            message += " (does the provider serve this model name, and does --base-url name its host?)"
-        return message
-
-    async def aclose(self) -> None:
-        if self._http is not None and self._loop is asyncio.get_running_loop():
+    async def _shut(self, session: Any) -> None:
+        if self._http is not None:
             await self._http.aclose()
-        self._http = self._client = None
-        self._gate = self._loop = None
+        self._http = None
+
+    def _failure(self, exc: Exception) -> AttemptFailure | None:
+        return self._sdk_failure(exc) or _transport_failure(exc)
 
 
 def _status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
@@ -312,12 +213,15 @@ class AnthropicChatModel(SdkChatModel):
         params["extra_body"] = sampling
         return params
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
+    def _prepare(self, request: ChatRequest) -> dict[str, Any]:
+        return self.params(request)
+
+    async def _send(self, client: Any, prepared: dict[str, Any]) -> tuple[Any, float]:
         started = time.perf_counter()
-        message = await client.messages.create(**self.params(request))
+        message = await client.messages.create(**prepared)
         return message, time.perf_counter() - started
 
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
         content = getattr(result, "content", None)
         usage = getattr(result, "usage", None)
         if not isinstance(content, list) or usage is None:
@@ -328,8 +232,8 @@ class AnthropicChatModel(SdkChatModel):
         stop = getattr(result, "stop_reason", None)
         return ChatResponse(
             text=texts[0] if texts and isinstance(texts[0], str) else "",
-            prompt_tokens=_token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
-            completion_tokens=_token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
+            prompt_tokens=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
+            completion_tokens=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
             latency_s=latency_s,
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=stop if isinstance(stop, str) else None,
@@ -407,14 +311,17 @@ class GoogleChatModel(SdkChatModel):
         arguments = {"model": self.model, "history": history, "config": types.GenerateContentConfig(**config)}
         return arguments, turns[-1].content if turns else ""
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
-        arguments, last = self.chat_arguments(request)
+    def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], str]:
+        return self.chat_arguments(request)
+
+    async def _send(self, client: Any, prepared: tuple[dict[str, Any], str]) -> tuple[Any, float]:
+        arguments, last = prepared
         started = time.perf_counter()
         chat = client.aio.chats.create(**arguments)
         response = await chat.send_message(last)
         return response, time.perf_counter() - started
 
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
         candidates = getattr(result, "candidates", None)
         if not candidates:
             feedback = getattr(result, "prompt_feedback", None)
@@ -427,8 +334,8 @@ class GoogleChatModel(SdkChatModel):
         version = getattr(result, "model_version", None)
         return ChatResponse(
             text=text,
-            prompt_tokens=_token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
-            completion_tokens=_token_count(
+            prompt_tokens=token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
+            completion_tokens=token_count(
                 getattr(usage, "candidates_token_count", None), "usageMetadata.candidatesTokenCount"
             ),
             latency_s=latency_s,

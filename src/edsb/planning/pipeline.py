@@ -199,13 +199,16 @@ def _sampler_record(services: RunServices, scenario: Scenario) -> dict[str, Any]
 
 
 class EndpointRefused(EdsbError):
-    """The endpoint refuses every request (bad key, unknown model, forbidden): no run can succeed, so stop."""
+    """The endpoint refuses every request (bad key, unknown model, forbidden, a setting it does not take): no run can
+    succeed, so stop."""
 
 
 def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     """(status, kind, message) of a run whose model gave no completion."""
     if exc.client_refused:
         raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
+    if exc.setting_refused:  # configuration: every run would be refused alike
+        raise EndpointRefused(f"the model endpoint refused a setting: {exc}\nfix: {exc.fix}") from None
     if exc.request_rejected:  # an execution error, as any API failure is in the reference
         kind = ErrorKind.REQUEST_REJECTED
         return RunStatus.ERROR, kind, f"{kind}: {exc}"
