@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from enum import Enum
@@ -434,7 +433,8 @@ def check_model_command(
     result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, request=request)
     sys.stdout.write(json.dumps(result) + "\n")
     if not result.get("ok"):
-        _print_error(str(result.get("error")))
+        fix = f"\nfix: {result['fix']}" if result.get("fix") else ""
+        _print_error(f"{result.get('error')}{fix}")
         raise typer.Exit(1)
 
 
@@ -883,6 +883,7 @@ def sandbox_check(
 ) -> None:
     """Say which sandbox this host gets and why, then run ten attacks in contained children: exit 0 when every one
     is refused (and honest code still runs), 1 otherwise."""
+    import textwrap
     from dataclasses import asdict
 
     from edsb.sandbox.kernel import host_support, prepare
@@ -912,20 +913,10 @@ def sandbox_check(
     raise typer.Exit(0 if passed else 1)
 
 
-def _error_lines(message: str) -> list[str]:
-    """One `edsb: error:` line. A message whose fix stands on a line of its own (a setting the endpoint refuses)
-    keeps the server's whole message, wrapped at 80 columns rather than cut, and then the fix in one line."""
-    head, _, fix = message.partition("\n")
-    first = f"edsb: error: {' '.join(head.split())}"
-    if not fix.strip():
-        return [first]
-    wrapped = textwrap.wrap(first, 80, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-    return [*wrapped, " ".join(fix.split())]
-
-
 def _print_error(message: str) -> None:
-    for line in _error_lines(message):
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    """One `edsb: error:` line, never cut: a server's whole message and the fix (on a line of its own in the
+    message) flattened into it, for the terminal to wrap and for grep to find."""
+    err.print(f"edsb: error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, exit_code: int) -> None:

@@ -155,7 +155,8 @@ async def check_model_async(
     try:
         response = await model.complete(request)
     except (TransportError, EdsbError) as exc:
-        return {"ok": False, "model": spec, "error": str(exc)}
+        fix = getattr(exc, "fix", None)  # a refused setting: the option that fixes it
+        return {"ok": False, "model": spec, "error": str(exc), **({"fix": fix} if fix else {})}
     finally:
         await model.aclose()
     return {

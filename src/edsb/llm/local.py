@@ -245,12 +245,12 @@ class LocalChatModel:
         llama = self._load(context)
         settings: dict[str, Any] = {
             "messages": [message.model_dump() for message in request.messages],
-            "temperature": request.temperature,
             "max_tokens": request.max_tokens or self.max_tokens,
             "seed": request.seed if request.seed is not None else request.sample_index,
         }
-        if request.top_p is not None:
-            settings["top_p"] = request.top_p
+        for name in ("temperature", "top_p"):  # None: not sent, llama.cpp's default applies
+            if getattr(request, name) is not None:
+                settings[name] = getattr(request, name)
         if request.json_mode:
             settings["response_format"] = {"type": "json_object"}
         started = time.perf_counter()

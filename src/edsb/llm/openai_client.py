@@ -283,8 +283,9 @@ class OpenAIChatModel(RemoteChatModel):
         params: dict[str, Any] = {
             "model": self.model,
             "messages": request.messages,  # serialised by `to_json` as they are
-            "temperature": request.temperature,
         }
+        if request.temperature is not None:  # None: not sent, the server's default applies
+            params["temperature"] = request.temperature
         if request.json_mode:
             params["response_format"] = {"type": "json_object"}
         for name in ("max_tokens", "top_p", "seed"):

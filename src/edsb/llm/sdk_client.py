@@ -207,10 +207,9 @@ class AnthropicChatModel(SdkChatModel):
             params["system"] = system
         # The SDK's signature no longer names the sampling settings (newer models refuse them); the API still takes
         # them for the models that do, and the reference sends the temperature: they go in the body as they are.
-        sampling: dict[str, Any] = {"temperature": request.temperature}
-        if request.top_p is not None:
-            sampling["top_p"] = request.top_p
-        params["extra_body"] = sampling
+        sampling = {"temperature": request.temperature, "top_p": request.top_p}
+        if any(value is not None for value in sampling.values()):
+            params["extra_body"] = {name: value for name, value in sampling.items() if value is not None}
         return params
 
     def _prepare(self, request: ChatRequest) -> dict[str, Any]:
