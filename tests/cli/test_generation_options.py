@@ -142,3 +142,14 @@ def test_the_card_and_sample_log_say_what_was_asked_and_why_not_sent(
     )
     assert _run(edsb, openai_server, Path("same")).returncode == 0
     assert "generation settings" not in edsb("compare", "paper", "same").stderr
+
+
+def test_a_config_file_takes_the_same_settings(edsb: Callable[..., Outcome], openai_server: OpenAIServer) -> None:
+    Path("run.toml").write_text('[run]\ntemperature = "default"\nno-json-mode = true\nreasoning-effort = "high"\n')
+    assert _run(edsb, openai_server, Path("out"), "--config", "run.toml").returncode == 0
+    config = json.loads(Path("out/config.json").read_text())
+    assert (config["temperature"], config["json_mode"], config["reasoning_effort"]) == (None, False, "high")
+    bodies = [request.json() for request in openai_server.chat_requests]
+    assert bodies and all("temperature" not in b and "response_format" not in b for b in bodies)
+    # the directory's own config.json works as a config file: the same run, resumed
+    assert _run(edsb, openai_server, Path("out"), "--config", "out/config.json").returncode == 0
