@@ -153,3 +153,14 @@ def test_a_config_file_takes_the_same_settings(edsb: Callable[..., Outcome], ope
     assert bodies and all("temperature" not in b and "response_format" not in b for b in bodies)
     # the directory's own config.json works as a config file: the same run, resumed
     assert _run(edsb, openai_server, Path("out"), "--config", "out/config.json").returncode == 0
+
+
+def test_a_replay_asks_with_the_recorded_settings(edsb: Callable[..., Outcome], openai_server: OpenAIServer) -> None:
+    assert _run(edsb, openai_server, Path("first"), *OPTIONS, "--reasoning-effort", "low").returncode == 0
+    sent = len(openai_server.chat_requests)
+    outcome = edsb("run", "--model", "replay:first", *ONE_RUN, *QUIET, "--out", "again")
+    assert outcome.returncode == 0, outcome.stderr
+    assert len(openai_server.chat_requests) == sent  # every answer came from the recording
+    first, again = (json.loads(Path(d, "config.json").read_text()) for d in ("first", "again"))
+    fields = ("temperature", "model_seed", "max_tokens", "json_mode", "reasoning_effort")
+    assert [again[name] for name in fields] == [first[name] for name in fields]

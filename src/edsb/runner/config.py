@@ -305,7 +305,7 @@ def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | 
     """The generation settings `model` gets: those `given` (a key present, even as None, is given; None for the cap
     or seed means the model's own), else the model's defaults. What the provider is known to refuse is a one-line
     error here, before any request; `notes` receives why a default is not sent."""
-    settings = {name: given[name] for name in GENERATION_FIELDS if name in given}
+    settings = {**_replayed(model), **{name: given[name] for name in GENERATION_FIELDS if name in given}}
     cap, seed = generation_defaults(model)
     if settings.get("max_tokens") is None:
         settings["max_tokens"] = cap
@@ -325,6 +325,17 @@ def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | 
     if refused is not None:
         raise UsageError(f"{model}: {refused}")
     return resolved
+
+
+def _replayed(model: str) -> dict[str, Any]:
+    """A replay's generation settings: those its recorded run sent (its config.json), so that its requests hash as
+    recorded; nothing for another model, or a directory without a readable config."""
+    kind, _, target = model.partition(":")
+    try:
+        recorded = read_config(Path(target).expanduser() / CONFIG_FILE) if kind == "replay" and target else None
+    except (OSError, ValueError):  # ValidationError and JSONDecodeError are ValueErrors
+        return {}
+    return recorded.generation.model_dump() if recorded is not None else {}
 
 
 def default_out_dir(model: str, now: datetime | None = None) -> Path:

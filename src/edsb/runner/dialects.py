@@ -53,8 +53,8 @@ def temperature_not_sent(model: str, settings: Mapping[str, Any]) -> str | None:
 def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
     """The one-line reason `model`'s API refuses these settings for every request, with the fix; None if none."""
     api = _api(model)
-    if api is None:
-        if settings.reasoning_sent:
+    if api is None:  # a replay asks as its recording did; the embedded model and the oracle have no reasoning
+        if settings.reasoning_sent and parse_model_spec(model).kind != "replay":
             return "reasoning settings apply to a provider's models (PROVIDER:<model>), not to this one"
         return None
     if settings.thinking_budget is not None and settings.thinking_level is not None:
