@@ -20,6 +20,7 @@ from edsb import __version__
 from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
+from edsb.llm.factory import CHECK_TIMEOUT_S
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, SandboxChoice, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
@@ -405,11 +406,19 @@ NoJsonModeOption = Annotated[
 @app.command("check-model", cls=_Command)
 def check_model_command(
     model: Annotated[
-        str, typer.Option("--model", metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.")
+        str,
+        typer.Option(
+            "--model", metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.", show_default=False
+        ),
     ] = config_default("model"),
     base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
     api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
-    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to wait for the answer.")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", help=f"Seconds to wait for the answer (default {CHECK_TIMEOUT_S:g}).", show_default=False
+        ),
+    ] = CHECK_TIMEOUT_S,
     temperature: TemperatureOption = None,
     max_tokens: MaxTokensOption = None,
     model_seed: ModelSeedOption = None,
