@@ -83,7 +83,7 @@ def test_every_provider_reaches_openais_verdicts_on_the_same_answers(
         body = request.json()
         sent = body.get("max_tokens", (body.get("generationConfig") or {}).get("maxOutputTokens"))
         assert sent == cap
-        if provider == "anthropic":  # no temperature: the SDK's API version has none, so edsb sends none
+        if provider == "anthropic":  # the installed SDK's API version (2026-10-21) has no temperature
             assert set(body) == {"model", "system", "messages", "max_tokens"}
         elif provider == "google":
             assert set(body) == {"contents", "systemInstruction", "generationConfig"}

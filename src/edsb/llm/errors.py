@@ -74,7 +74,7 @@ _FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("reasoning_effort", "effort"), "the model refuses this reasoning effort: change or drop --reasoning-effort"),
     (("thinking_level", "thinkingLevel"), "the model refuses this thinking level: change or drop --thinking-level"),
     (
-        ("budget_tokens", "thinking_budget", "thinkingBudget", "thinking_config", "thinkingConfig", "thinking"),
+        ("budget_tokens", "thinking_budget", "thinkingBudget", "thinking"),
         "the model refuses this thinking budget: change or drop --thinking-budget",
     ),
     (

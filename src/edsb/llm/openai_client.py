@@ -1,6 +1,10 @@
 """`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
 that speaks the OpenAI chat completions API, over aiohttp.
 
+What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
+token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
+`reasoning_effort`, `top_p` and `seed` when given. The reply is split into reasoning and answer (`reasoning`).
+
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
 lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
 building, httpx's pool) cost about 1.4 ms of CPU per request against aiohttp's 0.3 (benchmarks/README.md). What the
@@ -32,9 +36,10 @@ from urllib.parse import urlsplit
 from pydantic_core import from_json, to_json
 
 from edsb import __version__
-from edsb.llm.errors import ModelSpecError
+from edsb.llm.errors import ModelSpecError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
+from edsb.llm.reasoning import split_message
 from edsb.llm.remote import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -154,8 +159,11 @@ def _load_body(body: bytes) -> Any:
             raise ValueError("nested too deeply") from None
 
 
-def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
-    """A ChatResponse from a completion body; `AttemptFailure` when the body is not a completion at all."""
+def parse_completion(
+    body: bytes, requested_model: str, latency_s: float, attempts: int, sent: dict[str, Any] | None = None
+) -> ChatResponse:
+    """A ChatResponse from a completion body; `AttemptFailure` when the body is not a completion at all. The reply is
+    split into reasoning and answer (`reasoning.split_message`); a refusal is kept as such."""
     try:
         data = _load_body(body)
     except ValueError:
@@ -170,20 +178,42 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
         raise AttemptFailure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
     message = first.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    message = message if isinstance(message, dict) else {}
     usage = data.get("usage")
     if not isinstance(usage, dict):
         usage = {}
     reported_model = data.get("model")
+    refusal = message.get("refusal")
     return ChatResponse(
-        text=content if isinstance(content, str) else "",
+        **split_message(message).fields(),
         prompt_tokens=_token_count(usage, "prompt_tokens"),
         completion_tokens=_token_count(usage, "completion_tokens"),
+        reasoning_tokens=_reasoning_tokens(usage),
         latency_s=latency_s,
         model=reported_model if isinstance(reported_model, str) and reported_model else requested_model,
         finish_reason=first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
         attempts=attempts,
+        refusal=refusal if isinstance(refusal, str) and refusal else None,
+        sent=sent or {},
     )
+
+
+def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
+    """The reasoning tokens inside `completion_tokens`: OpenAI's `completion_tokens_details.reasoning_tokens`, else
+    SGLang's and vLLM's `reasoning_tokens`; None when the server does not say."""
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        return token_count(details["reasoning_tokens"], "usage.completion_tokens_details.reasoning_tokens")
+    if usage.get("reasoning_tokens") is not None:
+        return _token_count(usage, "reasoning_tokens")
+    return None
+
+
+def reasoning_model(model: str) -> bool:
+    """OpenAI's reasoning models (the gpt-5 family, o1, o3, o4-mini, under any `org/` prefix): they take the token cap
+    as `max_completion_tokens` and a `reasoning_effort`."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return name.startswith("gpt-5") or (len(name) > 1 and name[0] == "o" and name[1].isdigit())
 
 
 def _refuse_https_proxy(scheme: str, host: str) -> None:
@@ -276,19 +306,30 @@ class OpenAIChatModel(RemoteChatModel):
     async def _shut(self, session: aiohttp.ClientSession) -> None:
         await session.close()
 
-    def _prepare(self, request: ChatRequest) -> bytes:
-        return to_json(self._params(request))  # pydantic's serialiser: a third of `json.dumps`'s time
+    def _prepare(self, request: ChatRequest) -> tuple[bytes, dict[str, Any]]:
+        params = self.params(request)
+        sent = {name: value for name, value in params.items() if name not in ("model", "messages")}
+        return to_json(params), sent  # pydantic's serialiser: a third of `json.dumps`'s time
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.messages,  # serialised by `to_json` as they are
-        }
-        if request.temperature is not None:  # None: not sent, the server's default applies
+    def params(self, request: ChatRequest) -> dict[str, Any]:
+        """The body of the request. Settings left unset are not sent: no temperature means the provider's default.
+        A reasoning model gets its cap as `max_completion_tokens`; a thinking budget or level is not of this API."""
+        for name, option in (("thinking_budget", "--thinking-budget"), ("thinking_level", "--thinking-level")):
+            if getattr(request, name) is not None:
+                raise TransportError(
+                    "rejected",
+                    f"the chat completions API has no {name}",
+                    attempts=0,
+                    fix=f"this API takes --reasoning-effort instead: drop {option}",
+                )
+        params: dict[str, Any] = {"model": self.model, "messages": request.messages}  # messages: as they are
+        if request.temperature is not None:
             params["temperature"] = request.temperature
         if request.json_mode:
             params["response_format"] = {"type": "json_object"}
-        for name in ("max_tokens", "top_p", "seed"):
+        if request.max_tokens is not None:
+            params["max_completion_tokens" if reasoning_model(self.model) else "max_tokens"] = request.max_tokens
+        for name in ("top_p", "seed", "reasoning_effort"):
             value = getattr(request, name)
             if value is not None:
                 params[name] = value
@@ -315,12 +356,12 @@ class OpenAIChatModel(RemoteChatModel):
             pieces.append(piece)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
-    async def _send(self, session: aiohttp.ClientSession, prepared: bytes) -> tuple[bytes, float]:
+    async def _send(self, session: aiohttp.ClientSession, prepared: tuple[bytes, Any]) -> tuple[bytes, float]:
         assert self._url is not None  # resolved with the session
         started = time.perf_counter()
         async with session.post(
             self._url,
-            data=prepared,
+            data=prepared[0],
             # Per request, not the session's default headers: aiohttp sends those to a proxy too, and turns
             # `Authorization` (the key) into the proxy's `Proxy-Authorization`.
             headers=self._headers,
@@ -336,8 +377,8 @@ class OpenAIChatModel(RemoteChatModel):
             raise AttemptFailure("http", error_message(payload, status), status=status, retry_after=retry_after)
         return payload, time.perf_counter() - started
 
-    def _parse(self, payload: bytes, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
-        return parse_completion(payload, self.model, latency_s, attempts)
+    def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
+        return parse_completion(payload, self.model, latency_s, attempts, prepared[1])
 
     def _failure(self, exc: Exception) -> AttemptFailure | None:
         import aiohttp

@@ -199,14 +199,16 @@ class RemoteChatModel:
         raise NotImplementedError
 
     def _prepare(self, request: ChatRequest) -> Any:
-        """The request as the provider takes it, built once for all its attempts."""
+        """The request as the provider takes it, built once for all its attempts; a `TransportError` with a `fix`
+        (nothing sent) for a setting this API does not have."""
         raise NotImplementedError
 
     async def _send(self, session: Any, prepared: Any) -> tuple[Any, float]:
         """One attempt: what came back and the seconds it took; `AttemptFailure` for a failure it sorts itself."""
         raise NotImplementedError
 
-    def _parse(self, payload: Any, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
+    def _parse(self, payload: Any, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
+        """The response from what came back; `prepared` says what was sent (recorded as `ChatResponse.sent`)."""
         raise NotImplementedError
 
     def _failure(self, exc: Exception) -> AttemptFailure | None:
@@ -248,7 +250,7 @@ class RemoteChatModel:
                         raise  # not the endpoint's failure: a fault of edsb's own
                     raise failure from exc
             self._reach.answered = True
-            return self._parse(payload, latency_s, number, request)
+            return self._parse(payload, latency_s, number, prepared)
 
         return await send_with_retries(attempt, self.retry, self._reach, self._describe)
 

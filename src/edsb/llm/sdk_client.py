@@ -1,11 +1,14 @@
 """`anthropic:<model>` and `google:<model>`: Claude and Gemini through their official SDKs (extras `anthropic`,
-`google`), with every request built as the official implementation builds it.
+`google`), with every request built as the official implementation builds it, in the API's dialect of today.
 
-- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are,
-  `max_tokens` (2,048 unless `--max-tokens`), the temperature; no JSON mode (the API has none) and no seed.
+- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are, `max_tokens`
+  (2,048 unless `--max-tokens`, plus the thinking budget); the temperature only where the installed SDK's API
+  version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for; no JSON mode (the API
+  has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the first text block the answer.
 - Google (google-genai): a chat whose history is every turn but the last, which is then sent; `system_instruction`,
-  `max_output_tokens` (2,048 unless `--max-tokens`), the temperature, and `response_mime_type` `application/json`
-  when the Narrator asks for JSON; `seed` only with `--model-seed`.
+  `max_output_tokens` (the answer's 2,048 unless `--max-tokens`, plus room for a thinking model's thinking), the
+  temperature when given, `response_mime_type` `application/json` when the Narrator asks for JSON, a thinking budget
+  or level when given; `seed` only with `--model-seed`. Thought parts are the reasoning, and their tokens are output.
 
 The SDKs build, send and parse; edsb keeps what makes every remote model fail alike: the SDKs' own retries are off
 and the one retry loop of `retry.py` runs instead (with `Retry-After`, Anthropic's `anthropic-ratelimit-*-reset`
@@ -17,6 +20,7 @@ takes the environment's proxy and the system's trust store as that client does.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import time
@@ -24,16 +28,23 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from edsb.llm.errors import ModelSpecError, ProviderSdkError
+from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError, setting_fix
 from edsb.llm.openai_client import error_message
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 from edsb.llm.providers import PROVIDERS, Provider
+from edsb.llm.reasoning import REDACTED, Split, split_think
 from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
 from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
     import httpx2
 
+# Gemini models that think by default, within the output cap; the room their thinking gets on top of the answer's
+# unless a budget is given: the largest thinking budget Gemini 2.5 Pro takes, so thinking never cuts an answer short.
+THINKING_GEMINI = ("gemini-2.5", "gemini-3")
+THINKING_ROOM = 32_768
+# Gemini's finish reasons that stop a candidate for safety or policy: the model's refusal.
+SAFETY_STOPS = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"})
 # The hosts the SDKs address when no --base-url is given (part of the model identity).
 ANTHROPIC_URL = "https://api.anthropic.com"
 GOOGLE_URL = "https://generativelanguage.googleapis.com"
@@ -195,48 +206,79 @@ class AnthropicChatModel(SdkChatModel):
             api_key=self._api_key, base_url=self.base_url, http_client=http, max_retries=0
         )
 
+    def api_version(self) -> str:
+        """The Messages API version the installed SDK speaks (its `anthropic-version` header)."""
+        return str(getattr(importlib.import_module("anthropic._constants"), "ANTHROPIC_API_VERSION", "unknown"))
+
+    def _takes(self, name: str) -> bool:
+        """Whether the installed SDK's `messages.create` takes `name`: its request type has the API version's
+        parameters (version 2026-10-21 has no `temperature`, `top_p` or `top_k`)."""
+        params = importlib.import_module("anthropic.types.message_create_params").MessageCreateParamsNonStreaming
+        return name in params.__required_keys__ | params.__optional_keys__
+
     def params(self, request: ChatRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.create`, as the reference passes them."""
+        """The keyword arguments of `messages.create`: the system message apart, the turns as they are, `max_tokens`
+        the answer's room plus any thinking budget; thinking and effort when asked for. The sampling settings go only
+        where the installed SDK's API version has them (its request type names them): version 2026-10-21 has none,
+        and `sent` records that none went. No JSON mode (the API has none) and no seed."""
         system, turns = _split_system(request.messages)
+        budget = request.thinking_budget
+        room = request.max_tokens or self.provider.max_tokens or 0
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": message.role, "content": message.content} for message in turns],
-            "max_tokens": request.max_tokens or self.provider.max_tokens,
+            "max_tokens": room + (budget or 0),
         }
         if system is not None:
             params["system"] = system
-        # The SDK's signature no longer names the sampling settings (newer models refuse them); the API still takes
-        # them for the models that do, and the reference sends the temperature: they go in the body as they are.
-        sampling = {"temperature": request.temperature, "top_p": request.top_p}
-        if any(value is not None for value in sampling.values()):
-            params["extra_body"] = {name: value for name, value in sampling.items() if value is not None}
+        for name, value in (("temperature", request.temperature), ("top_p", request.top_p)):
+            if value is not None and self._takes(name):  # never what the API version lacks (`sent` shows it)
+                params[name] = value
+        if request.thinking_level is not None:
+            raise TransportError(
+                "rejected",
+                f"Anthropic's Messages API version {self.api_version()} has no thinking level",
+                attempts=0,
+                fix="it takes --thinking-budget and --reasoning-effort: drop --thinking-level",
+            )
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}
+        if request.reasoning_effort is not None:
+            params["output_config"] = {"effort": request.reasoning_effort}
         return params
 
-    def _prepare(self, request: ChatRequest) -> dict[str, Any]:
-        return self.params(request)
+    def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        params = self.params(request)
+        sent = {"anthropic-version": self.api_version()}
+        sent.update((name, value) for name, value in params.items() if name not in ("model", "messages", "system"))
+        return params, sent
 
-    async def _send(self, client: Any, prepared: dict[str, Any]) -> tuple[Any, float]:
+    async def _send(self, client: Any, prepared: tuple[dict[str, Any], Any]) -> tuple[Any, float]:
         started = time.perf_counter()
-        message = await client.messages.create(**prepared)
+        message = await client.messages.create(**prepared[0])
         return message, time.perf_counter() - started
 
-    def _parse(self, result: Any, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
         content = getattr(result, "content", None)
         usage = getattr(result, "usage", None)
         if not isinstance(content, list) or usage is None:
             raise AttemptFailure("invalid_response", "the reply is not a message (no content or usage)")
-        # The reference reads the first block; a reply without text blocks is an empty answer.
-        texts = [block.text for block in content if getattr(block, "type", None) == "text"]
+        split = _split_blocks(content)
         model = getattr(result, "model", None)
         stop = getattr(result, "stop_reason", None)
+        details = getattr(usage, "output_tokens_details", None)
+        thinking = getattr(details, "thinking_tokens", None)
         return ChatResponse(
-            text=texts[0] if texts and isinstance(texts[0], str) else "",
+            **split.fields(),
             prompt_tokens=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
             completion_tokens=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
+            reasoning_tokens=None if thinking is None else token_count(thinking, "usage.output_tokens_details"),
             latency_s=latency_s,
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=stop if isinstance(stop, str) else None,
             attempts=attempts,
+            refusal=(split.answer or "the model refused (stop_reason refusal)") if stop == "refusal" else None,
+            sent=prepared[1],
         )
 
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
@@ -248,6 +290,36 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
+
+
+def _split_blocks(content: list[Any]) -> Split:
+    """Anthropic's content blocks: the first text block is the answer (as the reference reads it), thinking and
+    redacted-thinking blocks the reasoning; other blocks are noted and left out."""
+    texts = [block.text for block in content if getattr(block, "type", None) == "text"]
+    split = split_think(texts[0] if texts and isinstance(texts[0], str) else "")
+    for block in content:
+        kind = getattr(block, "type", None)
+        if kind == "thinking":
+            thinking = getattr(block, "thinking", None)
+            if isinstance(thinking, str):
+                split.add(thinking, "thinking_blocks")
+            else:
+                split.add("", "unreadable: a thinking block")
+        elif kind == "redacted_thinking":
+            split.add(REDACTED, "thinking_blocks")
+        elif kind != "text":
+            split.add("", f"unreadable: a content block of type {kind!r}")
+    return split
+
+
+def _split_gemini_parts(parts: list[Any]) -> Split:
+    """Gemini's parts: text parts marked `thought` are the reasoning, the other text parts the answer."""
+    answer = [part.text for part in parts if isinstance(getattr(part, "text", None), str) and not part.thought]
+    split = split_think("".join(answer))
+    for part in parts:
+        if getattr(part, "thought", None) and isinstance(getattr(part, "text", None), str):
+            split.add(part.text, "thought_parts")
+    return split
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
@@ -289,59 +361,112 @@ class GoogleChatModel(SdkChatModel):
         # The Gemini API, never Vertex AI, whatever GOOGLE_GENAI_USE_VERTEXAI says: the key is a Gemini API key.
         return self._sdk().Client(api_key=self._api_key, vertexai=False, http_options=options)
 
+    def thinking_model(self) -> bool:
+        """Gemini 2.5 and 3 think before they answer, by default, within the same output cap."""
+        name = self.model.removeprefix("models/").lower()
+        return name.startswith(THINKING_GEMINI)
+
+    def thinking(self, request: ChatRequest) -> tuple[dict[str, Any] | None, int]:
+        """The `thinking_config` to send and the room it needs on top of the answer's: a budget as asked (0: no
+        thinking), else a level, else (for a thinking model) the provider's own thinking with `THINKING_ROOM`. The
+        thoughts are asked for (`include_thoughts`) so that they are read as reasoning, not lost."""
+        budget, level = request.thinking_budget, request.thinking_level
+        if budget is None and level is None:
+            return ({"include_thoughts": True}, THINKING_ROOM) if self.thinking_model() else (None, 0)
+        config: dict[str, Any] = {"include_thoughts": bool(budget) or budget is None}
+        if budget is not None:
+            config["thinking_budget"] = budget
+        if level is not None:
+            config["thinking_level"] = level
+        return config, THINKING_ROOM if budget is None else budget
+
     def chat_arguments(self, request: ChatRequest) -> tuple[dict[str, Any], str]:
-        """The arguments of `chats.create` and the message then sent, as the reference builds them."""
+        """The arguments of `chats.create` and the message then sent, as the reference builds them: the output cap
+        is the answer's room (2,048 unless `--max-tokens`) plus the room thinking needs."""
+        if request.reasoning_effort is not None:
+            raise TransportError(
+                "rejected",
+                "the Gemini API has no reasoning_effort",
+                attempts=0,
+                fix="it takes --thinking-budget or --thinking-level: drop --reasoning-effort",
+            )
         types = self._sdk().types
         system, turns = _split_system(request.messages)
         history = [
             types.Content(role="user" if message.role == "user" else "model", parts=[types.Part(text=message.content)])
             for message in turns[:-1]
         ]
+        thinking, room = self.thinking(request)
         config: dict[str, Any] = {
             "system_instruction": system,
             "temperature": request.temperature,
-            "max_output_tokens": request.max_tokens or self.provider.max_tokens,
+            "max_output_tokens": (request.max_tokens or self.provider.max_tokens or 0) + room,
             "response_mime_type": "application/json" if request.json_mode else None,
+            "top_p": request.top_p,
+            "seed": request.seed,
         }
-        if request.top_p is not None:
-            config["top_p"] = request.top_p
-        if request.seed is not None:
-            config["seed"] = request.seed
-        arguments = {"model": self.model, "history": history, "config": types.GenerateContentConfig(**config)}
+        try:
+            generation = types.GenerateContentConfig(
+                **config, thinking_config=None if thinking is None else types.ThinkingConfig(**thinking)
+            )
+        except ValueError as exc:  # a value the SDK's types refuse (a thinking level it does not know)
+            message = one_line(f"the google-genai SDK refuses the settings: {exc}", 400)
+            fix = setting_fix(400, str(exc)) or "change the generation settings"
+            raise TransportError("rejected", message, attempts=0, fix=fix) from None
+        arguments = {"model": self.model, "history": history, "config": generation}
         return arguments, turns[-1].content if turns else ""
 
-    def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], str]:
-        return self.chat_arguments(request)
+    def _prepare(self, request: ChatRequest) -> tuple[tuple[dict[str, Any], str], dict[str, Any]]:
+        arguments, last = self.chat_arguments(request)
+        sent = arguments["config"].model_dump(mode="json", by_alias=True, exclude_none=True)
+        sent.pop("systemInstruction", None)
+        return (arguments, last), sent
 
-    async def _send(self, client: Any, prepared: tuple[dict[str, Any], str]) -> tuple[Any, float]:
-        arguments, last = prepared
+    async def _send(self, client: Any, prepared: tuple[tuple[dict[str, Any], str], Any]) -> tuple[Any, float]:
+        arguments, last = prepared[0]
         started = time.perf_counter()
         chat = client.aio.chats.create(**arguments)
         response = await chat.send_message(last)
         return response, time.perf_counter() - started
 
-    def _parse(self, result: Any, latency_s: float, attempts: int, request: ChatRequest) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
+        usage = getattr(result, "usage_metadata", None)
+        answered = token_count(getattr(usage, "candidates_token_count", None), "usageMetadata.candidatesTokenCount")
+        thoughts = getattr(usage, "thoughts_token_count", None)
+        thought = None if thoughts is None else token_count(thoughts, "usageMetadata.thoughtsTokenCount")
+        version = getattr(result, "model_version", None)
+        common: dict[str, Any] = {
+            "prompt_tokens": token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
+            "completion_tokens": answered + (thought or 0),  # thinking is billed as output
+            "reasoning_tokens": thought,
+            "latency_s": latency_s,
+            "model": version if isinstance(version, str) and version else self.model,
+            "attempts": attempts,
+            "sent": prepared[1],
+        }
         candidates = getattr(result, "candidates", None)
         if not candidates:
-            feedback = getattr(result, "prompt_feedback", None)
+            return self._blocked(getattr(result, "prompt_feedback", None), common)
+        finish = getattr(candidates[0], "finish_reason", None)
+        finish_reason = getattr(finish, "value", finish) if finish is not None else None
+        split = _split_gemini_parts(getattr(getattr(candidates[0], "content", None), "parts", None) or [])
+        refusal = None
+        if finish_reason in SAFETY_STOPS:
+            detail = getattr(candidates[0], "finish_message", None) or ""
+            refusal = f"stopped for {finish_reason}" + (f": {detail}" if detail else "")
+        return ChatResponse(**split.fields(), finish_reason=finish_reason, refusal=refusal, **common)
+
+    def _blocked(self, feedback: Any, common: dict[str, Any]) -> ChatResponse:
+        """A reply without candidates: a prompt blocked for safety is the model's refusal; anything else is no
+        response at all."""
+        reason = getattr(feedback, "block_reason", None)
+        if reason is None:
             detail = f" ({one_line(str(feedback))})" if feedback else ""
             raise AttemptFailure("invalid_response", f"the reply has no candidates{detail}")
-        usage = getattr(result, "usage_metadata", None)
-        finish = getattr(candidates[0], "finish_reason", None)
-        parts = getattr(getattr(candidates[0], "content", None), "parts", None) or []
-        text = "".join(part.text for part in parts if isinstance(getattr(part, "text", None), str))
-        version = getattr(result, "model_version", None)
-        return ChatResponse(
-            text=text,
-            prompt_tokens=token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
-            completion_tokens=token_count(
-                getattr(usage, "candidates_token_count", None), "usageMetadata.candidatesTokenCount"
-            ),
-            latency_s=latency_s,
-            model=version if isinstance(version, str) and version else self.model,
-            finish_reason=getattr(finish, "value", finish) if finish is not None else None,
-            attempts=attempts,
-        )
+        reason = str(getattr(reason, "value", reason))
+        message = getattr(feedback, "block_reason_message", None) or ""
+        refusal = f"prompt blocked: {reason}" + (f": {message}" if message else "")
+        return ChatResponse(text="", finish_reason=reason, refusal=refusal, **common)
 
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
         from google.genai import errors
