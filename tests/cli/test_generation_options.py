@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from edsb.llm import read_transcripts
 from edsb.runner.dialects import DEFAULT_EFFORT, anthropic_api
 from tests.support.edsb_cli import Outcome
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, Reply
 
 QUIET = ("--no-cache", "--max-retries", "0", "--quiet", "--concurrency", "1")
 ONE_RUN = ("--cases", "13", "--distraction", "0")
@@ -164,3 +165,21 @@ def test_a_replay_asks_with_the_recorded_settings(edsb: Callable[..., Outcome], 
     first, again = (json.loads(Path(d, "config.json").read_text()) for d in ("first", "again"))
     fields = ("temperature", "model_seed", "max_tokens", "json_mode", "reasoning_effort")
     assert [again[name] for name in fields] == [first[name] for name in fields]
+
+
+def test_the_reasoning_is_kept_in_the_transcripts_sample_log_and_report(
+    edsb: Callable[..., Outcome], openai_server: OpenAIServer
+) -> None:
+    thought = "Ryan is tired after work, so nothing happens yet."
+    openai_server.handler = lambda request: Reply.completion(
+        f'<think>{thought}</think>{{"reasoning": "", "event": {{}}}}'
+    )
+    assert _run(edsb, openai_server, Path("out")).returncode == 0
+    (record,) = read_transcripts(Path("out"))
+    assert record.response is not None and record.response.reasoning == thought
+    assert record.response.text == '{"reasoning": "", "event": {}}'  # the answer alone, judged
+    (line,) = edsb("report", "out", "--format", "samples").stdout.splitlines()
+    assert json.loads(line)["exchanges"][0]["reasoning"] == thought
+    assert edsb("report", "out", "--format", "html", "-o", "report.html").returncode == 0
+    page = Path("report.html").read_text()
+    assert thought in page and '"model reasoning"' in page  # a folded block of its own, above the reply
