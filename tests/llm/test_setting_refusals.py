@@ -119,3 +119,12 @@ def test_a_refused_setting_stops_the_sweep_and_scores_nothing(
     assert len(openai_server.chat_requests) == 1  # the first refusal stopped the sweep
     results = out / "results.jsonl"
     assert not results.exists() or results.read_text() == ""  # nothing recorded as the model's failure
+
+
+def test_check_model_names_the_fix_of_a_refused_setting(openai_server: OpenAIServer) -> None:
+    from edsb.llm import check_model
+
+    openai_server.enqueue(Reply.error(400, OPENAI_TEMPERATURE))
+    result = check_model("openai:gpt-5", base_url=openai_server.base_url, retry=FAST)
+    assert result["ok"] is False and OPENAI_TEMPERATURE in result["error"]
+    assert result["fix"] == "the model takes no temperature but its default: pass --temperature default"

@@ -154,9 +154,10 @@ async def check_model_async(
         request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
     try:
         response = await model.complete(request)
-    except (TransportError, EdsbError) as exc:
-        fix = getattr(exc, "fix", None)  # a refused setting: the option that fixes it
-        return {"ok": False, "model": spec, "error": str(exc), **({"fix": fix} if fix else {})}
+    except TransportError as exc:  # a refused setting says which option fixes it
+        return {"ok": False, "model": spec, "error": str(exc), **({"fix": exc.fix} if exc.fix else {})}
+    except EdsbError as exc:
+        return {"ok": False, "model": spec, "error": str(exc)}
     finally:
         await model.aclose()
     return {
