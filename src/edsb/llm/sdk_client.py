@@ -301,8 +301,10 @@ def _split_blocks(content: list[Any]) -> Split:
         kind = getattr(block, "type", None)
         if kind == "thinking":
             thinking = getattr(block, "thinking", None)
-            readable = isinstance(thinking, str)
-            split.add(thinking if readable else "", "thinking_blocks" if readable else "unreadable: a thinking block")
+            if isinstance(thinking, str):
+                split.add(thinking, "thinking_blocks")
+            else:
+                split.add("", "unreadable: a thinking block")
         elif kind == "redacted_thinking":
             split.add(REDACTED, "thinking_blocks")
         elif kind != "text":

@@ -20,8 +20,9 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
-from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message
+from edsb.llm.protocol import ChatModel, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
+from edsb.planning.generation import GenerationSettings
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
@@ -51,9 +52,7 @@ class RunServices:
 
     benchmark: Benchmark
     model: ChatModel
-    temperature: float = 0.1
-    max_tokens: int | None = None  # the reply's token cap sent with every request (None: none sent)
-    model_seed: int | None = None  # repeat r sends model_seed + r (None: no seed sent)
+    generation: GenerationSettings = field(default_factory=GenerationSettings)  # what every request asks for
     seed: int = 0
     # Keys the PI sampler's draws, never the code's: the child knows its own seed but not this ("": the earlier
     # derivation from the seed and the run key alone, which the run's code can recompute).
@@ -110,14 +109,8 @@ class RunTrace:
 
 
 async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
-    model_request = ChatRequest(
-        messages=tuple(Message.model_validate(message) for message in request.messages),
-        temperature=services.temperature,
-        json_mode=request.json_mode,
-        sample_index=key.repeat,
-        max_tokens=services.max_tokens,
-        seed=None if services.model_seed is None else services.model_seed + key.repeat,
-    )
+    messages = (Message.model_validate(message) for message in request.messages)
+    model_request = services.generation.request(messages, json_mode=request.json_mode, repeat=key.repeat)
     if services.transcripts is not None:
         response = await services.transcripts.complete(
             services.model, model_request, run=key.file_stem, module=request.module
@@ -290,7 +283,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
         status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
         if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
-            cap = f" of {services.max_tokens}" if services.max_tokens else ""
+            cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
             message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run

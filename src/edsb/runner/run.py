@@ -90,9 +90,7 @@ def run_benchmark(
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
-    limits = SandboxLimits(
-        sandbox=config.sandbox, timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20
-    )
+    limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
@@ -165,9 +163,7 @@ def _services(
     return RunServices(
         benchmark=benchmark,
         model=model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        model_seed=config.model_seed,
+        generation=config.generation,
         seed=config.seed,
         sampler_secret=config.sampler_secret or "",
         sampler=config.sampler,
