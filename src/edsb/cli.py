@@ -639,7 +639,7 @@ def run_command(
     _close_run(summary, outcome, out)
 
 
-def _close_run(summary: dict[str, Any], outcome: Any, out: Path) -> None:
+def _close_run(summary: RunSummary, outcome: Any, out: Path) -> None:
     """The brief table, why runs failed (if they all did), the counts, and an error for incomplete runs."""
     from edsb.report.render import render_report
 
