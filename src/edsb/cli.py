@@ -6,7 +6,7 @@ import gc
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -714,28 +714,13 @@ def report_command(
 ) -> None:
     """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and their reasons, and
     per-case counts; `--format html -o report.html` writes one self-contained page with a drill-down per run."""
-    from edsb.data.benchmark import Benchmark
     from edsb.report.render import open_run, render_report
 
-    if fmt == ReportFormat.HTML:
-        from edsb.report.html import write_html_report
-
-        if output is None:
-            raise UsageError("--format html needs -o FILE.html")
-        written = write_html_report(run_dir, output, Benchmark.open(data))
-        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+    # 1. The two formats that are files of their own: the HTML page and the sample log.
+    if fmt in (ReportFormat.HTML, ReportFormat.SAMPLES):
+        _write_pages(fmt, run_dir, output, data)
         return
-    if fmt == ReportFormat.SAMPLES:
-        from edsb.report.samples import write_samples
-
-        if output is None:
-            write_samples(run_dir, sys.stdout)
-            return
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as handle:
-            count = write_samples(run_dir, handle)
-        err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
-        return
+    # 2. The summary, and its notes.
     run, summary = open_run(run_dir)
     config = run.config.model_dump()
     for note in summary.notes:
@@ -751,23 +736,52 @@ def report_command(
             config, summary, fmt, intervals=intervals, prices=prices, console=console, show_all=show_all
         )
 
-    if output is None:
-        text = render(out)
-        if text is not None:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as handle:  # a table goes to the file as plain text, no colours
-            text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
-            if text is not None:
-                handle.write(text if text.endswith("\n") else text + "\n")
-        err.print(f"report written to {output}", markup=False, highlight=False)
+    # 3. The report, to the terminal or a file; 4. the figure, if asked for.
+    _emit(render, output)
     if plot is not None:
         from edsb.report.plots import plot_summary
 
         label = f" — {summary.perturbation}" if summary.perturbation else ""
         written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
+
+
+def _write_pages(fmt: ReportFormat, run_dir: Path, output: Path | None, data: Path | None) -> None:
+    """`--format html` (a file, which -o must name) or `--format samples` (a file, or stdout)."""
+    if fmt == ReportFormat.HTML:
+        from edsb.data.benchmark import Benchmark
+        from edsb.report.html import write_html_report
+
+        if output is None:
+            raise UsageError("--format html needs -o FILE.html")
+        written = write_html_report(run_dir, output, Benchmark.open(data))
+        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+        return
+    from edsb.report.samples import write_samples
+
+    if output is None:
+        write_samples(run_dir, sys.stdout)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        count = write_samples(run_dir, handle)
+    err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
+
+
+def _emit(render: Callable[[Console], str | None], output: Path | None) -> None:
+    """Write what `render` returns (a table prints itself to its console and returns None) to stdout or a file;
+    a table goes to a file as plain text, without colours."""
+    if output is None:
+        text = render(out)
+        if text is not None:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
+        if text is not None:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    err.print(f"report written to {output}", markup=False, highlight=False)
 
 
 @app.command("show", cls=_Command)

@@ -260,38 +260,8 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     scenario = build_scenario(services.benchmark, case, key.distraction, key.repeat, get_variant(key.variant))
     trace = RunTrace()
     started = time.perf_counter()
-    plan: dict[str, Any] | None = None
-    reason: str | None = None
-    error_kind: ErrorKind | None = None
-    message: str | None = None
-    sampler_miss: bool | None = None
-    try:
-        plan = await plan_run(services, key, scenario, trace)
-        verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
-        status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
-        error_kind = verdict.error
-        message = verdict.describe_error()
-        reason = verdict.reason
-        if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
-            sampler_miss = status is RunStatus.FAILED and await asyncio.to_thread(
-                _optimal_would_pass, services, key, scenario, plan
-            )
-    except TransportError as exc:
-        status, error_kind, message = _transport_outcome(exc)
-    except RunError as exc:
-        # An execution error: every RunError is raised where the reference's run fails on what the model answered
-        # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
-        status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
-        if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
-            cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
-            message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
-    except ReplayError:
-        raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
-    except Exception as exc:
-        # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
-        # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
-        status, error_kind, message = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR, _internal_error(exc)
-    kept = _kept(services, trace, error=message, reason=reason, plan=plan, event=trace.event)
+    outcome = await _outcome(services, key, scenario, trace)
+    kept = _kept(services, trace, error=outcome.message, reason=outcome.reason, plan=outcome.plan, event=trace.event)
     return RunResult(
         key=key.id,
         variant=key.variant,
@@ -300,8 +270,8 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         repeat=key.repeat,
         scene=case.scene_name,
         tags=list(case.tags),
-        status=status,
-        error_kind=error_kind,
+        status=outcome.status,
+        error_kind=outcome.error_kind,
         **kept,
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
@@ -310,8 +280,60 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         wall_s=round(time.perf_counter() - started, 3),
         model=trace.model or services.model.identity,
         sampler=_sampler_record(services, scenario),
-        sampler_miss=sampler_miss,
+        sampler_miss=outcome.sampler_miss,
         sandbox=services.limits.sandbox,
         surrogates_replaced=sorted(trace.repairs.surrogates),
         truncated=sorted(trace.repairs.truncated),
     )
+
+
+@dataclass
+class _Outcome:
+    """What a run came to: its status and error, and what it got as far as (a plan, the judge's reason)."""
+
+    status: RunStatus = RunStatus.INCOMPLETE
+    error_kind: ErrorKind | None = None
+    message: str | None = None
+    reason: str | None = None
+    plan: dict[str, Any] | None = None
+    sampler_miss: bool | None = None
+
+
+async def _outcome(services: RunServices, key: RunKey, scenario: Scenario, trace: RunTrace) -> _Outcome:
+    """Plan and judge the run; every failure after set-up becomes the outcome of its kind (the model's execution
+    error, a run the model never answered, or a fault of edsb's own)."""
+    outcome = _Outcome()
+    try:
+        await _plan_and_judge(services, key, scenario, trace, outcome)
+    except TransportError as exc:
+        outcome.status, outcome.error_kind, outcome.message = _transport_outcome(exc)
+    except RunError as exc:
+        # An execution error: every RunError is raised where the reference's run fails on what the model answered
+        # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
+        outcome.status, outcome.error_kind, outcome.message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
+        if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
+            cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
+            outcome.message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
+    except ReplayError:
+        raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
+    except Exception as exc:
+        # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
+        # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
+        outcome.status, outcome.error_kind = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR
+        outcome.message = _internal_error(exc)
+    return outcome
+
+
+async def _plan_and_judge(
+    services: RunServices, key: RunKey, scenario: Scenario, trace: RunTrace, outcome: _Outcome
+) -> None:
+    """1. the plan; 2. the judge's verdict; 3. for a failed run of the reference sampler, whether the optimiser's
+    placement would have passed (`sampler_miss`). `outcome` keeps what each step got, should a later one raise."""
+    outcome.plan = plan = await plan_run(services, key, scenario, trace)
+    verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
+    outcome.status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
+    outcome.error_kind, outcome.message, outcome.reason = verdict.error, verdict.describe_error(), verdict.reason
+    if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
+        outcome.sampler_miss = outcome.status is RunStatus.FAILED and await asyncio.to_thread(
+            _optimal_would_pass, services, key, scenario, plan
+        )
