@@ -22,9 +22,10 @@ from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
 from edsb.llm.factory import CHECK_TIMEOUT_S
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
-from edsb.planning.variants import PresetName, SamplerName, SandboxChoice, VariantName
+from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
 from edsb.runner.config import config_default, run_overrides
+from edsb.sandbox.limits import SandboxChoice
 
 if TYPE_CHECKING:
     from edsb.report.summary_types import RunSummary

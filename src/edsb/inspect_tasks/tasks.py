@@ -30,11 +30,12 @@ from edsb.errors import UsageError, closest, hint, validation_message
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.config import RunConfig, config_default, run_overrides
 from edsb.runner.keys import expand_keys
 from edsb.sandbox import check_sandbox
+from edsb.sandbox.limits import SandboxChoice, choose_sandbox
 from edsb.scoring.metrics import TOTAL
 
 SCORE_METADATA = {

@@ -20,10 +20,10 @@ from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
-from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
 from edsb.runner.dialects import provider_refuses, temperature_not_sent
-from edsb.sandbox.limits import SandboxLimits, SandboxName
+from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served

@@ -13,7 +13,7 @@ Modules of the default path: `pool` (the parent's side), `worker` (the template'
 (containment, the host probe), `selfcheck` (`edsb sandbox check`), `exact` (the reference's `exec`), `answers` (what
 a child sends), `wire` (frames and plain values), `code_api` (the API the code calls), `provenance` (the marks that
 make an exception the model's, and where an edsb fault was raised), `source` (finding and rewriting the code in a
-reply), `limits` (settings and inputs) and `errors`. `restricted/`: `policy` and `modules` (RestrictedPython's
+reply), `limits` (settings, the `--sandbox` choice, and inputs) and `errors`. `restricted/`: `policy` and `modules` (RestrictedPython's
 rules, guards and importable modules), `blame` (under `restricted`, an exception raised while the code ran is the
 model's execution error only if the model's code, or its use of the API, caused it; a fault of edsb's own code is an
 `EdsbFault`: the run is incomplete, never counted against the model) and `run`. Under `exact` every failure is the
