@@ -48,28 +48,54 @@ def template_main() -> None:
     """The template process, started by the pool (`pool._Template.start`): prepare once, then fork a child for each
     request on stdin (a Unix socket that also carries the child's socket) until stdin closes. It never runs model
     code; each child serves one run and exits."""
-    import resource
+    # 1. The control socket, and standard streams that cannot corrupt it; 2. the preparation shared by every child.
+    control = _control_socket()
+    if not _prepare(control):
+        return
+    control.sendall(frame({"status": "ready"}))
+    # 3. Each command: reap the children the parent is done with, load the scenes asked for, fork the children.
+    scenes: dict[tuple[str, ...], Any] = {}
+    unloadable: dict[tuple[str, ...], str] = {}
+    while (received := _next_command(control)) is not None:
+        command, fds = received
+        for pid in command.get("done", ()):  # children the parent killed after their answer: reap them
+            _reap(int(pid))
+        if command["op"] == "reap":
+            control.sendall(frame({"status": _reap(int(command["pid"]))}))
+            continue
+        _load_scenes(command["scenes"], scenes, unloadable)
+        pids, failure = _fork_children(control, fds, scenes, command["settings"])
+        held = [key for key in scenes if key[0] == "held"]
+        spawned = {"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())}
+        control.sendall(frame({**spawned, "message": failure} if failure else spawned))
 
-    # The control socket comes as stdin: moved off descriptor 0, which becomes /dev/null like 1 and 2 (stray writes,
-    # warnings and C libraries cannot corrupt the protocol, and every child's standard streams are plain files).
+
+def _control_socket() -> socket.socket:
+    """The control socket comes as stdin: moved off descriptor 0, which becomes /dev/null like 1 and 2 (stray
+    writes, warnings and C libraries cannot corrupt the protocol, and every child's standard streams are plain
+    files)."""
     control = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    return control
 
-    def answer(message: dict[str, Any]) -> None:
-        control.sendall(frame(message))
+
+def _prepare(control: socket.socket) -> bool:
+    """Imports, the kernel's layers (built once here, applied in every child) and the template's own limits; a
+    failure is told to the parent as fatal, and the template ends."""
+    import resource
 
     try:
         _warm_imports(sys.argv[4])
         memory = int(sys.argv[2])
         in_use = _address_space_in_use()
         if in_use is not None and memory < in_use + _MIN_HEADROOM_BYTES:
-            answer({"status": "fatal", "message": _too_little_memory(memory, in_use)})
-            return
-        if sys.platform.startswith("linux"):  # the layers this host has, built once here, applied in every child
+            control.sendall(frame({"status": "fatal", "message": _too_little_memory(memory, in_use)}))
+            return False
+        if sys.platform.startswith("linux"):
             kernel.prepare(protected=json.loads(sys.argv[3]))
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -79,59 +105,63 @@ def template_main() -> None:
         _yield_to_the_runner()
         _freeze_long_lived_objects()
     except Exception as exc:
-        answer({"status": "fatal", "message": exception_text(exc)})
-        return
-    answer({"status": "ready"})
+        control.sendall(frame({"status": "fatal", "message": exception_text(exc)}))
+        return False
+    return True
 
-    scenes: dict[tuple[str, ...], Any] = {}
-    unloadable: dict[tuple[str, ...], str] = {}
-    while True:
-        header, fds, _, _ = socket.recv_fds(control, HEADER.size, _MAX_BATCH)
-        if len(header) < HEADER.size:
-            rest = read_blocking(control.fileno(), HEADER.size - len(header))
-            if not header or rest is None:
-                return
-            header += rest
-        body = read_blocking(control.fileno(), HEADER.unpack(header)[0])
-        if body is None:
-            return
-        command = pickle.loads(body)
-        for pid in command.get("done", ()):  # children the parent killed after their answer: reap them
-            _reap(int(pid))
-        if command["op"] == "reap":
-            answer({"status": _reap(int(command["pid"]))})
-            continue
-        for spec in command["scenes"]:  # the benchmark scenes runs asked for: unpickled once, every fork has them
-            key = scene_key(spec)
-            if key not in unloadable and key not in scenes:
-                try:
-                    _api_scene(spec, scenes)
-                except Exception as exc:
-                    unloadable[key] = f"cannot load the scene in the sandbox: {exception_text(exc)}"
-        pids: list[int | None] = []
-        failure = ""
-        for channel in fds:
-            pid, failure = _fork() if not failure else (None, failure)
-            if pid is None:  # the kernel refuses: this channel gets no child, the parent is told why
-                os.close(channel)
-                pids.append(None)
-                continue
-            if pid == 0:  # the child: one run, then exit
-                try:
-                    control.close()
-                    for other in fds:
-                        if other != channel:
-                            with contextlib.suppress(OSError):
-                                os.close(other)
-                    _serve_one(channel, scenes, command["settings"])
-                finally:
-                    os._exit(0)
+
+def _next_command(control: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The parent's next command and the descriptors that came with it; None once the parent has closed."""
+    header, fds, _, _ = socket.recv_fds(control, HEADER.size, _MAX_BATCH)
+    if len(header) < HEADER.size:
+        rest = read_blocking(control.fileno(), HEADER.size - len(header))
+        if not header or rest is None:
+            return None
+        header += rest
+    body = read_blocking(control.fileno(), HEADER.unpack(header)[0])
+    if body is None:
+        return None
+    return pickle.loads(body), list(fds)
+
+
+def _load_scenes(specs: list[Any], scenes: dict[tuple[str, ...], Any], unloadable: dict[tuple[str, ...], str]) -> None:
+    """The benchmark scenes runs asked for: unpickled once, so every fork has them."""
+    for spec in specs:
+        key = scene_key(spec)
+        if key not in unloadable and key not in scenes:
+            try:
+                _api_scene(spec, scenes)
+            except Exception as exc:
+                unloadable[key] = f"cannot load the scene in the sandbox: {exception_text(exc)}"
+
+
+def _fork_children(
+    control: socket.socket, fds: list[int], scenes: dict[tuple[str, ...], Any], settings: dict[str, Any]
+) -> tuple[list[int | None], str]:
+    """One child per channel; once the kernel refuses a fork, the rest of the batch gets none, and the parent is
+    told why."""
+    pids: list[int | None] = []
+    failure = ""
+    for channel in fds:
+        pid, failure = _fork() if not failure else (None, failure)
+        if pid is None:
             os.close(channel)
-            pids.append(pid)
-            _cpu_limits[pid] = math.ceil(float(command["settings"]["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
-        held = [key for key in scenes if key[0] == "held"]
-        spawned = {"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())}
-        answer({**spawned, "message": failure} if failure else spawned)
+            pids.append(None)
+            continue
+        if pid == 0:  # the child: one run, then exit
+            try:
+                control.close()
+                for other in fds:
+                    if other != channel:
+                        with contextlib.suppress(OSError):
+                            os.close(other)
+                _serve_one(channel, scenes, settings)
+            finally:
+                os._exit(0)
+        os.close(channel)
+        pids.append(pid)
+        _cpu_limits[pid] = math.ceil(float(settings["cpu_seconds"])) + kernel.CPU_GRACE_SECONDS
+    return pids, failure
 
 
 _FORK_PATIENCE = 5.0  # seconds the template retries a refused fork (EAGAIN: a pids limit, reached for a while)
