@@ -56,7 +56,8 @@ SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
 
 class RunConfig(BaseModel):
-    """Every option of `edsb run`, resolved. Secrets never live here: only the *name* of the key variable."""
+    """Every option of `edsb run`, resolved. Credentials never live here: only the *name* of the key variable (the
+    sampler secret is none: it only keeps the PI draws out of model code's reach)."""
 
     model_config = ConfigDict(extra="forbid")
 
