@@ -360,11 +360,10 @@ def _wheel(root: Path) -> Layout:
     site-packages (a path in a .pth file, whose own .pth files, this checkout's editable finder among them, are not
     read), so the install is cheap and the edsb it runs is the wheel's."""
     wheels = root / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
-        check=True,
-        capture_output=True,
-    )
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)]
+    # With this interpreter's setuptools where it is recent enough (no download), else in pip's isolated build.
+    if subprocess.run([*build, "--no-build-isolation"], capture_output=True, check=False).returncode != 0:
+        subprocess.run(build, check=True, capture_output=True)
     [wheel] = wheels.glob("edsb-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -58,7 +58,8 @@ SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
 class RunConfig(GenerationSettings):
     """Every option of `edsb run`, resolved: the generation settings (their defaults are `GenerationSettings'`) and
-    the rest. Secrets never live here: only the *name* of the key variable."""
+    the rest. Credentials never live here: only the *name* of the key variable (the sampler secret is none: it only
+    keeps the PI draws out of model code's reach)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 
