@@ -95,15 +95,20 @@ class RunTrace:
     event: dict[str, Any] | None = None
     repairs: TextRepairs = field(default_factory=TextRepairs)
     cut: list[str] = field(default_factory=list)  # modules whose reply stopped at the token cap
+    cut_notes: list[str] = field(default_factory=list)  # how much of the cap thinking used, where a reply says
 
     def add(self, module: str, response: ChatResponse) -> None:
         if response.surrogates_replaced:
             self.repairs.surrogates.add(module)
         if response.finish_reason in CAP_FINISH_REASONS:
             self.cut.append(module)
+            if (note := response.cap_note()) is not None:
+                self.cut_notes.append(f"{module}: {note}")
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
+        if response.reasoning_tokens:  # inside the completion count, as billed; recorded apart where reported
+            entry["reasoning"] = entry.get("reasoning", 0) + response.reasoning_tokens
         self.latency_s += response.latency_s
         self.model = response.model
 
@@ -313,7 +318,10 @@ async def _outcome(services: RunServices, key: RunKey, scenario: Scenario, trace
         outcome.status, outcome.error_kind, outcome.message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
         if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
             cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
-            outcome.message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
+            thinking = f"; {', '.join(trace.cut_notes)}" if trace.cut_notes else ""
+            outcome.message += (
+                f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens{thinking})"
+            )
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
     except Exception as exc:
