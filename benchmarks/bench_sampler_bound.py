@@ -56,7 +56,7 @@ def main() -> None:
     _figure("hostile_refused_cpu_s", refused, f"{size} bytes, {terms} terms, limit {MAX_SAMPLING_TERMS}")
     if unbounded is not None:
         _figure("hostile_unbounded_cpu_s", unbounded, f"ratio {unbounded / refused:.0f} to the refusal")
-    _figure("worst_within_bound_cpu_s", worst, f"max of {draws} draws, target about 1 s")
+    _figure("worst_within_bound_cpu_s", worst, f"max of {draws} draws, target a few seconds")
     _figure("honest_cpu_s", honest, f"max of {draws} draws, ratio {worst / honest:.0f} below the worst")
     print(f"machine: {os.cpu_count()} cores, load average at start {loads}", flush=True)
 

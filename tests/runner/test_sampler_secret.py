@@ -149,6 +149,14 @@ def test_sampling_terms_count_what_the_annealer_evaluates() -> None:
     assert sampling_terms(scene, refused, characters=[]) == 2  # sampling stops at X's unknown anchor
 
 
+def test_the_bound_admits_every_plan_the_prompts_could_call_for() -> None:
+    """A bound that refused a plan a model could mean would change verdicts the reference gives: eight characters
+    (a scene's cast at distraction level 2), each placed by two relationships, stay within it."""
+    scene = load_scene(Benchmark.open(DATA), "House")
+    cast = {f"C{i}": ["close to table_1", "in front of fridge_1"] for i in range(8)}
+    assert sampling_terms(scene, cast, characters=[]) == 24 <= MAX_SAMPLING_TERMS
+
+
 def _pi_program_run(tmp_path: Path, body: str) -> dict:
     narrator = json.dumps({"event": {"characters": ["Theodore"], "activity": "stand by the fridge"}})
     with OpenAIServer(ProgramScript([program("plan", body)], narrator)) as server:
