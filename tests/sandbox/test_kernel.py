@@ -14,6 +14,7 @@ import pytest
 from edsb.sandbox import kernel
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
 from edsb.sandbox.selfcheck import run_contained
+from tests.support.data import require_data
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
@@ -138,10 +139,10 @@ def test_no_install_layout_lends_edsb(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = "/work/shared/edsb-data"
-    monkeypatch.setattr(sys, "path", [*sys.path, "/", "/work", "/etc", os.path.expanduser("~"), data, "/proc/self"])
+    data = str(require_data())
+    monkeypatch.setattr(sys, "path", [*sys.path, "/", "/srv", "/etc", os.path.expanduser("~"), data, "/proc/self"])
     paths = kernel._read_paths(protected=[data])
-    for forbidden in ("/", "/work", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
+    for forbidden in ("/", "/srv", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
         assert not any(kernel._within(forbidden, path) for path in paths), (forbidden, paths)
     import sysconfig
 
