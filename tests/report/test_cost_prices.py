@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edsb.report.cost import PRICES_AS_OF, Price, estimate_cost, price_for
+from edsb.report.summary_types import ModuleTokens, Tokens
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,13 @@ def test_command_line_prices_win() -> None:
 
 def test_cost_is_of_billed_output_thinking_included() -> None:
     # A Gemini run: 2,000 prompt tokens, 40 answer tokens and 1,200 thinking tokens, recorded as 1,240 completion.
-    tokens = {"by_module": {"narrator": {"prompt": 2_000, "completion": 1_240}}}
+    tokens = Tokens(
+        total_prompt=2_000,
+        total_completion=1_240,
+        by_module={"narrator": ModuleTokens(prompt=2_000, completion=1_240)},
+        mean_prompt_every_run=2_000,
+        mean_completion_every_run=1_240,
+    )
     price = price_for("google:gemini-2.5-flash")
     assert price is not None
     assert estimate_cost(tokens, price)["total"] == pytest.approx((2_000 * 0.30 + 1_240 * 2.50) / 1e6)
