@@ -3,7 +3,8 @@ template, the children) and wall per call, one call at a time and in a burst of 
 
 Arms: `exact` and `restricted` (this checkout: one fresh child per run, forked ahead from the template) and, with
 `--baseline-src DIR` (another checkout's `src`, e.g. `git archive main src | tar -x -C /tmp/main`), `persistent`:
-that checkout's pool as it is (before this process model, workers that served up to 500 runs each). Each arm runs in
+that checkout's pool as it is (before this process model, workers that served up to 500 runs each), with its default
+sandbox or `--baseline-sandbox`'s. Each arm runs in
 a process of its own, with its own checkout on the path, in ABBA order (`--rounds` times each arm); the figures are
 means over the rounds.
 
@@ -161,6 +162,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="a tiny version that runs in seconds")
     parser.add_argument("--baseline-src", type=Path, help="another checkout's src: its pool as the `persistent` arm")
+    parser.add_argument(
+        "--baseline-sandbox", choices=("exact", "restricted"), help="the baseline's sandbox (default: its default)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds (each arm runs this many times)")
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=1200, help=argparse.SUPPRESS)
@@ -184,7 +188,7 @@ def main() -> None:
     ]
     if args.baseline_src:
         compileall.compile_dir(str(args.baseline_src), quiet=1)
-        arms.insert(0, ("persistent", args.baseline_src.resolve(), None))
+        arms.insert(0, ("persistent", args.baseline_src.resolve(), args.baseline_sandbox))
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
     found: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in arms}
     for round_ in range(args.rounds):

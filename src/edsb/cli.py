@@ -6,7 +6,7 @@ import gc
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,8 +20,12 @@ from edsb import __version__
 from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError
-from edsb.planning.variants import PresetName, SamplerName, SandboxChoice, VariantName
+from edsb.llm.factory import CHECK_TIMEOUT_S
+from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
+from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
+from edsb.runner.config import config_default, run_overrides
+from edsb.sandbox.limits import SandboxChoice
 
 if TYPE_CHECKING:
     from edsb.report.summary_types import RunSummary
@@ -56,7 +60,7 @@ def _one_of(choices: Iterable[Enum | str]) -> str:
 
 
 MODEL_HELP = (
-    "`local` (the embedded SmolLM2, default), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER openai, "
+    "`local` (the embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER openai, "
     "deepinfra, groq, cerebras, lepton, anthropic or google, `replay:<run dir>`, `oracle` or `oracle-wrong`."
 )
 BASE_URL_HELP = "The provider's endpoint (default its own host; for openai, $OPENAI_BASE_URL if set)."
@@ -310,32 +314,152 @@ def score_command(
     err.print(summarize_scores(outputs).text(), markup=False, highlight=False)
 
 
+def _default(name: str) -> str:
+    """`RunConfig`'s default of a field as a help text shows it: `0.1`, `0-2`, `none`."""
+    value = config_default(name)
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        run = (
+            len(value) > 2 and all(isinstance(v, int) for v in value) and value == list(range(value[0], value[-1] + 1))
+        )
+        return f"{value[0]}-{value[-1]}" if run else ",".join(str(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _temperature(text: str) -> str | float:
+    """`--temperature`: a number from 0 to 2, or `default` (send none)."""
+    if text.strip().lower() == PROVIDER_DEFAULT:
+        return PROVIDER_DEFAULT
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is neither a number nor `{PROVIDER_DEFAULT}`") from None
+    if not 0.0 <= value <= 2.0:
+        raise typer.BadParameter(f"{text} is not in the range 0 to 2")
+    return value
+
+
+# The generation options, shared by `run` and `check-model` (which sends the very request a run sends).
+TemperatureOption = Annotated[
+    Any,
+    typer.Option(
+        parser=_temperature,
+        metavar="T",
+        help=f"Sampling temperature, or `{PROVIDER_DEFAULT}` to send none, so that the provider's own applies "
+        f"(default {_default('temperature')}, the paper's; none for an API without one).",
+        show_default=False,
+    ),
+]
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help="Token cap of each reply, the answer's room; a thinking budget comes on top (default as the paper's "
+        "client: none sent to OpenAI-compatible providers, the provider's cap for anthropic and google, the embedded "
+        "model's own).",
+    ),
+]
+ModelSeedOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="Sampling seed sent to the model, N + repeat per repeat (OpenAI-compatible `seed`, Gemini's `seed`; "
+        f"anthropic takes none; default {_default('model_seed')}, the embedded model 0).",
+    ),
+]
+ReasoningEffortOption = Annotated[
+    ReasoningEffort | None,
+    typer.Option(
+        metavar="LEVEL",
+        help=f"Reasoning effort: {_one_of(ReasoningEffort)} (OpenAI's `reasoning_effort`, Anthropic's effort; "
+        f"default {_default('reasoning_effort')}, so that the provider's own effort applies).",
+    ),
+]
+ThinkingBudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="Thinking tokens (Anthropic's extended thinking, Gemini 2.5's `thinkingBudget`), on top of the "
+        f"answer's cap (default {_default('thinking_budget')}).",
+    ),
+]
+ThinkingLevelOption = Annotated[
+    ThinkingLevel | None,
+    typer.Option(
+        metavar="LEVEL",
+        help=f"Gemini 3's `thinkingLevel`: {_one_of(ThinkingLevel)} (default {_default('thinking_level')}).",
+    ),
+]
+NoJsonModeOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-json-mode",
+        help="Send no `response_format` (for servers without JSON mode); the Narrator's prompt still asks for JSON.",
+    ),
+]
+
+
 @app.command("check-model", cls=_Command)
 def check_model_command(
-    model: Annotated[str, typer.Option("--model", metavar="MODEL", help=MODEL_HELP)] = "local",
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.", show_default=False
+        ),
+    ] = config_default("model"),
     base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(metavar="NAME", help=API_KEY_ENV_HELP),
-    ] = None,
-    timeout: Annotated[float, typer.Option(metavar="SECONDS", help="Seconds to wait for the answer.")] = 60.0,
+    api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", help=f"Seconds to wait for the answer (default {CHECK_TIMEOUT_S:g}).", show_default=False
+        ),
+    ] = CHECK_TIMEOUT_S,
+    temperature: TemperatureOption = None,
+    max_tokens: MaxTokensOption = None,
+    model_seed: ModelSeedOption = None,
+    reasoning_effort: ReasoningEffortOption = None,
+    thinking_budget: ThinkingBudgetOption = None,
+    thinking_level: ThinkingLevelOption = None,
+    no_json_mode: NoJsonModeOption = False,
 ) -> None:
-    """Send one tiny request and print one JSON line: does this model answer? Run it before a long sweep."""
+    """Send one tiny request with every generation setting a run would send, and print one JSON line: does this
+    model answer, and accept those settings? Run it, with the options of the run, before a long sweep."""
+    given = run_overrides(dict(locals()))
     from edsb.llm import check_model, parse_model_spec
+    from edsb.llm.factory import CHECK_REQUEST
+    from edsb.runner.config import resolve_generation
 
     parse_model_spec(model)  # a malformed --model is a usage error, not a model that fails to answer
     if not timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-    result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+    generation = resolve_generation(model, {k: v for k, v in given.items() if v is not None})
+    request = generation.request(CHECK_REQUEST.messages, json_mode=True)
+    result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, request=request)
     sys.stdout.write(json.dumps(result) + "\n")
     if not result.get("ok"):
-        err.print(f"edsb: error: {result.get('error')}", markup=False, highlight=False, soft_wrap=True)
+        fix = f"\nfix: {result['fix']}" if result.get("fix") else ""
+        _print_error(f"{result.get('error')}{fix}")
         raise typer.Exit(1)
+
+
+# `edsb run` options that shape one invocation only, not the run (kept out of the overrides).
+_SESSION_PARAMETERS = ("config", "out", "quiet", "offline")
 
 
 @app.command("run", cls=_Command)
 def run_command(
-    model: Annotated[str | None, typer.Option(metavar="MODEL", help=MODEL_HELP)] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.")
+    ] = None,
     base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
     api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
     variant: Annotated[
@@ -343,7 +467,7 @@ def run_command(
         typer.Option(
             "--variant",
             metavar="VARIANT",
-            help=f"Variant to run: {_one_of(VariantName)} (repeatable; default ours).",
+            help=f"Variant to run: {_one_of(VariantName)} (repeatable; default {_default('variants')}).",
         ),
     ] = None,
     preset: Annotated[
@@ -355,35 +479,41 @@ def run_command(
         typer.Option(metavar="CASES", help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`; default all)."),
     ] = None,
     distraction: Annotated[
-        str | None, typer.Option(metavar="LEVELS", help="Distraction levels, e.g. `0-2` or `0,2` (default 0-2).")
+        str | None,
+        typer.Option(
+            metavar="LEVELS", help=f"Distraction levels, e.g. `0-2` or `0,2` (default {_default('distraction')})."
+        ),
     ] = None,
     repeats: Annotated[
-        int | None, typer.Option(min=1, metavar="N", help="Repeats per case and level (default 1).")
+        int | None,
+        typer.Option(min=1, metavar="N", help=f"Repeats per case and level (default {_default('repeats')})."),
     ] = None,
-    temperature: Annotated[
-        float | None, typer.Option(min=0.0, metavar="T", help="Sampling temperature (default 0.1).")
-    ] = None,
-    max_tokens: Annotated[
+    temperature: TemperatureOption = None,
+    max_tokens: MaxTokensOption = None,
+    model_seed: ModelSeedOption = None,
+    reasoning_effort: ReasoningEffortOption = None,
+    thinking_budget: ThinkingBudgetOption = None,
+    thinking_level: ThinkingLevelOption = None,
+    no_json_mode: NoJsonModeOption = False,
+    seed: Annotated[
         int | None,
         typer.Option(
-            min=1,
             metavar="N",
-            help="Token cap of each reply (default as the paper's client: none sent to OpenAI-compatible providers, "
-            "2048 for anthropic and google; the embedded model's own cap is 1024).",
+            help=f"Seed of each run's code and, with the sampler secret, of the position sampler "
+            f"(default {_default('seed')}).",
         ),
     ] = None,
-    model_seed: Annotated[
-        int | None,
+    sampler_secret: Annotated[
+        str | None,
         typer.Option(
-            min=0,
-            metavar="N",
-            help="Sampling seed sent to the model, N + repeat per repeat (OpenAI-compatible `seed`, Gemini's "
-            "`seed`; anthropic takes none; default none, the embedded model 0).",
+            metavar="TEXT",
+            help="Key of the position sampler's draws, hidden from model code (default: the directory's, else a new "
+            "random one; copy it from config.json to draw the same in a fresh directory).",
         ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Seed of the position sampler (default 0).")] = None,
     sampler: Annotated[
-        SamplerName | None, typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + " (default reference).")
+        SamplerName | None,
+        typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + f" (default {_default('sampler')})."),
     ] = None,
     sandbox: Annotated[
         SandboxChoice | None,
@@ -391,7 +521,7 @@ def run_command(
             metavar="SANDBOX",
             help="Where model code runs: `exact`, CPython as the reference runs it, contained by the kernel "
             "(Linux: Landlock, seccomp); `restricted`, RestrictedPython, for other hosts (refuses some ordinary "
-            "Python); `auto` (default), exact where the host supports it.",
+            f"Python); `{SandboxChoice.AUTO}` (default), exact where the host supports it.",
         ),
     ] = None,
     perturb: Annotated[
@@ -400,46 +530,80 @@ def run_command(
             min=0,
             metavar="SEED",
             help="Robustness suite: rename every character and renumber object instances from this seed, so no "
-            "remembered answer fits (default 0: the benchmark as published).",
+            f"remembered answer fits (default {_default('perturb')}: the benchmark as published).",
         ),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, metavar="N", help="Runs in flight at once (default 4).")
+        int | None,
+        typer.Option(min=1, metavar="N", help=f"Runs in flight at once (default {_default('concurrency')})."),
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option(metavar="SECONDS", help="Seconds per model request (default 120).")
+        float | None,
+        typer.Option(metavar="SECONDS", help=f"Seconds per model request (default {_default('timeout')})."),
     ] = None,
     max_retries: Annotated[
         int | None,
-        typer.Option(min=0, metavar="N", help="Retries per request on 429/5xx/timeouts/connection errors (default 6)."),
+        typer.Option(
+            min=0,
+            metavar="N",
+            help=f"Retries per request on 429/5xx/timeouts/connection errors (default {_default('max_retries')}).",
+        ),
     ] = None,
     code_timeout: Annotated[
-        float | None, typer.Option(metavar="SECONDS", help="Seconds model code may run (default 10).")
+        float | None,
+        typer.Option(metavar="SECONDS", help=f"Seconds model code may run (default {_default('code_timeout')})."),
     ] = None,
     code_memory: Annotated[
-        int | None, typer.Option(metavar="MIB", help="MiB of memory model code may use (default 1024).")
+        int | None,
+        typer.Option(metavar="MIB", help=f"MiB of memory model code may use (default {_default('code_memory_mb')})."),
     ] = None,
     max_plan_characters: Annotated[
         int | None,
-        typer.Option(min=1, metavar="N", help="Characters a plan may set (default 64; more is code_output)."),
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Characters a plan may set (default {_default('max_plan_characters')}; more is code_output).",
+        ),
     ] = None,
     max_plan_relationships: Annotated[
-        int | None, typer.Option(min=1, metavar="N", help="Relationships per character in a plan (default 64).")
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Relationships per character in a plan (default {_default('max_plan_relationships')}).",
+        ),
     ] = None,
     max_plan_string_chars: Annotated[
-        int | None, typer.Option(min=1, metavar="N", help="Characters of any string in a plan (default 1000).")
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Characters of any string in a plan (default {_default('max_plan_string_chars')}).",
+        ),
     ] = None,
     max_error_chars: Annotated[
         int | None,
-        typer.Option(min=100, metavar="N", help="Characters of an error message kept in a result (default 4000)."),
+        typer.Option(
+            min=100,
+            metavar="N",
+            help=f"Characters of an error message kept in a result (default {_default('max_error_chars')}).",
+        ),
     ] = None,
     max_text_chars: Annotated[
         int | None,
-        typer.Option(min=100, metavar="N", help="Characters of each reply string kept in a result (default 2000)."),
+        typer.Option(
+            min=100,
+            metavar="N",
+            help=f"Characters of each reply string kept in a result (default {_default('max_text_chars')}).",
+        ),
     ] = None,
     max_response_mb: Annotated[
         int | None,
-        typer.Option(min=1, metavar="MIB", help="MiB a model server's reply may hold; larger ones fail (default 16)."),
+        typer.Option(
+            min=1,
+            metavar="MIB",
+            help=f"MiB a model server's reply may hold; larger ones fail (default {_default('max_response_mb')}).",
+        ),
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     config: Annotated[
@@ -453,52 +617,33 @@ def run_command(
     offline: OfflineOption = False,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
-    from edsb.report.render import render_report
+    given = dict(locals())
     from edsb.report.summary import write_summary
     from edsb.runner.config import default_out_dir, load_session_options, resolve_run_config
     from edsb.runner.run import run_benchmark
 
-    options = {
-        "model": model,
-        "base_url": base_url,
-        "api_key_env": api_key_env,
-        "variants": variant,
-        "preset": preset,
-        "cases": cases,
-        "distraction": distraction,
-        "repeats": repeats,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "model_seed": model_seed,
-        "seed": seed,
-        "sampler": sampler,
-        "sandbox": sandbox,
-        "perturb": perturb,
-        "concurrency": concurrency,
-        "timeout": timeout,
-        "max_retries": max_retries,
-        "max_response_mb": max_response_mb,
-        "code_timeout": code_timeout,
-        "code_memory_mb": code_memory,
-        "max_plan_characters": max_plan_characters,
-        "max_plan_relationships": max_plan_relationships,
-        "max_plan_string_chars": max_plan_string_chars,
-        "max_error_chars": max_error_chars,
-        "max_text_chars": max_text_chars,
-        "cache": False if no_cache else None,
-        "data": str(data) if data else None,
-    }
+    # 1. The run's configuration: defaults < preset < config file < the options given here.
+    options = run_overrides({k: v for k, v in given.items() if k not in _SESSION_PARAMETERS})
     notes: list[str] = []
     resolved = resolve_run_config(options, config, fetch=True, offline=offline, notes=notes)
     for note in notes:
         err.print(f"note: {note}", markup=False, highlight=False)
+    # 2. This invocation's own options: where to write, how loudly.
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
-    quiet = quiet or bool(session.get("quiet"))
-    outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
+    # 3. The sweep, then its summary.
+    outcome = run_benchmark(resolved, out, quiet=quiet or bool(session.get("quiet")), console=err)
     summary = write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
     if outcome.interrupted:
         raise KeyboardInterrupt
+    # 4. The brief table and the closing lines; a sweep with holes exits non-zero.
+    _close_run(summary, outcome, out)
+
+
+def _close_run(summary: RunSummary, outcome: Any, out: Path) -> None:
+    """The brief table, why runs failed (if they all did), the counts, and an error for incomplete runs."""
+    from edsb.report.render import render_report
+
     render_report({}, summary, ReportFormat.TABLE, console=Console(soft_wrap=True), brief=True)
     hint = _why_runs_failed(summary, out)
     if hint:
@@ -570,28 +715,13 @@ def report_command(
 ) -> None:
     """The paper's tables for one run directory, with intervals, tokens, cost, error kinds and their reasons, and
     per-case counts; `--format html -o report.html` writes one self-contained page with a drill-down per run."""
-    from edsb.data.benchmark import Benchmark
     from edsb.report.render import open_run, render_report
 
-    if fmt == ReportFormat.HTML:
-        from edsb.report.html import write_html_report
-
-        if output is None:
-            raise UsageError("--format html needs -o FILE.html")
-        written = write_html_report(run_dir, output, Benchmark.open(data))
-        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+    # 1. The two formats that are files of their own: the HTML page and the sample log.
+    if fmt in (ReportFormat.HTML, ReportFormat.SAMPLES):
+        _write_pages(fmt, run_dir, output, data)
         return
-    if fmt == ReportFormat.SAMPLES:
-        from edsb.report.samples import write_samples
-
-        if output is None:
-            write_samples(run_dir, sys.stdout)
-            return
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as handle:
-            count = write_samples(run_dir, handle)
-        err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
-        return
+    # 2. The summary, and its notes.
     run, summary = open_run(run_dir)
     config = run.config.model_dump()
     for note in summary.notes:
@@ -607,23 +737,52 @@ def report_command(
             config, summary, fmt, intervals=intervals, prices=prices, console=console, show_all=show_all
         )
 
-    if output is None:
-        text = render(out)
-        if text is not None:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as handle:  # a table goes to the file as plain text, no colours
-            text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
-            if text is not None:
-                handle.write(text if text.endswith("\n") else text + "\n")
-        err.print(f"report written to {output}", markup=False, highlight=False)
+    # 3. The report, to the terminal or a file; 4. the figure, if asked for.
+    _emit(render, output)
     if plot is not None:
         from edsb.report.plots import plot_summary
 
         label = f" — {summary.perturbation}" if summary.perturbation else ""
         written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
         err.print(f"figure written to {written}", markup=False, highlight=False)
+
+
+def _write_pages(fmt: ReportFormat, run_dir: Path, output: Path | None, data: Path | None) -> None:
+    """`--format html` (a file, which -o must name) or `--format samples` (a file, or stdout)."""
+    if fmt == ReportFormat.HTML:
+        from edsb.data.benchmark import Benchmark
+        from edsb.report.html import write_html_report
+
+        if output is None:
+            raise UsageError("--format html needs -o FILE.html")
+        written = write_html_report(run_dir, output, Benchmark.open(data))
+        err.print(f"report written to {written} ({written.stat().st_size / 1e6:.1f} MB)", markup=False)
+        return
+    from edsb.report.samples import write_samples
+
+    if output is None:
+        write_samples(run_dir, sys.stdout)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        count = write_samples(run_dir, handle)
+    err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
+
+
+def _emit(render: Callable[[Console], str | None], output: Path | None) -> None:
+    """Write what `render` returns (a table prints itself to its console and returns None) to stdout or a file;
+    a table goes to a file as plain text, without colours."""
+    if output is None:
+        text = render(out)
+        if text is not None:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as handle:
+        text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
+        if text is not None:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    err.print(f"report written to {output}", markup=False, highlight=False)
 
 
 @app.command("show", cls=_Command)
@@ -794,8 +953,14 @@ def sandbox_check(
     raise typer.Exit(0 if passed else 1)
 
 
-def _fail(message: str, exit_code: int) -> None:
+def _print_error(message: str) -> None:
+    """One `edsb: error:` line, never cut: a server's whole message and the fix (on a line of its own in the
+    message) flattened into it, for the terminal to wrap and for grep to find."""
     err.print(f"edsb: error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, exit_code: int) -> None:
+    _print_error(message)
     sys.exit(exit_code)
 
 

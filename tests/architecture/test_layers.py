@@ -83,3 +83,23 @@ def test_the_stack_is_documented() -> None:
             if not (SRC / package).is_dir():
                 continue
             assert f"| `{package}` |" in design, f"{package} missing from the package table of docs/design.md"
+
+
+RESTRICTED = SRC / "sandbox" / "restricted"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if p.parent == SRC / "sandbox"], ids=lambda p: str(p.relative_to(SRC))
+)
+def test_the_default_sandbox_path_reaches_the_restricted_one_through_one_call(path: Path) -> None:
+    """The default path (pool, worker, kernel, exact, wire, code_api, ...) reads without `sandbox/restricted/`: only
+    the worker names it, and only its package (`run_restricted`, `PRELOADED`), never a module inside it."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("edsb.sandbox.restricted"):
+            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.module == "edsb.sandbox":
+            names += [f"edsb.sandbox.{a.name}" for a in node.names if a.name == "restricted"]
+    allowed = {"edsb.sandbox.restricted"} if path.name == "worker.py" else set()
+    assert set(names) <= allowed, names
+    assert RESTRICTED.is_dir()

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+from edsb.planning.sampler import MAX_SAMPLING_TERMS
 from tests.support.data import REPO, require_data
 
 FIGURE = re.compile(r"^(?P<name>[a-z_]+): (?P<value>-?[0-9.]+)(?: \((?P<detail>.*)\))?$")
@@ -61,3 +62,9 @@ def test_scorer_benchmark_prints_its_figures() -> None:
     assert {"verdicts_per_s", "us_per_verdict", "verdict_digest"} <= set(figures)
     assert figures["verdicts_per_s"][0] > 0 and figures["us_per_verdict"][0] > 0
     assert "target" in figures["verdicts_per_s"][1]
+
+
+def test_sampler_bound_benchmark_prints_its_figures() -> None:
+    figures = run_smoke("bench_sampler_bound.py")
+    assert {"hostile_refused_cpu_s", "worst_within_bound_cpu_s", "honest_cpu_s"} <= set(figures)
+    assert f"715 terms, limit {MAX_SAMPLING_TERMS}" in figures["hostile_refused_cpu_s"][1]  # 11 characters x (64 + 1)

@@ -1,4 +1,4 @@
-"""`edsb sandbox check`: which sandbox this host gets and why, and the self-test of ten attacks."""
+"""`edsb sandbox check`: which sandbox this host gets and why, and the self-test of its attacks."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from edsb.sandbox.kernel import PROBE_ENV, host_support
+from edsb.sandbox.selfcheck import SELF_CHECK
 from tests.support.edsb_cli import Outcome
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
@@ -29,10 +30,10 @@ def test_every_attack_is_refused_here(edsb: Callable[..., Outcome]) -> None:
     assert outcome.returncode == 0, outcome.stdout
     lines = outcome.stdout.splitlines()
     assert lines[0].startswith("sandbox: exact")
-    assert sum(line.startswith("  ok   ") for line in lines) == 11  # ten attacks and the honest run
+    assert sum(line.startswith("  ok   ") for line in lines) == len(SELF_CHECK) + 1  # and the honest run
     assert "FAIL" not in outcome.stdout and lines[-1] == "result: every attack refused"
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    for word in ("kernel: Linux", "Landlock: ABI", "seccomp: usable", "user: ", "privilege drop: "):
+    for word in ("kernel: Linux", "Landlock: ABI", "seccomp: usable", "user: ", "privilege drop: ", "threads: "):
         assert word in outcome.stdout
 
 
@@ -42,7 +43,7 @@ def test_json_for_jq(edsb: Callable[..., Outcome]) -> None:
     report = json.loads(outcome.stdout)
     assert outcome.returncode == 0 and report["passed"] is True
     assert report["host"]["exact"] is True and report["host"]["landlock_abi"] >= 3
-    assert len(report["self_test"]) == 11
+    assert len(report["self_test"]) == len(SELF_CHECK) + 1 == 16
     assert all(entry["passed"] and entry["status"] in ("refused", "done") for entry in report["self_test"])
 
 

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from edsb.llm import read_transcripts
-from tests.support.edsb_cli import run_edsb
+from tests.support.edsb_cli import edsb_in_process, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results, read_summary
 
@@ -51,3 +52,32 @@ def test_a_refused_client_stops_the_sweep_and_keeps_what_was_done(
         ("ours__tc13-d0-r0", None),
         ("ours__tc13-d1-r0", 401),
     ]
+
+
+JSON_MODE_REFUSED = "response_format type json_object is not supported by this server"
+
+
+def test_a_refused_setting_stops_run_and_check_model_with_its_fix(
+    openai_server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server without JSON mode: `check-model` and `edsb run` both stop at the first request with the server's
+    whole message and the option that fixes it, score nothing; with that option both go through."""
+    openai_server.handler = lambda request: (
+        Reply.error(400, JSON_MODE_REFUSED) if "response_format" in request.json() else Reply.completion("{}")
+    )
+    model = ("--model", "openai:m", "--base-url", openai_server.base_url)
+    check = edsb_in_process(["check-model", *model], capsys)
+    check.assert_one_clear_error(1, contains=JSON_MODE_REFUSED)
+    assert "--no-json-mode" in check.stderr and json.loads(check.stdout)["ok"] is False
+    out = tmp_path / "run"
+    outcome = edsb_in_process(["run", *model, "--cases", "13", "--out", out, *COMMON], capsys)
+    outcome.assert_one_clear_error(1, contains="the model endpoint refused a setting")
+    assert JSON_MODE_REFUSED in outcome.stderr and "--no-json-mode" in outcome.stderr
+    assert len(openai_server.chat_requests) == 2  # one from each command: the first refusal stopped the sweep
+    assert not read_results(out)  # nothing recorded as the model's failure
+    assert edsb_in_process(["check-model", *model, "--no-json-mode"], capsys).returncode == 0
+    rerun = edsb_in_process(
+        ["run", *model, "--cases", "13", "--out", tmp_path / "fixed", "--no-json-mode", *COMMON], capsys
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert len(read_results(tmp_path / "fixed")) == 3  # every run judged: the model's answers, whatever they are

@@ -18,7 +18,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
 from tests.support.data import DATA
-from tests.support.edsb_cli import isolate_environment, run_edsb
+from tests.support.edsb_cli import SAMPLER_SECRET, isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel, closest_table_answer, prose_narration, seat_answer
@@ -102,12 +102,15 @@ def both(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Iter
                 code = run_edsb(
                     "run", "--model", "openai:scripted", "--base-url", server.base_url, *setting.cli_args(),
                     "--repeats", str(REPEATS), "--max-retries", "0", "--quiet", "--out", str(out),
+                    "--sampler-secret", SAMPLER_SECRET,
                 )  # fmt: skip
                 assert code == 0
                 records.update((r["key"], r) for r in read_results(out))
             monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
             for setting in SETTINGS:
-                task = TASKS[setting.name](variant=setting.variant, cases=setting.cases, levels=setting.levels)
+                task = TASKS[setting.name](
+                    variant=setting.variant, cases=setting.cases, levels=setting.levels, sampler_secret=SAMPLER_SECRET
+                )
                 (log,) = inspect_eval(
                     task,
                     model=ROUTE,  # docs/inspect.md's route for OpenAI-compatible servers
@@ -219,13 +222,13 @@ def test_the_sampler_parameter_reaches_the_pipeline(
             code = run_edsb(
                 "run", "--model", "openai:scripted", "--base-url", server.base_url, "--variant", "scene-graph",
                 "--cases", "63", "--repeats", "3", "--sampler", sampler, "--max-retries", "0", "--quiet",
-                "--out", str(out),
+                "--out", str(out), "--sampler-secret", SAMPLER_SECRET,
             )  # fmt: skip
             assert code == 0
             plans[sampler] = {r["key"]: r["plan"] for r in read_results(out)}
             monkeypatch.setenv(ROUTE_KEY, "not-a-secret")
             (log,) = inspect_eval(
-                edsb_table2(cases=63, sampler=sampler),
+                edsb_table2(cases=63, sampler=sampler, sampler_secret=SAMPLER_SECRET),
                 model=ROUTE,
                 model_base_url=server.base_url,
                 epochs=3,

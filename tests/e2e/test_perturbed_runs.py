@@ -21,7 +21,7 @@ from edsb.data.models import SCENES
 from edsb.data.perturb import case_character_names
 from edsb.llm.oracle.model import query_sections
 from tests.support.data import DATA
-from tests.support.edsb_cli import edsb_in_process, isolate_environment, run_edsb
+from tests.support.edsb_cli import SAMPLER_SECRET, edsb_in_process, isolate_environment, run_edsb
 from tests.support.network import block_network
 from tests.support.run_dir import read_results, transcript_records
 
@@ -38,7 +38,8 @@ class Runs:
 
 
 def _run(out: Path, model: str, preset: str, seed: int | None) -> None:
-    args = ["run", "--model", model, "--preset", preset, "--repeats", "1"]
+    # One sampler secret for every directory: their PI runs are compared draw for draw.
+    args = ["run", "--model", model, "--preset", preset, "--repeats", "1", "--sampler-secret", SAMPLER_SECRET]
     args += [] if seed is None else ["--perturb", str(seed)]
     assert run_edsb(*args, "--out", str(out), "--quiet") == 0
 

@@ -3,7 +3,8 @@
 The request-parity tests hold each request to what the official implementation's client sends, field by field.
 The expectations were written from reading that client (8a6f726, `src/action_planning/llm_client.py`):
 - Anthropic: `messages.create(model=, system=<first message when it is the system's>, messages=<the rest>,
-  temperature=, max_tokens=2048)`, and nothing else: no JSON mode, no seed.
+  temperature=, max_tokens=2048)`, and nothing else: no JSON mode, no seed. The temperature goes only where the
+  installed SDK's API version has one: version 2026-10-21 (anthropic 2.17) has none.
 - Google: `chats.create(model=, history=<every turn but the last, assistant turns as role "model">,
   config=GenerateContentConfig(system_instruction=, temperature=, max_output_tokens=2048,
   response_mime_type="application/json" only when JSON mode is asked for))`, then `send_message(<last turn>)`.
@@ -12,6 +13,7 @@ The expectations were written from reading that client (8a6f726, `src/action_pla
 from __future__ import annotations
 
 import asyncio
+import importlib
 import re
 import socket
 from datetime import UTC, datetime, timedelta
@@ -77,13 +79,8 @@ def test_anthropic_request_matches_the_reference_field_by_field(openai_server: O
         complete(make("anthropic", openai_server), request(json_mode=json_mode))
     first, second = sent(openai_server)
     assert first.path == "/v1/messages"
-    assert first.json() == {
-        "model": "claude-test",
-        "system": SYSTEM,
-        "messages": TURNS,
-        "temperature": 0.1,
-        "max_tokens": 2048,
-    }
+    assert first.json() == {"model": "claude-test", "system": SYSTEM, "messages": TURNS, "max_tokens": 2048}
+    assert first.headers["anthropic-version"] == importlib.import_module("anthropic._constants").ANTHROPIC_API_VERSION
     assert second.json() == first.json()
     # The SDK's own way to send the key (`x-api-key`, or a bearer token in newer versions), as the reference does.
     assert KEY in (first.headers.get("x-api-key"), first.headers.get("authorization", "").removeprefix("Bearer "))

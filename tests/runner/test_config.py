@@ -25,7 +25,7 @@ from edsb.runner.config import (
 from edsb.runner.keys import longest_first
 from tests.support.data import DATA
 from tests.support.edsb_cli import scripted_run_child
-from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 from tests.support.run_dir import records_by_key
 
 # Every option of `edsb run` but --config itself, in command-line spelling.
@@ -353,6 +353,26 @@ def test_a_reply_cut_at_the_token_cap_says_so(tmp_path: Path) -> None:
     [record] = records_by_key(out).values()
     assert record["error_kind"] == "narrator_format"
     assert "the narrator reply stopped at the token cap of 50" in record["error"]
+
+
+def test_a_reply_cut_while_thinking_says_how_much_of_the_cap_thinking_used(tmp_path: Path) -> None:
+    def cut(request: RecordedRequest) -> Reply:
+        payload = completion_payload(None, 900, 300, "length", "o4-mini-2025-04-16")
+        payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 300}
+        return Reply.json(payload)
+
+    out = tmp_path / "run"
+    with OpenAIServer(cut) as server:
+        argv = ["run", "--model", "openai:o4-mini", "--base-url", server.base_url, "--out", str(out)]
+        selection = ["--cases", "13", "--distraction", "0", "--no-cache", "--quiet", "--temperature", "default"]
+        assert _edsb([*argv, *selection, "--max-tokens", "300"]) == 0
+        [request] = server.chat_requests
+    assert request.json()["max_completion_tokens"] == 300
+    [record] = records_by_key(out).values()
+    assert record["error_kind"] == "narrator_format"
+    assert "stopped at the token cap of 300" in record["error"]
+    assert "narrator: thinking used 300 tokens of the 300-token cap" in record["error"]
+    assert record["tokens"]["narrator"] == {"prompt": 900, "completion": 300, "reasoning": 300}
 
 
 def test_runs_with_two_model_calls_start_before_those_with_one() -> None:

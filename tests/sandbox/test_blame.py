@@ -23,8 +23,9 @@ from edsb.sandbox import (
     SandboxLimits,
     SandboxPool,
 )
-from edsb.sandbox.blame import fault_text, is_models_fault, program_code
-from edsb.sandbox.policy import MODEL_OPERATIONS
+from edsb.sandbox.provenance import fault_text
+from edsb.sandbox.restricted.blame import is_models_fault, program_code
+from edsb.sandbox.restricted.policy import MODEL_OPERATIONS
 
 LIMITS = SandboxLimits(timeout=5.0, workers=1)
 
@@ -90,7 +91,7 @@ def test_an_exception_raised_in_the_models_code_or_a_guard_is_the_models() -> No
     exec(code, namespace)
     exc = raised(namespace["parse_event"])
     assert is_models_fault(exc, program_code(code))
-    from edsb.sandbox.policy import _getitem  # the guard that performs `a[b]` for the model
+    from edsb.sandbox.restricted.policy import _getitem  # the guard that performs `a[b]` for the model
 
     assert is_models_fault(raised(lambda: _getitem({}, "x")), MODEL_OPERATIONS)
 

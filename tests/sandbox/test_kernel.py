@@ -14,6 +14,7 @@ import pytest
 from edsb.sandbox import kernel
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
 from edsb.sandbox.selfcheck import run_contained
+from tests.support.data import require_data
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
@@ -65,9 +66,7 @@ def test_contain_fails_closed_when_a_requested_layer_is_missing(fresh_probe: pyt
     assert run_contained(lambda: "ran", replace(FULL, landlock=False)).status == "done"
 
 
-def test_a_checkout_on_the_import_path_lends_only_its_imported_packages(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_checkout_on_the_import_path_lends_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "edsb_fake_package").mkdir()
     (tmp_path / "edsb_fake_package" / "__init__.py").write_text("")
     (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-secret\n")
@@ -76,19 +75,78 @@ def test_a_checkout_on_the_import_path_lends_only_its_imported_packages(
     import edsb_fake_package  # noqa: F401
 
     paths = kernel._read_paths()
-    assert str((tmp_path / "edsb_fake_package").resolve()) in paths
+    assert not any(kernel._within(path, str(tmp_path.resolve())) for path in paths)
     assert not any(kernel._within(str(tmp_path.resolve()), path) for path in paths)
 
 
+def _covered(path: str | Path, rules: list[str]) -> bool:
+    return any(kernel._within(os.path.realpath(path), rule) for rule in rules)
+
+
+def test_the_read_rules_name_the_standard_library_and_numpy_never_edsb() -> None:
+    """Exact directories: never edsb's package or the directory holding it, never a site-packages, a venv or an
+    interpreter prefix, never /usr or /usr/lib whole."""
+    import sysconfig
+
+    import numpy
+
+    import edsb
+
+    paths = kernel._read_paths()
+    package = Path(edsb.__file__).parent
+    assert not _covered(package / "llm" / "__init__.py", paths)
+    assert not any(kernel._within(path, os.path.realpath(package)) for path in paths)
+    wide = [package.parent, sysconfig.get_path("purelib"), sys.prefix, sys.base_prefix, "/usr", "/usr/lib"]
+    for directory in [*wide, "/usr/local/lib", "/usr/src", "/usr/src/app"]:
+        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+    assert _covered(Path(numpy.__file__).parent / "linalg" / "__init__.py", paths)
+    assert _covered(Path(sysconfig.get_path("stdlib")) / "fractions.py", paths)
+
+
+LAYOUTS = {  # where the standard library, the site-packages holding numpy, and edsb's package live
+    "wheel in a venv": ("venv-base/lib/python3.11", "venv/lib/python3.11/site-packages", "site"),
+    "venv over the system Python": ("usr/lib/python3.11", "venv/lib/python3.11/site-packages", "site"),
+    "Docker or pyenv": ("usr/local/lib/python3.11", "usr/local/lib/python3.11/site-packages", "site"),
+    "conda": ("opt/conda/lib/python3.11", "opt/conda/lib/python3.11/site-packages", "site"),
+    "editable checkout": ("usr/local/lib/python3.11", "usr/local/lib/python3.11/site-packages", "usr/src/app/src"),
+    "app directory": ("usr/lib/python3.11", "usr/lib/python3/dist-packages", "usr/src/app"),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_no_install_layout_lends_edsb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, layout: str) -> None:
+    """Each layout built as a tree: numpy's directories and the standard library's entries are granted; edsb, the
+    site-packages and the standard library's directory itself (which may hold the site-packages) are not."""
+    import sysconfig
+    import types
+
+    stdlib_dir, site_dir, edsb_home = LAYOUTS[layout]
+    stdlib, site = tmp_path / stdlib_dir, tmp_path / site_dir
+    home = site if edsb_home == "site" else tmp_path / edsb_home
+    for directory in (stdlib / "json", site / "numpy" / "linalg", site / "numpy.libs", home / "edsb" / "llm"):
+        directory.mkdir(parents=True, exist_ok=True)
+    for file in (stdlib / "os.py", site / "numpy" / "__init__.py", home / "edsb" / "llm" / "oracle.py"):
+        file.write_text("")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(stdlib))
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__file__=str(site / "numpy" / "__init__.py")))
+    monkeypatch.setattr(kernel, "__file__", str(home / "edsb" / "sandbox" / "kernel.py"))
+    paths = kernel._read_paths()
+    assert _covered(stdlib / "os.py", paths) and _covered(stdlib / "json", paths)
+    assert _covered(site / "numpy" / "linalg", paths) and _covered(site / "numpy.libs", paths)
+    assert not _covered(home / "edsb" / "llm" / "oracle.py", paths)
+    for directory in (site, stdlib, home, home / "edsb"):
+        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+
+
 def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = "/work/shared/edsb-data"
-    monkeypatch.setattr(sys, "path", [*sys.path, "/", "/work", "/etc", os.path.expanduser("~"), data, "/proc/self"])
+    data = str(require_data())
+    monkeypatch.setattr(sys, "path", [*sys.path, "/", "/srv", "/etc", os.path.expanduser("~"), data, "/proc/self"])
     paths = kernel._read_paths(protected=[data])
-    for forbidden in ("/", "/work", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
+    for forbidden in ("/", "/srv", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
         assert not any(kernel._within(forbidden, path) for path in paths), (forbidden, paths)
-    assert os.path.realpath(sys.base_prefix) in paths or any(
-        kernel._within(os.path.realpath(sys.base_prefix), path) for path in paths
-    )
+    import sysconfig
+
+    assert _covered(Path(sysconfig.get_path("stdlib")) / "os.py", paths)
 
 
 def test_the_seccomp_list_names_real_syscalls_and_leaves_out_the_dangerous_ones() -> None:
@@ -154,11 +212,40 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     def force_the_uid_drop() -> None:
         kernel.host_support = lambda: forced  # type: ignore[assignment]
 
-    ids = run_contained(lambda: (os.getresuid(), os.getresgid(), os.getgroups()), FULL, before=force_the_uid_drop)
+    def ids() -> tuple[object, ...]:  # the real uid is the run's own (its tasks are counted apart): base + pid
+        real, *rest = os.getresuid()
+        return real - os.getpid(), *rest, os.getresgid(), os.getgroups()
+
+    dropped = run_contained(ids, FULL, before=force_the_uid_drop)
     unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
-    assert ids.status == "done" and ids.detail == repr((unprivileged, unprivileged, [])), ids
+    assert dropped.status == "done", dropped
+    assert dropped.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), dropped
+    kept = run_contained(ids, replace(FULL, seccomp=False))
+    assert kept.detail == repr((kernel.RUN_UID_BASE, 0, 0, (0, 0, 0), [])), kept
     # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
     kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
     assert kept.detail == repr(([], (0, 0))), kept
     control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
     assert control.status == "done" and control.detail != repr((0, 0)), control
+
+
+def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> None:
+    """Python lists a directory on its path again once its caches are invalidated: the standard library's
+    directories may be listed (never a file beneath them read unless granted), so the import still finds it."""
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def invalidated_then_imported() -> object:
+        import importlib
+
+        importlib.invalidate_caches()
+        sys.modules.pop("fractions", None)
+        import fractions
+
+        return str(fractions.Fraction(1, 3))
+
+    outcome = run_contained(invalidated_then_imported, FULL)
+    assert outcome.status == "done" and outcome.detail == "'1/3'", outcome
+    package = os.path.dirname(os.path.dirname(kernel.__file__))
+    refused = run_contained(lambda: Path(package, "__init__.py").read_bytes(), FULL)
+    assert refused.status == "refused" and "PermissionError" in refused.detail, refused

@@ -322,7 +322,7 @@ def test_scenes_given_at_start_are_loaded_once_for_every_child(benchmark: Benchm
     assert isinstance(house.scene, SceneSource) and isinstance(castle.scene, SceneSource)
     with SandboxPool(SandboxLimits(timeout=5.0, workers=2)) as pool:
         pool.warm_up([house.scene, castle.scene])
-        key = ("source", house.scene.data_dir, "House", "0")
+        key = pool._hold(house.scene)  # the scene's pickle, by digest: the template never opens the data
         assert len(pool._idle) == 2 and all(child.scenes == {key} for child in pool._idle)
         assert action(pool, SET_A.format("get_closest_object('table_1', 'chair')"), house) == "chair_1"
         with pytest.raises(SandboxError, match="cannot load the scene"):
@@ -338,7 +338,7 @@ def test_a_scene_first_asked_for_is_loaded_by_the_template_for_every_later_child
         assert action(pool, SET_A.format("'idle'"), office) == "idle"
         pool.close_idle()
         pool.warm_up()
-        assert [child.scenes for child in pool._idle] == [{("source", office.scene.data_dir, "Office", "0")}]
+        assert [child.scenes for child in pool._idle] == [{pool._hold(office.scene)}]
 
 
 def test_children_are_scheduled_as_batch_work(house: CodeContext) -> None:

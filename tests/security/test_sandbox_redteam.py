@@ -266,7 +266,7 @@ CONTAINED = {
     ),
     "the refused object as a dtype": (
         "np.zeros(2).astype(object)",
-        ("code_runtime", "TypeError: Cannot interpret '<edsb.sandbox.policy._Refused object at 0x"),
+        ("code_runtime", "TypeError: Cannot interpret '<edsb.sandbox.restricted.policy._Refused object at 0x"),
     ),
     "a class view as a dtype": (
         "np.issubdtype(np.float64, type(self))",

@@ -22,6 +22,9 @@ from edsb.runner.config import RunConfig
 from tests.support.data import DATA, REPO
 
 HANG_GUARD_S = 60.0  # how long `wait_until` polls before it calls the wait a hang
+# The PI sampler's secret of every scripted run: carried along, as `--sampler-secret` promises, so that two
+# directories of the same selection and seed draw the same points (the tests that compare them rely on it).
+SAMPLER_SECRET = "edsb-tests"
 
 
 class Outcome(NamedTuple):
@@ -118,7 +121,10 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[bytes], 
 
 def scripted_run_args(base_url: str, out: Path, *options: str) -> list[str]:
     """`edsb run` against a loopback server that plays the model `openai:scripted`."""
-    return ["run", "--model", "openai:scripted", "--base-url", base_url, "--out", str(out), *options]
+    return [
+        "run", "--model", "openai:scripted", "--base-url", base_url, "--out", str(out),
+        "--sampler-secret", SAMPLER_SECRET, *options,
+    ]  # fmt: skip
 
 
 def scripted_run_child(base_url: str, out: Path, cache_dir: Path, *options: str) -> Outcome:
@@ -129,7 +135,14 @@ def scripted_run_child(base_url: str, out: Path, cache_dir: Path, *options: str)
 def scripted_config(base_url: str, **settings: Any) -> RunConfig:
     """The `RunConfig` of `run_benchmark` for `openai:scripted` at `base_url`, uncached, on the official data."""
     return RunConfig.model_validate(
-        {"model": "openai:scripted", "base_url": base_url, "cache": False, "data": str(DATA), **settings}
+        {
+            "model": "openai:scripted",
+            "base_url": base_url,
+            "cache": False,
+            "data": str(DATA),
+            "sampler_secret": SAMPLER_SECRET,
+            **settings,
+        }
     )
 
 

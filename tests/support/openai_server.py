@@ -9,7 +9,8 @@
 else with a short default completion. `GET /v1/models` lists `model_name`. Every request is recorded with its
 headers and body; `max_in_flight` tells how many chat requests were open at once. Faults: latency (`delay_s`), any
 status, `Retry-After`, connection reset, a hang until the client gives up, a body cut short of its Content-Length, a
-non-JSON body, a completion without choices.
+non-JSON body, a completion without choices. A `validator` (tests/support/provider_fakes.py) refuses what a
+provider's API refuses, before the queue and the handler see the request.
 
 The same server speaks two more wire protocols, so that one scripted model answers every provider alike:
 Anthropic's Messages API (`POST /v1/messages`; point the SDK's `base_url` at `server.root_url`) and Gemini's
@@ -157,13 +158,17 @@ def default_reply(request: RecordedRequest) -> Reply:
 
 
 Handler = Callable[[RecordedRequest], Reply]
+Validator = Callable[[RecordedRequest, Dialect], "Reply | None"]
 
 
 class OpenAIServer:
     """The server runs in a daemon thread; `stop()` releases hanging requests so it shuts down at once."""
 
-    def __init__(self, handler: Handler | None = None, *, model_name: str = "test-model") -> None:
+    def __init__(
+        self, handler: Handler | None = None, *, model_name: str = "test-model", validator: Validator | None = None
+    ) -> None:
         self.handler = handler
+        self.validator = validator  # a provider's rules: its refusal of a request, before the queue and the handler
         self.model_name = model_name
         self._replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
         self._requests: list[RecordedRequest] = []
@@ -307,7 +312,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._open = True
         try:
             try:
-                reply = self.owner._reply_for(as_chat(request, dialect))
+                refusal = self.owner.validator(request, dialect) if self.owner.validator else None
+                reply = refusal or self.owner._reply_for(as_chat(request, dialect))
             except Exception as exc:  # a broken test handler should surface as a 500, not a hung client
                 reply = Reply.error(500, f"test handler raised {type(exc).__name__}: {exc}")
             self._send(in_dialect(reply, dialect))

@@ -34,6 +34,19 @@ def require_case(case_id: int, cases: Iterable[int]) -> int:
     return case_id
 
 
+Selection = str | int | Iterable[int] | None
+
+
+def selection_text(value: Selection) -> str | None:
+    """A selection given as a number or a list (a config file's `cases = [13, 60]`, Inspect's `-T cases=13`) in the
+    selection syntax; text and None pass through."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return ",".join(str(item) for item in value)
+
+
 def _tokens(selection: str, what: str) -> list[str]:
     """The comma-separated items of a selection. An empty selection or an empty item (`13,,60`) is refused: it is
     a typo or an unset shell variable, and silently reading it as "everything" or skipping it would run another

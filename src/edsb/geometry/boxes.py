@@ -8,10 +8,12 @@ float meeting a float32 array becomes float32), which is what makes verdicts on 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from edsb.data.models import SceneObjectRecord
+if TYPE_CHECKING:  # the sandbox's template unpickles boxes without the data layer (or pydantic) loaded
+    from edsb.data.models import SceneObjectRecord
 
 
 def _frozen_array(values: object, shape: tuple[int, ...]) -> np.ndarray:

@@ -12,13 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from edsb.data.benchmark import Benchmark
-from edsb.data.models import GridSettings
 from edsb.geometry.boxes import Box
+
+if TYPE_CHECKING:  # the sandbox's template unpickles scenes without the data layer (or pydantic) loaded
+    from edsb.data.benchmark import Benchmark
+    from edsb.data.models import GridSettings
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +84,8 @@ def load_scene(benchmark: Benchmark, name: str) -> Scene:
 
 @lru_cache(maxsize=16)
 def _load_scene(root: Path, perturb: int, name: str) -> Scene:
+    from edsb.data.benchmark import Benchmark
+
     benchmark = Benchmark(root, perturb)
     boxes = [Box.from_record(record) for record in benchmark.object_records(name)]
     bounds, grid = benchmark.scene_bounds(name).bbox, benchmark.grid_settings(name)

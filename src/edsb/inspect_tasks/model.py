@@ -7,7 +7,7 @@ settings of the eval apply, and each call is logged as a model event of the samp
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from inspect_ai.event import ModelEvent
@@ -44,22 +44,61 @@ ROUTE_HINT = (
 )
 
 
-def altered(request: ChatRequest, sent: Mapping[str, Any]) -> str | None:
-    """What the raw chat-completions request Inspect sent lost of edsb's `request`: its system message (sent under
-    another role, or not at all) or its temperature; None if both arrived, or if `sent` is not that kind of body."""
-    messages = sent.get("messages")
-    if not isinstance(messages, list):
-        return None
-    problems = []
-    roles = [m.get("role") for m in messages if isinstance(m, Mapping)]
+# Where each API Inspect may route to carries a setting in its raw request (chat completions, the Responses API,
+# Anthropic's Messages, Gemini), searched at any depth: a setting asked for and found under none of them was dropped.
+CAP_KEYS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"})
+EFFORT_KEYS = frozenset({"reasoning_effort", "effort", "thinking_level", "thinkingLevel"})
+BUDGET_KEYS = frozenset({"budget_tokens", "thinking_budget", "thinkingBudget"})
+SYSTEM_KEYS = frozenset({"system", "instructions", "system_instruction", "systemInstruction"})
+
+
+def _entries(value: Any) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
+    """(key, value, the mapping holding it) of every mapping entry in a JSON-like value, at any depth."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key), item, value
+            yield from _entries(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _entries(item)
+
+
+def _system_problem(request: ChatRequest, entries: list[tuple[str, Any, Mapping[str, Any]]]) -> str | None:
+    """How the system message was lost, if it was: sent as a message of another role, or not at all. Message texts
+    are not compared (Inspect logs long ones as attachments): a message of role system, or a system field
+    (Anthropic's `system`, the Responses API's `instructions`, Gemini's system instruction), carries it."""
     wanted = sum(m.role == "system" for m in request.messages)
-    if roles.count("system") < wanted:
-        others = sorted({str(role) for role in roles if role not in ("user", "assistant", "system")})
-        how = f"went out as role {', '.join(others)}" if others else "was left out"
-        problems.append(f"the system message {how}")
-    if request.temperature is not None and sent.get("temperature") != request.temperature:
-        got = sent.get("temperature")
-        problems.append(f"temperature {request.temperature:g} " + ("was dropped" if got is None else f"became {got}"))
+    roles = [str(item) for key, item, _ in entries if key == "role"]
+    fields = any(key in SYSTEM_KEYS and item for key, item, _ in entries)
+    if wanted == 0 or roles.count("system") >= wanted or fields:
+        return None
+    others = sorted({role for role in roles if role not in ("user", "assistant", "system")})
+    return f"the system message went out as role {', '.join(others)}" if others else "the system message was left out"
+
+
+SETTINGS_HINT = (
+    "give the task only settings this provider sends (e.g. -T temperature=default for an API without temperature)"
+)
+
+
+def altered(request: ChatRequest, sent: Mapping[str, Any]) -> str | None:
+    """What the raw request Inspect's provider sent lost of edsb's `request`: its system message (sent under another
+    role, or not at all), its temperature, token cap or reasoning settings; None if everything arrived. Covers
+    every API Inspect routes to (chat completions, the Responses API, Anthropic's Messages, Gemini)."""
+    entries = list(_entries(sent))
+    problems = [problem] if (problem := _system_problem(request, entries)) else []
+    found: dict[str, list[Any]] = {}
+    for key, item, _ in entries:
+        found.setdefault(key, []).append(item)
+    if request.temperature is not None and request.temperature not in found.get("temperature", []):
+        got = found.get("temperature")
+        problems.append(f"temperature {request.temperature:g} " + (f"became {got[0]}" if got else "was dropped"))
+    asked = (
+        (request.max_tokens, CAP_KEYS, "the token cap"),
+        (request.reasoning_effort or request.thinking_level, EFFORT_KEYS, "the reasoning effort"),
+        (request.thinking_budget, BUDGET_KEYS, "the thinking budget"),
+    )
+    problems += [f"{what} was dropped" for value, keys, what in asked if value is not None and not keys & set(found)]
     return " and ".join(problems) or None
 
 
@@ -108,12 +147,18 @@ class InspectChatModel:
         return str(self._model).split("/", 1)[0]
 
     def config(self, request: ChatRequest) -> GenerateConfig:
-        """The request's own settings; everything else comes from the eval's generate config."""
+        """The request's own settings under Inspect's names (Anthropic's effort is Inspect's `effort`; Gemini 3's
+        thinking level its `reasoning_effort`); everything else comes from the eval's generate config."""
+        anthropic = self.provider == "anthropic"
+        effort = request.reasoning_effort or request.thinking_level
         return GenerateConfig(
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             top_p=request.top_p,
             seed=request.seed,
+            reasoning_effort=None if anthropic else effort,  # type: ignore[arg-type]
+            effort=effort if anthropic else None,  # type: ignore[arg-type]
+            reasoning_tokens=request.thinking_budget,
             extra_body=JSON_MODE if request.json_mode and self.provider in JSON_MODE_PROVIDERS else None,
         )
 
@@ -126,12 +171,11 @@ class InspectChatModel:
             raise TransportError("connection", f"{type(exc).__name__}: {exc}", attempts=1) from exc
         if refused(output):  # an execution error, as `edsb run` records a request the endpoint refuses
             raise TransportError("rejected", output.error or output.completion, attempts=1)
-        sent = _sent_request() if self.provider in JSON_MODE_PROVIDERS else None
+        sent = _sent_request()
         problem = altered(request, sent) if sent is not None else None
         if problem is not None:
-            self.failure = RequestAltered(
-                f"Inspect's {self._model} provider changed edsb's request: {problem}; {ROUTE_HINT}"
-            )
+            fix = ROUTE_HINT if self.provider == "openai" else SETTINGS_HINT
+            self.failure = RequestAltered(f"Inspect's {self._model} provider changed edsb's request: {problem}; {fix}")
             raise TransportError("invalid_response", str(self.failure), attempts=1)
         usage = output.usage
         return ChatResponse(

@@ -52,7 +52,7 @@ class OracleAPI(ModelAPI):
         json_mode = (config.extra_body or {}).get("response_format") == JSON_OBJECT
         request = ChatRequest(
             messages=tuple(_message(message) for message in input),
-            temperature=config.temperature or 0.0,
+            temperature=config.temperature,
             json_mode=json_mode,
         )
         response = await self.oracle.complete(request)

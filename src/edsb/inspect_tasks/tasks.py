@@ -11,26 +11,31 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+import secrets
+from collections.abc import Mapping
+from typing import Any
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from pydantic import ValidationError
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.perturb import perturbation_label
-from edsb.data.selection import parse_levels, select_cases
-from edsb.errors import UsageError
+from edsb.data.selection import Selection, parse_levels, select_cases, selection_text
+from edsb.errors import UsageError, closest, hint, validation_message
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
-from edsb.planning.variants import SamplerName, choose_sandbox, get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
+from edsb.runner.config import RunConfig, config_default, run_overrides
 from edsb.runner.keys import expand_keys
-from edsb.sandbox import SandboxLimits, check_sandbox
+from edsb.sandbox import check_sandbox
+from edsb.sandbox.limits import SandboxChoice, choose_sandbox
 from edsb.scoring.metrics import TOTAL
 
 SCORE_METADATA = {
@@ -46,22 +51,30 @@ SCORE_METADATA = {
     "truncated",
 }  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
-Selection = str | int | Iterable[int] | None
-
-
-def _selection_text(value: Selection) -> str | None:
-    """`-T cases=13` arrives as an int and `-T cases=[13,60]` as a list; the selection syntax wants text."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    return ",".join(str(item) for item in value)
+# The `-T` parameters that are `edsb run` options, under the same names (and defaults: `RunConfig`'s).
+SETTINGS = (
+    "temperature",
+    "max_tokens",
+    "model_seed",
+    "reasoning_effort",
+    "thinking_budget",
+    "thinking_level",
+    "json_mode",
+    "seed",
+    "sampler",
+    "sandbox",
+    "code_timeout",
+    "code_memory",
+    "perturb",
+    "data",
+    "sampler_secret",
+)
 
 
 def edsb_dataset(benchmark: Benchmark, variant: str, cases: Selection, levels: Selection) -> MemoryDataset:
     """One sample per (case, level) in `edsb run`'s order; levels above a case's maximum are skipped, as there."""
-    ids = select_cases(_selection_text(cases), benchmark.cases)
-    chosen = parse_levels(_selection_text(levels))
+    ids = select_cases(selection_text(cases), benchmark.cases)
+    chosen = parse_levels(selection_text(levels))
     keys = expand_keys([variant], ids, chosen, 1, benchmark.cases)
     samples = []
     for key in keys:
@@ -83,24 +96,34 @@ def edsb_dataset(benchmark: Benchmark, variant: str, cases: Selection, levels: S
     return MemoryDataset(samples, name=f"edsb-{variant}")
 
 
+def task_config(settings: Mapping[str, Any]) -> RunConfig:
+    """The run settings of a task's `-T` parameters, named, validated and defaulted as `edsb run`'s options are
+    (`RunConfig`), with the sandbox resolved; a wrong name or value is a one-line error."""
+    given = {name: value for name, value in settings.items() if name != "model"}  # Inspect passes its model too
+    unknown = sorted(set(given) - set(SETTINGS))
+    if unknown:
+        raise UsageError(f"unknown task parameter {unknown[0]!r}{hint(closest(unknown[0], SETTINGS))}")
+    options = run_overrides(given)
+    sampler_named(str(options.get("sampler", config_default("sampler"))))
+    options["sandbox"], note = choose_sandbox(str(options.get("sandbox", SandboxChoice.AUTO)))
+    if note is not None:
+        logging.getLogger(__name__).warning(note)
+    try:
+        return RunConfig.model_validate(options)
+    except ValidationError as exc:
+        raise UsageError(f"invalid task parameter {validation_message(exc)}") from None
+
+
 @solver
-def edsb_planner(
-    data: str | None = None,
-    temperature: float = 0.1,
-    seed: int = 0,
-    code_timeout: float = 10.0,
-    code_memory: int = 1024,
-    sampler: str = "reference",
-    perturb: int = 0,
-    sandbox: str = "auto",
-) -> Solver:
-    """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. Plain parameters, so
-    Inspect logs them with the eval; `sandbox` is the one the task resolved (`edsb_task`)."""
-    chosen_sampler = sampler_named(sampler)
-    chosen_sandbox, _ = choose_sandbox(sandbox)
-    limits = SandboxLimits(sandbox=chosen_sandbox, timeout=code_timeout, memory_bytes=code_memory << 20)
+def edsb_planner(**settings: Any) -> Solver:
+    """Plan and judge one run with edsb's pipeline; the epoch (1-based) is the repeat. The task's settings (`SETTINGS`)
+    as plain parameters, so Inspect logs them with the eval. The PI sampler's draws are keyed by `sampler_secret`, a
+    new random one per solver unless given, so that model code cannot predict them."""
+    config = task_config(settings)
+    secret = config.sampler_secret or secrets.token_hex(16)
+    limits = config.sandbox_limits
     check_sandbox(limits)
-    benchmark = Benchmark.open(data, perturb=perturb, fetch=True)
+    benchmark = Benchmark.open(config.data, perturb=config.perturb, fetch=True)
     pack = load_prompt_pack(benchmark)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -108,7 +131,14 @@ def edsb_planner(
         key = RunKey(meta["variant"], meta["case"], meta["level"], state.epoch - 1)
         model = InspectChatModel(get_model())
         services = RunServices(
-            benchmark, model, temperature=temperature, seed=seed, sampler=chosen_sampler, limits=limits, pack=pack
+            benchmark,
+            model,
+            generation=config.generation,
+            seed=config.seed,
+            sampler_secret=secret,
+            sampler=config.sampler,
+            limits=limits,
+            pack=pack,
         )
         result = await execute_run(services, key)
         if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)
@@ -175,47 +205,30 @@ def edsb_judge() -> Scorer:
 
 
 def edsb_task(
-    preset: str,
-    variant: str | None,
-    cases: Selection,
-    levels: Selection,
-    epochs: int | None,
-    temperature: float,
-    seed: int,
-    code_timeout: float,
-    code_memory: int,
-    data: str | None,
-    sampler: str = "reference",
-    perturb: int = 0,
-    sandbox: str = "auto",
+    preset: str, variant: str | None, cases: Selection, levels: Selection, epochs: int | None, settings: dict[str, Any]
 ) -> Task:
-    sampler_named(sampler)  # a bad choice fails here, before the dataset is built
-    sandbox, note = choose_sandbox(sandbox)
-    if note is not None:
-        logging.getLogger(__name__).warning(note)
+    """The task of one of the paper's grids; `settings` are the `-T` parameters of `SETTINGS`."""
+    config = task_config(settings)  # a bad setting fails here, before the dataset is built
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name
     dataset = edsb_dataset(
-        Benchmark.open(data, perturb=perturb, fetch=True),
+        Benchmark.open(config.data, perturb=config.perturb, fetch=True),
         name,
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,
     )
+    recorded = config.model_dump(mode="json", include=set(run_overrides(dict.fromkeys(SETTINGS))))
     return Task(
         dataset=dataset,
-        solver=edsb_planner(data, temperature, seed, code_timeout, code_memory, sampler, perturb, sandbox),
+        solver=edsb_planner(**{**settings, "sandbox": config.sandbox}),
         scorer=edsb_judge(),
         epochs=Epochs(epochs or chosen.repeats, "mean"),
         name=f"edsb_{preset}_{name}",
         metadata={
             "preset": preset,
             "variant": name,
-            "temperature": temperature,
-            "seed": seed,
-            "sampler": sampler,
-            "sandbox": sandbox,
-            "perturb": perturb,
-            **({"perturbation": label} if (label := perturbation_label(perturb)) else {}),
+            **recorded,
+            **({"perturbation": label} if (label := perturbation_label(config.perturb)) else {}),
         },
     )
 
@@ -226,33 +239,15 @@ def edsb_table1(
     cases: Selection = None,
     levels: Selection = None,
     epochs: int | None = None,
-    temperature: float = 0.1,
-    seed: int = 0,
-    code_timeout: float = 10.0,
-    code_memory: int = 1024,
-    data: str | None = None,
-    sampler: str = "reference",
-    perturb: int = 0,
-    sandbox: str = "auto",
+    **settings: Any,
 ) -> Task:
     """Table 1: OA, RC and SS cases at levels 0–2, 5 epochs. `variant`: ours, wo-event, object-list, scene-graph.
-    `sampler`: reference or optimal, for PI cases picked with `cases`. `perturb`: the robustness suite's renaming seed
-    (0 = the benchmark as published). `sandbox`: auto (the default), exact or restricted, as `edsb run --sandbox`."""
-    return edsb_task(
-        "table1",
-        variant,
-        cases,
-        levels,
-        epochs,
-        temperature,
-        seed,
-        code_timeout,
-        code_memory,
-        data,
-        sampler,
-        perturb,
-        sandbox,
-    )
+    `settings`: `edsb run`'s options of the same names, with its defaults: temperature (a number or `default`),
+    max_tokens, model_seed, reasoning_effort, thinking_budget, thinking_level, json_mode, seed, sampler (reference or
+    optimal, for PI cases picked with `cases`), sandbox (auto, exact or restricted), code_timeout, code_memory,
+    perturb (the robustness suite's renaming seed), data and sampler_secret (keys the PI
+    sampler's draws, as `edsb run --sampler-secret`; default: a new random one)."""
+    return edsb_task("table1", variant, cases, levels, epochs, settings)
 
 
 @task
@@ -261,29 +256,7 @@ def edsb_table2(
     cases: Selection = None,
     levels: Selection = None,
     epochs: int | None = None,
-    temperature: float = 0.1,
-    seed: int = 0,
-    code_timeout: float = 10.0,
-    code_memory: int = 1024,
-    data: str | None = None,
-    sampler: str = "reference",
-    perturb: int = 0,
-    sandbox: str = "auto",
+    **settings: Any,
 ) -> Task:
-    """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `sampler`: reference (the paper's
-    annealer) or optimal. `perturb` and `sandbox`: as for table 1."""
-    return edsb_task(
-        "table2",
-        variant,
-        cases,
-        levels,
-        epochs,
-        temperature,
-        seed,
-        code_timeout,
-        code_memory,
-        data,
-        sampler,
-        perturb,
-        sandbox,
-    )
+    """Table 2: PI cases at level 0, 5 epochs. `variant`: scene-graph or direct. `settings`: as for table 1."""
+    return edsb_task("table2", variant, cases, levels, epochs, settings)

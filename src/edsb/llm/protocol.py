@@ -71,6 +71,7 @@ class ChatResponse(_Frozen):
     # The model's reasoning, split off the answer (think tags, reasoning fields, thinking blocks, thought parts);
     # `text` is then the answer only. `reasoning_tokens` is inside `completion_tokens`, as the APIs bill it.
     reasoning: str = ""
+    reasoning_source: str | None = None  # where the reasoning was split off (e.g. `think_tags`); None: it had none
     reasoning_tokens: int | None = None
     refusal: str | None = None  # the provider's refusal text (OpenAI's message.refusal, a stop for safety)
     # The generation settings as they went over the wire, under the API's own names (e.g. max_completion_tokens);
@@ -88,8 +89,19 @@ class ChatResponse(_Frozen):
                 data = {**data, **{name: clean_text(data[name]) for name in dirty}, "surrogates_replaced": True}
         return data
 
+    def cap_note(self) -> str | None:
+        """How much of the token cap thinking used, for a reply cut at the cap (None: the reply reports no
+        reasoning tokens): a cut answer must not read as the model's own short one."""
+        if not self.reasoning_tokens:
+            return None
+        cap = next((self.sent[name] for name in _CAP_FIELDS if isinstance(self.sent.get(name), int)), None)
+        of = f" of the {cap:,}-token cap" if cap else ""
+        return f"thinking used {self.reasoning_tokens:,} tokens{of}"
+
 
 _SERVER_TEXT = ("text", "model", "finish_reason", "reasoning", "refusal")
+# Where each API takes the output cap: OpenAI's reasoning models, the others and Anthropic, Gemini.
+_CAP_FIELDS = ("max_completion_tokens", "max_tokens", "maxOutputTokens")
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from edsb.llm.errors import TransportError, TransportKind
+from edsb.llm.errors import TransportError, TransportKind, transport_kind
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
@@ -125,7 +125,7 @@ class AttemptFailure(Exception):
         self, kind: TransportKind, message: str, *, status: int | None = None, retry_after: float | None = None
     ) -> None:
         super().__init__(message)
-        self.kind: TransportKind = kind
+        self.kind: TransportKind = transport_kind(kind)
         self.message = message
         self.status = status
         self.retry_after = retry_after

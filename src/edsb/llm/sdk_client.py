@@ -1,11 +1,14 @@
 """`anthropic:<model>` and `google:<model>`: Claude and Gemini through their official SDKs (extras `anthropic`,
-`google`), with every request built as the official implementation builds it.
+`google`), with every request built as the official implementation builds it, in the API's dialect of today.
 
-- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are,
-  `max_tokens` (2,048 unless `--max-tokens`), the temperature; no JSON mode (the API has none) and no seed.
+- Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are, `max_tokens`
+  (2,048 unless `--max-tokens`, plus the thinking budget); the temperature only where the installed SDK's API
+  version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for; no JSON mode (the API
+  has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the first text block the answer.
 - Google (google-genai): a chat whose history is every turn but the last, which is then sent; `system_instruction`,
-  `max_output_tokens` (2,048 unless `--max-tokens`), the temperature, and `response_mime_type` `application/json`
-  when the Narrator asks for JSON; `seed` only with `--model-seed`.
+  `max_output_tokens` (the answer's 2,048 unless `--max-tokens`, plus room for a thinking model's thinking), the
+  temperature when given, `response_mime_type` `application/json` when the Narrator asks for JSON, a thinking budget
+  or level when given; `seed` only with `--model-seed`. Thought parts are the reasoning, and their tokens are output.
 
 The SDKs build, send and parse; edsb keeps what makes every remote model fail alike: the SDKs' own retries are off
 and the one retry loop of `retry.py` runs instead (with `Retry-After`, Anthropic's `anthropic-ratelimit-*-reset`
@@ -17,33 +20,31 @@ takes the environment's proxy and the system's trust store as that client does.
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 import json
 import re
 import time
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from edsb.llm.errors import ModelSpecError, ProviderSdkError
-from edsb.llm.openai_client import (
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT_S,
-    KEYLESS_PLACEHOLDER,
-    error_message,
-    one_line,
-    resolve_api_key,
-    tls_context,
-)
+from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError, setting_fix
+from edsb.llm.openai_client import error_message
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 from edsb.llm.providers import PROVIDERS, Provider
-from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, retry_after_s, send_with_retries
+from edsb.llm.reasoning import REDACTED, Split, split_think
+from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
+from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
     import httpx2
 
+# Gemini models that think by default, within the output cap; the room their thinking gets on top of the answer's
+# unless a budget is given: the largest thinking budget Gemini 2.5 Pro takes, so thinking never cuts an answer short.
+THINKING_GEMINI = ("gemini-2.5", "gemini-3")
+THINKING_ROOM = 32_768
+# Gemini's finish reasons that stop a candidate for safety or policy: the model's refusal.
+SAFETY_STOPS = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"})
 # The hosts the SDKs address when no --base-url is given (part of the model identity).
 ANTHROPIC_URL = "https://api.anthropic.com"
 GOOGLE_URL = "https://generativelanguage.googleapis.com"
@@ -55,7 +56,7 @@ class ResponseTooLarge(Exception):
     """Raised by the transport: the SDK passes it on (or wraps it), and edsb reports it as `oversized`."""
 
 
-def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> httpx2.AsyncBaseTransport:
+def _limited_transport(limit: int, proxy: ProxyRoute | None, max_in_flight: int) -> httpx2.AsyncBaseTransport:
     """An httpx2 transport that refuses a response body over `limit` bytes, announced or as read (decompressed
     bodies count as decompressed, where the SDK reads them)."""
     import httpx2
@@ -78,7 +79,8 @@ def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> htt
     class _Transport(httpx2.AsyncBaseTransport):
         def __init__(self) -> None:
             limits = httpx2.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
-            self.inner = httpx2.AsyncHTTPTransport(verify=tls_context(), proxy=proxy, limits=limits)
+            route = None if proxy is None else httpx2.Proxy(proxy.url, auth=proxy.auth)
+            self.inner = httpx2.AsyncHTTPTransport(verify=tls_context(), proxy=route, limits=limits)
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
             response = await self.inner.handle_async_request(request)
@@ -98,14 +100,6 @@ def _limited_transport(limit: int, proxy: str | None, max_in_flight: int) -> htt
             await self.inner.aclose()
 
     return _Transport()
-
-
-def _env_proxy(url: str) -> str | None:
-    """The environment's proxy for `url` (`HTTP_PROXY` / `HTTPS_PROXY` unless `NO_PROXY` exempts the host)."""
-    parts = urlsplit(url)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme) or None
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -137,15 +131,6 @@ def _transport_failure(exc: BaseException) -> AttemptFailure | None:
     return None
 
 
-def _token_count(value: Any, name: str) -> int:
-    """A usage field as a count: absent is 0; anything but a whole non-negative number is no completion."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _TOKEN_LIMIT:
-        raise AttemptFailure("invalid_response", f"{name} is not a token count: {one_line(repr(value), 40)}")
-    return value
-
-
 def _split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:
     """The leading system message apart from the turns, as both APIs take it."""
     if messages and messages[0].role == "system":
@@ -153,54 +138,23 @@ def _split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Messa
     return None, list(messages)
 
 
-class SdkChatModel:
-    """What the two SDK models share: key and host, the httpx2 client per event loop, the gate, the retry loop."""
+class SdkChatModel(RemoteChatModel):
+    """What the two SDK models share: the httpx2 client per event loop that carries the SDK's requests."""
 
     default_url = ""
+    not_found_hint = "does the provider serve this model name, and does --base-url name its host?"
 
-    def __init__(
-        self,
-        model: str,
-        provider: Provider,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        retry: RetryPolicy | None = None,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
-        if max_response_bytes < 1:
-            raise ValueError("max_response_bytes must be at least 1")
-        self.model = model
-        self.provider = provider
-        self.base_url = (base_url or self.default_url).strip().rstrip("/")
-        parts = urlsplit(self.base_url)
+    def __init__(self, model: str, provider: Provider, *, base_url: str | None = None, **options: Any) -> None:
+        url = (base_url or self.default_url).strip().rstrip("/")
+        parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelSpecError(f"{self.base_url}: not an http(s) URL")
-        self.timeout_s = timeout_s
-        self.retry = retry or RetryPolicy()
-        self.max_in_flight = max_in_flight
-        self.max_response_bytes = max_response_bytes
-        self._api_key = resolve_api_key(self.base_url, api_key_env, provider, self.default_url)
+            raise ModelSpecError(f"{url}: not an http(s) URL")
+        super().__init__(model, provider, url, default_url=self.default_url, **options)
         if any(character in self._api_key for character in "\r\n\0") or not self._api_key.isprintable():
             raise ModelSpecError(f"{self.base_url}: the API key has a character HTTP does not allow")
         self._sdk()  # the extra is missing: say so now, not at the first request
-        self._proxy = _env_proxy(self.base_url)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
+        self.proxy()
         self._http: httpx2.AsyncClient | None = None
-        self._gate: asyncio.Semaphore | None = None
-        self._reach = Reach()
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
-
-    @property
-    def identity(self) -> str:
-        return f"{self.provider.name}:{self.model}@{self.base_url}"
 
     def _sdk(self) -> Any:
         raise NotImplementedError
@@ -208,66 +162,24 @@ class SdkChatModel:
     def _make_client(self, http: httpx2.AsyncClient) -> Any:
         raise NotImplementedError
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
-        raise NotImplementedError
-
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
-        raise NotImplementedError
-
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
         raise NotImplementedError
 
-    def _session(self) -> tuple[Any, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._gate is None or self._loop is not loop:
-            import httpx2
+    def _open(self) -> Any:
+        import httpx2
 
-            transport = _limited_transport(self.max_response_bytes, self._proxy, self.max_in_flight)
-            # The whole attempt is bounded by `timeout_s` (asyncio.timeout); httpx2's own must not cut it shorter.
-            self._http = httpx2.AsyncClient(transport=transport, timeout=None, trust_env=False, follow_redirects=False)
-            self._client = self._make_client(self._http)
-            self._gate = asyncio.Semaphore(self.max_in_flight)
-            self._loop = loop
-        return self._client, self._gate
+        transport = _limited_transport(self.max_response_bytes, self.proxy(), self.max_in_flight)
+        # The whole attempt is bounded by `timeout_s` (asyncio.timeout); httpx2's own must not cut it shorter.
+        self._http = httpx2.AsyncClient(transport=transport, timeout=None, trust_env=False, follow_redirects=False)
+        return self._make_client(self._http)
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        client, gate = self._session()
-
-        async def attempt(number: int) -> ChatResponse:
-            async with gate:
-                try:
-                    async with asyncio.timeout(self.timeout_s):
-                        result, latency_s = await self._call(client, request)
-                except TimeoutError:
-                    raise AttemptFailure("timeout", f"no complete response within {self.timeout_s:g} s") from None
-                except AttemptFailure:
-                    raise
-                except Exception as exc:
-                    failure = self._sdk_failure(exc) or _transport_failure(exc)
-                    if failure is None:
-                        raise  # not the endpoint's failure: a fault of edsb's own
-                    if failure.kind != "unreachable":
-                        self._reach.answered = True
-                    raise failure from None
-            self._reach.answered = True
-            return self._response(result, latency_s, number)
-
-        return await send_with_retries(attempt, self.retry, self._reach, self._describe)
-
-    def _describe(self, failure: AttemptFailure) -> str:
-        message = failure.message
-        if self._api_key != KEYLESS_PLACEHOLDER:
-            message = message.replace(self._api_key, "***")
-        message = one_line(message)
-        if failure.status == 404:
-            message += " (does the provider serve this model name, and does --base-url name its host?)"
-        return message
-
-    async def aclose(self) -> None:
-        if self._http is not None and self._loop is asyncio.get_running_loop():
+    async def _shut(self, session: Any) -> None:
+        if self._http is not None:
             await self._http.aclose()
-        self._http = self._client = None
-        self._gate = self._loop = None
+        self._http = None
+
+    def _failure(self, exc: Exception) -> AttemptFailure | None:
+        return self._sdk_failure(exc) or _transport_failure(exc)
 
 
 def _status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
@@ -294,46 +206,79 @@ class AnthropicChatModel(SdkChatModel):
             api_key=self._api_key, base_url=self.base_url, http_client=http, max_retries=0
         )
 
+    def api_version(self) -> str:
+        """The Messages API version the installed SDK speaks (its `anthropic-version` header)."""
+        return str(getattr(importlib.import_module("anthropic._constants"), "ANTHROPIC_API_VERSION", "unknown"))
+
+    def _takes(self, name: str) -> bool:
+        """Whether the installed SDK's `messages.create` takes `name`: its request type has the API version's
+        parameters (version 2026-10-21 has no `temperature`, `top_p` or `top_k`)."""
+        params = importlib.import_module("anthropic.types.message_create_params").MessageCreateParamsNonStreaming
+        return name in params.__required_keys__ | params.__optional_keys__
+
     def params(self, request: ChatRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.create`, as the reference passes them."""
+        """The keyword arguments of `messages.create`: the system message apart, the turns as they are, `max_tokens`
+        the answer's room plus any thinking budget; thinking and effort when asked for. The sampling settings go only
+        where the installed SDK's API version has them (its request type names them): version 2026-10-21 has none,
+        and `sent` records that none went. No JSON mode (the API has none) and no seed."""
         system, turns = _split_system(request.messages)
+        budget = request.thinking_budget
+        room = request.max_tokens or self.provider.max_tokens or 0
         params: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": message.role, "content": message.content} for message in turns],
-            "max_tokens": request.max_tokens or self.provider.max_tokens,
+            "max_tokens": room + (budget or 0),
         }
         if system is not None:
             params["system"] = system
-        # The SDK's signature no longer names the sampling settings (newer models refuse them); the API still takes
-        # them for the models that do, and the reference sends the temperature: they go in the body as they are.
-        sampling: dict[str, Any] = {"temperature": request.temperature}
-        if request.top_p is not None:
-            sampling["top_p"] = request.top_p
-        params["extra_body"] = sampling
+        for name, value in (("temperature", request.temperature), ("top_p", request.top_p)):
+            if value is not None and self._takes(name):  # never what the API version lacks (`sent` shows it)
+                params[name] = value
+        if request.thinking_level is not None:
+            raise TransportError(
+                "rejected",
+                f"Anthropic's Messages API version {self.api_version()} has no thinking level",
+                attempts=0,
+                fix="it takes --thinking-budget and --reasoning-effort: drop --thinking-level",
+            )
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}
+        if request.reasoning_effort is not None:
+            params["output_config"] = {"effort": request.reasoning_effort}
         return params
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
+    def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        params = self.params(request)
+        sent = {"anthropic-version": self.api_version()}
+        sent.update((name, value) for name, value in params.items() if name not in ("model", "messages", "system"))
+        return params, sent
+
+    async def _send(self, client: Any, prepared: tuple[dict[str, Any], Any]) -> tuple[Any, float]:
         started = time.perf_counter()
-        message = await client.messages.create(**self.params(request))
+        message = await client.messages.create(**prepared[0])
         return message, time.perf_counter() - started
 
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
         content = getattr(result, "content", None)
         usage = getattr(result, "usage", None)
         if not isinstance(content, list) or usage is None:
             raise AttemptFailure("invalid_response", "the reply is not a message (no content or usage)")
-        # The reference reads the first block; a reply without text blocks is an empty answer.
-        texts = [block.text for block in content if getattr(block, "type", None) == "text"]
+        split = _split_blocks(content)
         model = getattr(result, "model", None)
         stop = getattr(result, "stop_reason", None)
+        details = getattr(usage, "output_tokens_details", None)
+        thinking = getattr(details, "thinking_tokens", None)
         return ChatResponse(
-            text=texts[0] if texts and isinstance(texts[0], str) else "",
-            prompt_tokens=_token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
-            completion_tokens=_token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
+            **split.fields(),
+            prompt_tokens=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
+            completion_tokens=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
+            reasoning_tokens=None if thinking is None else token_count(thinking, "usage.output_tokens_details"),
             latency_s=latency_s,
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=stop if isinstance(stop, str) else None,
             attempts=attempts,
+            refusal=(split.answer or "the model refused (stop_reason refusal)") if stop == "refusal" else None,
+            sent=prepared[1],
         )
 
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
@@ -345,6 +290,36 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
+
+
+def _split_blocks(content: list[Any]) -> Split:
+    """Anthropic's content blocks: the first text block is the answer (as the reference reads it), thinking and
+    redacted-thinking blocks the reasoning; other blocks are noted and left out."""
+    texts = [block.text for block in content if getattr(block, "type", None) == "text"]
+    split = split_think(texts[0] if texts and isinstance(texts[0], str) else "")
+    for block in content:
+        kind = getattr(block, "type", None)
+        if kind == "thinking":
+            thinking = getattr(block, "thinking", None)
+            if isinstance(thinking, str):
+                split.add(thinking, "thinking_blocks")
+            else:
+                split.add("", "unreadable: a thinking block")
+        elif kind == "redacted_thinking":
+            split.add(REDACTED, "thinking_blocks")
+        elif kind != "text":
+            split.add("", f"unreadable: a content block of type {kind!r}")
+    return split
+
+
+def _split_gemini_parts(parts: list[Any]) -> Split:
+    """Gemini's parts: text parts marked `thought` are the reasoning, the other text parts the answer."""
+    answer = [part.text for part in parts if isinstance(getattr(part, "text", None), str) and not part.thought]
+    split = split_think("".join(answer))
+    for part in parts:
+        if getattr(part, "thought", None) and isinstance(getattr(part, "text", None), str):
+            split.add(part.text, "thought_parts")
+    return split
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
@@ -386,56 +361,112 @@ class GoogleChatModel(SdkChatModel):
         # The Gemini API, never Vertex AI, whatever GOOGLE_GENAI_USE_VERTEXAI says: the key is a Gemini API key.
         return self._sdk().Client(api_key=self._api_key, vertexai=False, http_options=options)
 
+    def thinking_model(self) -> bool:
+        """Gemini 2.5 and 3 think before they answer, by default, within the same output cap."""
+        name = self.model.removeprefix("models/").lower()
+        return name.startswith(THINKING_GEMINI)
+
+    def thinking(self, request: ChatRequest) -> tuple[dict[str, Any] | None, int]:
+        """The `thinking_config` to send and the room it needs on top of the answer's: a budget as asked (0: no
+        thinking), else a level, else (for a thinking model) the provider's own thinking with `THINKING_ROOM`. The
+        thoughts are asked for (`include_thoughts`) so that they are read as reasoning, not lost."""
+        budget, level = request.thinking_budget, request.thinking_level
+        if budget is None and level is None:
+            return ({"include_thoughts": True}, THINKING_ROOM) if self.thinking_model() else (None, 0)
+        config: dict[str, Any] = {"include_thoughts": bool(budget) or budget is None}
+        if budget is not None:
+            config["thinking_budget"] = budget
+        if level is not None:
+            config["thinking_level"] = level
+        return config, THINKING_ROOM if budget is None else budget
+
     def chat_arguments(self, request: ChatRequest) -> tuple[dict[str, Any], str]:
-        """The arguments of `chats.create` and the message then sent, as the reference builds them."""
+        """The arguments of `chats.create` and the message then sent, as the reference builds them: the output cap
+        is the answer's room (2,048 unless `--max-tokens`) plus the room thinking needs."""
+        if request.reasoning_effort is not None:
+            raise TransportError(
+                "rejected",
+                "the Gemini API has no reasoning_effort",
+                attempts=0,
+                fix="it takes --thinking-budget or --thinking-level: drop --reasoning-effort",
+            )
         types = self._sdk().types
         system, turns = _split_system(request.messages)
         history = [
             types.Content(role="user" if message.role == "user" else "model", parts=[types.Part(text=message.content)])
             for message in turns[:-1]
         ]
+        thinking, room = self.thinking(request)
         config: dict[str, Any] = {
             "system_instruction": system,
             "temperature": request.temperature,
-            "max_output_tokens": request.max_tokens or self.provider.max_tokens,
+            "max_output_tokens": (request.max_tokens or self.provider.max_tokens or 0) + room,
             "response_mime_type": "application/json" if request.json_mode else None,
+            "top_p": request.top_p,
+            "seed": request.seed,
         }
-        if request.top_p is not None:
-            config["top_p"] = request.top_p
-        if request.seed is not None:
-            config["seed"] = request.seed
-        arguments = {"model": self.model, "history": history, "config": types.GenerateContentConfig(**config)}
+        try:
+            generation = types.GenerateContentConfig(
+                **config, thinking_config=None if thinking is None else types.ThinkingConfig(**thinking)
+            )
+        except ValueError as exc:  # a value the SDK's types refuse (a thinking level it does not know)
+            message = one_line(f"the google-genai SDK refuses the settings: {exc}", 400)
+            fix = setting_fix(400, str(exc)) or "change the generation settings"
+            raise TransportError("rejected", message, attempts=0, fix=fix) from None
+        arguments = {"model": self.model, "history": history, "config": generation}
         return arguments, turns[-1].content if turns else ""
 
-    async def _call(self, client: Any, request: ChatRequest) -> tuple[Any, float]:
+    def _prepare(self, request: ChatRequest) -> tuple[tuple[dict[str, Any], str], dict[str, Any]]:
         arguments, last = self.chat_arguments(request)
+        sent = arguments["config"].model_dump(mode="json", by_alias=True, exclude_none=True)
+        sent.pop("systemInstruction", None)
+        return (arguments, last), sent
+
+    async def _send(self, client: Any, prepared: tuple[tuple[dict[str, Any], str], Any]) -> tuple[Any, float]:
+        arguments, last = prepared[0]
         started = time.perf_counter()
         chat = client.aio.chats.create(**arguments)
         response = await chat.send_message(last)
         return response, time.perf_counter() - started
 
-    def _response(self, result: Any, latency_s: float, attempts: int) -> ChatResponse:
+    def _parse(self, result: Any, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
+        usage = getattr(result, "usage_metadata", None)
+        answered = token_count(getattr(usage, "candidates_token_count", None), "usageMetadata.candidatesTokenCount")
+        thoughts = getattr(usage, "thoughts_token_count", None)
+        thought = None if thoughts is None else token_count(thoughts, "usageMetadata.thoughtsTokenCount")
+        version = getattr(result, "model_version", None)
+        common: dict[str, Any] = {
+            "prompt_tokens": token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
+            "completion_tokens": answered + (thought or 0),  # thinking is billed as output
+            "reasoning_tokens": thought,
+            "latency_s": latency_s,
+            "model": version if isinstance(version, str) and version else self.model,
+            "attempts": attempts,
+            "sent": prepared[1],
+        }
         candidates = getattr(result, "candidates", None)
         if not candidates:
-            feedback = getattr(result, "prompt_feedback", None)
+            return self._blocked(getattr(result, "prompt_feedback", None), common)
+        finish = getattr(candidates[0], "finish_reason", None)
+        finish_reason = getattr(finish, "value", finish) if finish is not None else None
+        split = _split_gemini_parts(getattr(getattr(candidates[0], "content", None), "parts", None) or [])
+        refusal = None
+        if finish_reason in SAFETY_STOPS:
+            detail = getattr(candidates[0], "finish_message", None) or ""
+            refusal = f"stopped for {finish_reason}" + (f": {detail}" if detail else "")
+        return ChatResponse(**split.fields(), finish_reason=finish_reason, refusal=refusal, **common)
+
+    def _blocked(self, feedback: Any, common: dict[str, Any]) -> ChatResponse:
+        """A reply without candidates: a prompt blocked for safety is the model's refusal; anything else is no
+        response at all."""
+        reason = getattr(feedback, "block_reason", None)
+        if reason is None:
             detail = f" ({one_line(str(feedback))})" if feedback else ""
             raise AttemptFailure("invalid_response", f"the reply has no candidates{detail}")
-        usage = getattr(result, "usage_metadata", None)
-        finish = getattr(candidates[0], "finish_reason", None)
-        parts = getattr(getattr(candidates[0], "content", None), "parts", None) or []
-        text = "".join(part.text for part in parts if isinstance(getattr(part, "text", None), str))
-        version = getattr(result, "model_version", None)
-        return ChatResponse(
-            text=text,
-            prompt_tokens=_token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
-            completion_tokens=_token_count(
-                getattr(usage, "candidates_token_count", None), "usageMetadata.candidatesTokenCount"
-            ),
-            latency_s=latency_s,
-            model=version if isinstance(version, str) and version else self.model,
-            finish_reason=getattr(finish, "value", finish) if finish is not None else None,
-            attempts=attempts,
-        )
+        reason = str(getattr(reason, "value", reason))
+        message = getattr(feedback, "block_reason_message", None) or ""
+        refusal = f"prompt blocked: {reason}" + (f": {message}" if message else "")
+        return ChatResponse(text="", finish_reason=reason, refusal=refusal, **common)
 
     def _sdk_failure(self, exc: Exception) -> AttemptFailure | None:
         from google.genai import errors

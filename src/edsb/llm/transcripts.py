@@ -49,6 +49,7 @@ class TranscriptFailure(BaseModel):
     attempts: int
 
     truncated: bool = False  # the message was cut to `MESSAGE_CHARS`
+    fix: str | None = None  # the option that fixes a refused setting
 
     @classmethod
     def of(cls, error: TransportError) -> TranscriptFailure:
@@ -56,11 +57,16 @@ class TranscriptFailure(BaseModel):
         message = clean_text(error.message)
         kept = truncate(message, MESSAGE_CHARS)
         return cls(
-            kind=error.kind, message=kept, status=error.status, attempts=error.attempts, truncated=kept is not message
+            kind=error.kind,
+            message=kept,
+            status=error.status,
+            attempts=error.attempts,
+            truncated=kept is not message,
+            fix=error.fix,
         )
 
     def to_error(self) -> TransportError:
-        return TransportError(self.kind, self.message, attempts=self.attempts, status=self.status)
+        return TransportError(self.kind, self.message, attempts=self.attempts, status=self.status, fix=self.fix)
 
 
 class TranscriptRecord(BaseModel):

@@ -20,13 +20,20 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import EdsbError
 from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
-from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message
+from edsb.llm.protocol import ChatModel, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
+from edsb.planning.generation import GenerationSettings
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import generator_for, sample_positions, seed_for
+from edsb.planning.sampler import (
+    MAX_SAMPLING_TERMS,
+    sample_positions,
+    sampling_terms,
+    secret_generator_for,
+    seed_for,
+)
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
@@ -45,10 +52,11 @@ class RunServices:
 
     benchmark: Benchmark
     model: ChatModel
-    temperature: float = 0.1
-    max_tokens: int | None = None  # the reply's token cap sent with every request (None: none sent)
-    model_seed: int | None = None  # repeat r sends model_seed + r (None: no seed sent)
+    generation: GenerationSettings = field(default_factory=GenerationSettings)  # what every request asks for
     seed: int = 0
+    # Keys the PI sampler's draws, never the code's: the child knows its own seed but not this ("": the earlier
+    # derivation from the seed and the run key alone, which the run's code can recompute).
+    sampler_secret: str = ""
     sampler: SamplerName = SamplerName.REFERENCE
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     transcripts: TranscriptWriter | None = None
@@ -64,12 +72,13 @@ class RunServices:
         return load_scene(self.benchmark, name)
 
     def rng(self, key: RunKey) -> np.random.Generator:
-        """A generator that depends only on the seed and the run key, so concurrency never changes a result."""
-        return generator_for(self._seed_text(key))
+        """The PI sampler's generator: it depends only on the seed, the run key and the sampler secret, so
+        concurrency never changes a result, and the run's code, which never sees the secret, cannot predict it."""
+        return secret_generator_for(self.sampler_secret, self._seed_text(key))
 
     def code_seed(self, key: RunKey) -> int:
-        """The seed of the run's code (`random`, `numpy.random`), derived as the sampler's is: from the seed and the
-        run key only, so a run's code draws the same numbers at any concurrency and on a rerun."""
+        """The seed of the run's code (`random`, `numpy.random`): from the seed and the run key only, so a run's
+        code draws the same numbers at any concurrency and on a rerun. It is sent to the sandbox; the secret is not."""
         return seed_for(self._seed_text(key))
 
     def _seed_text(self, key: RunKey) -> str:
@@ -86,28 +95,27 @@ class RunTrace:
     event: dict[str, Any] | None = None
     repairs: TextRepairs = field(default_factory=TextRepairs)
     cut: list[str] = field(default_factory=list)  # modules whose reply stopped at the token cap
+    cut_notes: list[str] = field(default_factory=list)  # how much of the cap thinking used, where a reply says
 
     def add(self, module: str, response: ChatResponse) -> None:
         if response.surrogates_replaced:
             self.repairs.surrogates.add(module)
         if response.finish_reason in CAP_FINISH_REASONS:
             self.cut.append(module)
+            if (note := response.cap_note()) is not None:
+                self.cut_notes.append(f"{module}: {note}")
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
+        if response.reasoning_tokens:  # inside the completion count, as billed; recorded apart where reported
+            entry["reasoning"] = entry.get("reasoning", 0) + response.reasoning_tokens
         self.latency_s += response.latency_s
         self.model = response.model
 
 
 async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
-    model_request = ChatRequest(
-        messages=tuple(Message.model_validate(message) for message in request.messages),
-        temperature=services.temperature,
-        json_mode=request.json_mode,
-        sample_index=key.repeat,
-        max_tokens=services.max_tokens,
-        seed=None if services.model_seed is None else services.model_seed + key.repeat,
-    )
+    messages = (Message.model_validate(message) for message in request.messages)
+    model_request = services.generation.request(messages, json_mode=request.json_mode, repeat=key.repeat)
     if services.transcripts is not None:
         response = await services.transcripts.complete(
             services.model, model_request, run=key.file_stem, module=request.module
@@ -182,6 +190,13 @@ def _sample_positions(
     generator per run and sampler, characters in plan order)."""
     scene = services.scene(scenario.scene_name)
     relationships = {name: entry["relationships"] for name, entry in plan.items()}
+    terms = sampling_terms(scene, relationships, characters=scenario.character_names)
+    if terms > MAX_SAMPLING_TERMS:  # the runner's own CPU: bounded whatever the model's plan asks for
+        raise CodeError(
+            ErrorKind.CODE_OUTPUT,
+            f"the plan asks the position sampler for {terms} cost terms (one per character placed, one per "
+            f"relationship); the limit is {MAX_SAMPLING_TERMS}",
+        )
     points = sample_positions(
         scene, relationships, characters=scenario.character_names, rng=services.rng(key), sampler=sampler
     )
@@ -206,13 +221,16 @@ def _sampler_record(services: RunServices, scenario: Scenario) -> dict[str, Any]
 
 
 class EndpointRefused(EdsbError):
-    """The endpoint refuses every request (bad key, unknown model, forbidden): no run can succeed, so stop."""
+    """The endpoint refuses every request (bad key, unknown model, forbidden, a setting it does not take): no run can
+    succeed, so stop."""
 
 
 def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     """(status, kind, message) of a run whose model gave no completion."""
     if exc.client_refused:
         raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
+    if exc.setting_refused:  # configuration: every run would be refused alike
+        raise EndpointRefused(f"the model endpoint refused a setting: {exc}\nfix: {exc.fix}") from None
     if exc.request_rejected:  # an execution error, as any API failure is in the reference
         kind = ErrorKind.REQUEST_REJECTED
         return RunStatus.ERROR, kind, f"{kind}: {exc}"
@@ -247,38 +265,8 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     scenario = build_scenario(services.benchmark, case, key.distraction, key.repeat, get_variant(key.variant))
     trace = RunTrace()
     started = time.perf_counter()
-    plan: dict[str, Any] | None = None
-    reason: str | None = None
-    error_kind: ErrorKind | None = None
-    message: str | None = None
-    sampler_miss: bool | None = None
-    try:
-        plan = await plan_run(services, key, scenario, trace)
-        verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
-        status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
-        error_kind = verdict.error
-        message = verdict.describe_error()
-        reason = verdict.reason
-        if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
-            sampler_miss = status is RunStatus.FAILED and await asyncio.to_thread(
-                _optimal_would_pass, services, key, scenario, plan
-            )
-    except TransportError as exc:
-        status, error_kind, message = _transport_outcome(exc)
-    except RunError as exc:
-        # An execution error: every RunError is raised where the reference's run fails on what the model answered
-        # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
-        status, error_kind, message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
-        if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
-            cap = f" of {services.max_tokens}" if services.max_tokens else ""
-            message += f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens)"
-    except ReplayError:
-        raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
-    except Exception as exc:
-        # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
-        # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
-        status, error_kind, message = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR, _internal_error(exc)
-    kept = _kept(services, trace, error=message, reason=reason, plan=plan, event=trace.event)
+    outcome = await _outcome(services, key, scenario, trace)
+    kept = _kept(services, trace, error=outcome.message, reason=outcome.reason, plan=outcome.plan, event=trace.event)
     return RunResult(
         key=key.id,
         variant=key.variant,
@@ -287,8 +275,8 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         repeat=key.repeat,
         scene=case.scene_name,
         tags=list(case.tags),
-        status=status,
-        error_kind=error_kind,
+        status=outcome.status,
+        error_kind=outcome.error_kind,
         **kept,
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
@@ -297,8 +285,63 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         wall_s=round(time.perf_counter() - started, 3),
         model=trace.model or services.model.identity,
         sampler=_sampler_record(services, scenario),
-        sampler_miss=sampler_miss,
+        sampler_miss=outcome.sampler_miss,
         sandbox=services.limits.sandbox,
         surrogates_replaced=sorted(trace.repairs.surrogates),
         truncated=sorted(trace.repairs.truncated),
     )
+
+
+@dataclass
+class _Outcome:
+    """What a run came to: its status and error, and what it got as far as (a plan, the judge's reason)."""
+
+    status: RunStatus = RunStatus.INCOMPLETE
+    error_kind: ErrorKind | None = None
+    message: str | None = None
+    reason: str | None = None
+    plan: dict[str, Any] | None = None
+    sampler_miss: bool | None = None
+
+
+async def _outcome(services: RunServices, key: RunKey, scenario: Scenario, trace: RunTrace) -> _Outcome:
+    """Plan and judge the run; every failure after set-up becomes the outcome of its kind (the model's execution
+    error, a run the model never answered, or a fault of edsb's own)."""
+    outcome = _Outcome()
+    try:
+        await _plan_and_judge(services, key, scenario, trace, outcome)
+    except TransportError as exc:
+        outcome.status, outcome.error_kind, outcome.message = _transport_outcome(exc)
+    except RunError as exc:
+        # An execution error: every RunError is raised where the reference's run fails on what the model answered
+        # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
+        outcome.status, outcome.error_kind, outcome.message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
+        if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
+            cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
+            thinking = f"; {', '.join(trace.cut_notes)}" if trace.cut_notes else ""
+            outcome.message += (
+                f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens{thinking})"
+            )
+    except ReplayError:
+        raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
+    except Exception as exc:
+        # A fault of edsb itself (a KeyError, TypeError or failed assert of its own logic, EdsbFault from the
+        # sandbox): neither the model's failure nor a verdict. Kept out of the rates, retried by the next rerun.
+        outcome.status, outcome.error_kind = RunStatus.INCOMPLETE, ErrorKind.INTERNAL_ERROR
+        outcome.message = _internal_error(exc)
+    return outcome
+
+
+async def _plan_and_judge(
+    services: RunServices, key: RunKey, scenario: Scenario, trace: RunTrace, outcome: _Outcome
+) -> None:
+    """1. the plan; 2. the judge's verdict; 3. for a failed run of the reference sampler, whether the optimiser's
+    placement would have passed (`sampler_miss`). `outcome` keeps what each step got, should a later one raise."""
+    outcome.plan = plan = await plan_run(services, key, scenario, trace)
+    verdict = _judge(services, scenario, plan)  # a tenth of a millisecond: cheaper than a thread hand-off
+    outcome.status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
+    outcome.error_kind, outcome.message, outcome.reason = verdict.error, verdict.describe_error(), verdict.reason
+    if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
+        outcome.sampler_miss = outcome.status is RunStatus.FAILED and await asyncio.to_thread(
+            _optimal_would_pass, services, key, scenario, plan
+        )

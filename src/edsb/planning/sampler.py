@@ -44,6 +44,7 @@ Deliberate differences from the reference that both samplers share, all of which
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,17 @@ CONVERGENCE_CHANGE = 0.05  # an accepted move with a relative cost change below 
 CONVERGENCE_MOVES = 20  # that many such moves in a row stop the search
 MAX_PROPOSALS = 5_000
 RELATIVE_EPSILON = 1e-6  # added to the old cost in the relative change
+
+# --- edsb's bound on the work of sampling one plan (the reference has none) -------------------------------------
+
+#: Cost terms that sampling one plan may evaluate: each character placed by search counts one (collisions and the
+#: allowed area) plus one per term its relationships compile to (a seat or a `look at` counts none). Every term is
+#: evaluated at each of up to MAX_PROPOSALS proposals, so this bounds the annealer at 120,000 term evaluations,
+#: a few seconds of the runner's CPU (SECURITY.md), where a plan of 11 characters with 64 relationships each took
+#: over a minute. The bound sits far above what the prompts call for, so that no plan a model could mean changes
+#: verdict: the expected plans need 2 or 3 terms, and a plan for all eight characters of a scene, each placed by
+#: two relationships, needs 24.
+MAX_SAMPLING_TERMS = 24
 
 # --- edsb's optimiser (`--sampler optimal`) ---------------------------------------------------------------------
 
@@ -667,6 +679,24 @@ def sample_position(
     return float(x), float(y)
 
 
+def sampling_terms(scene: Scene, relationships: Mapping[str, Sequence[str]], *, characters: Collection[str]) -> int:
+    """The cost terms sampling these characters evaluates (see MAX_SAMPLING_TERMS), counted as `sample_positions`
+    meets them: up to the first character whose relationships it refuses, where sampling stops."""
+    names = frozenset(characters)
+    anchors = _Anchors(scene, names)
+    total = 0
+    for wanted in relationships.values():
+        rewritten = rewrite_relationships(wanted)
+        try:
+            if _fixed_seat(anchors, rewritten) is not None:
+                continue
+            _anchor_start(anchors, rewritten)
+            total += 1 + len(_compile(scene, rewritten, names).terms)
+        except RunError:
+            break
+    return total
+
+
 def generator_for(text: str) -> np.random.Generator:
     """A generator that depends only on `text` (the seed and what is sampled: a run key, a line number), so neither
     concurrency nor order changes a sampled point."""
@@ -676,6 +706,15 @@ def generator_for(text: str) -> np.random.Generator:
 def seed_for(text: str) -> int:
     """A 64-bit seed that depends only on `text` (also the seed of a run's code: its `random` and `numpy.random`)."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def secret_generator_for(secret: str, text: str) -> np.random.Generator:
+    """A generator of `text` keyed by `secret` (HMAC-SHA256): code that knows `text`, and so its own seed, but not
+    the secret cannot tell what it draws. An empty secret gives `generator_for(text)`, the earlier derivation."""
+    if not secret:
+        return generator_for(text)
+    digest = hmac.new(secret.encode(), text.encode(), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 def sample_positions(

@@ -13,13 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from edsb.data.models import TAGS
 from edsb.errors import UsageError
-
-if TYPE_CHECKING:
-    from edsb.sandbox.limits import SandboxName
 
 DescriptionType = Literal["narrative", "object_list", "scene_graph"]
 PlanningMode = Literal["event", "no_event", "event_no_lcps"]
@@ -91,42 +88,6 @@ class SamplerName(StrEnum):
 
     REFERENCE = "reference"
     OPTIMAL = "optimal"
-
-
-class SandboxChoice(StrEnum):
-    """Which sandbox runs the model's code (`--sandbox`): `exact` runs it with CPython's own `exec`, as the
-    reference does, contained by the kernel (Landlock, seccomp, rlimits); `restricted` runs it under RestrictedPython,
-    for hosts without those layers (it refuses some ordinary Python); `auto` picks `exact` where the host has them."""
-
-    AUTO = "auto"
-    EXACT = "exact"
-    RESTRICTED = "restricted"
-
-
-def choose_sandbox(choice: str) -> tuple[SandboxName, str | None]:
-    """The sandbox a run gets for a `--sandbox` choice, and the one-line notice to print when `auto` falls back to
-    `restricted`; UsageError for an unknown choice, or `exact` on a host that cannot contain it."""
-    try:
-        chosen = SandboxChoice(choice)
-    except ValueError:
-        choices = ", ".join(c.value for c in SandboxChoice)
-        raise UsageError(f"unknown sandbox {choice!r} (choose {choices})") from None
-    if chosen is SandboxChoice.RESTRICTED:
-        return "restricted", None
-    from edsb.sandbox.kernel import host_support  # the CLI imports this module at start: probe only when asked
-
-    support = host_support()
-    if support.exact:
-        return "exact", None
-    if chosen is SandboxChoice.EXACT:
-        raise UsageError(
-            f"--sandbox exact cannot run on this host: {support.reason} (use --sandbox restricted, or see "
-            "`edsb sandbox check`)"
-        )
-    return "restricted", (
-        f"the exact sandbox cannot run on this host ({support.reason}): model code runs in the restricted sandbox, "
-        "which refuses some ordinary Python (see `edsb sandbox check`)"
-    )
 
 
 _NARRATOR_JSON = ModulePrompt("narrator", system="narrator", answer_field="response", json_mode=True)

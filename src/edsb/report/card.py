@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from edsb import REFERENCE_COMMIT, REFERENCE_REPO, __version__
 from edsb.data.benchmark import Benchmark
@@ -28,11 +28,13 @@ from edsb.data.selection import select_cases
 from edsb.errors import EdsbError
 from edsb.llm.errors import ReplayError
 from edsb.llm.transcripts import TranscriptRecord, read_transcripts, transcripts_dir
+from edsb.planning.generation import GENERATION_FIELDS, REQUEST_SETTINGS, GenerationSettings
 from edsb.planning.variants import PRESETS
 from edsb.report.formats import paper_order
 from edsb.report.summary_types import RunSummary, VariantSummary
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
+from edsb.runner.dialects import unsent_reasons
 
 RESULTS_FORMAT: Final = "edsb.results/1"
 
@@ -72,20 +74,38 @@ class SentSettings(_Strict):
     """One combination of settings the requests were sent with, from the transcripts."""
 
     module: str = Field(description="narrator or event_parser")
-    temperature: float
-    max_tokens: int | None = Field(description="the reply's token cap sent (None: not sent, the server's default)")
+    temperature: float | None = Field(description="the temperature asked for (None: not sent, the provider's own)")
+    max_tokens: int | None = Field(description="the reply's token cap asked for (None: not sent, the server's default)")
     top_p: float | None
     seed: int | None = Field(description="the model's sampling seed sent (None: not sent)")
     json_mode: bool
+    reasoning_effort: str | None = Field(default=None, description="the reasoning effort asked for (None: not sent)")
+    thinking_budget: int | None = Field(default=None, description="the thinking tokens asked for (None: not sent)")
+    thinking_level: str | None = Field(default=None, description="Gemini 3's thinking level (None: not sent)")
+    wire: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the generation settings as they went over the wire, under the API's own names "
+        "(e.g. max_completion_tokens); a setting absent here was not sent (empty: not recorded)",
+    )
     requests: int = Field(description="how many requests were sent with these settings")
 
 
 class Sampling(_Strict):
-    """The sampling settings of the run (config.json), and what the transcripts show was sent."""
+    """The generation settings of the run (config.json), why a setting was not sent, and what the transcripts show
+    was sent."""
 
-    temperature: float | None
+    temperature: float | None = Field(description="None: not sent (`--temperature default`, or an API without one)")
     max_tokens: int | None = Field(description="--max-tokens, when the run recorded one")
     model_seed: int | None = Field(description="--model-seed, when the run recorded one")
+    reasoning_effort: str | None = Field(default=None, description="--reasoning-effort (None: not sent)")
+    thinking_budget: int | None = Field(default=None, description="--thinking-budget (None: not sent)")
+    thinking_level: str | None = Field(default=None, description="--thinking-level (None: not sent)")
+    json_mode: bool = Field(default=True, description="JSON mode on the Narrator (false: --no-json-mode)")
+    not_sent: dict[str, str] = Field(
+        default_factory=dict,
+        description="setting (temperature, json_mode, reasoning) -> why it was not sent; `reasoning` says when the "
+        "provider's default effort applied",
+    )
     sent: list[SentSettings]
 
 
@@ -196,13 +216,64 @@ def _preset(config: ReportedConfig) -> str | None:
 
 def _sent(records: Iterable[TranscriptRecord]) -> list[SentSettings]:
     counts: Counter[tuple[Any, ...]] = Counter()
+    wire: dict[tuple[Any, ...], dict[str, Any]] = {}
     for record in records:
-        r = record.request
-        counts[(record.module, r.temperature, r.max_tokens, r.top_p, r.seed, r.json_mode)] += 1
+        asked = record.request.model_dump(include=set(REQUEST_SETTINGS))
+        sent = record.response.sent if record.response is not None else {}
+        key = (
+            record.module,
+            *(asked[name] for name in REQUEST_SETTINGS),
+            json.dumps(sent, sort_keys=True, default=str),
+        )
+        counts[key] += 1
+        wire[key] = sent
     return [
-        SentSettings(module=module, temperature=t, max_tokens=m, top_p=p, seed=s, json_mode=j, requests=n)
-        for (module, t, m, p, s, j), n in sorted(counts.items(), key=lambda item: str(item[0]))
+        SentSettings(module=key[0], **dict(zip(REQUEST_SETTINGS, key[1:-1], strict=True)), wire=wire[key], requests=n)
+        for key, n in sorted(counts.items(), key=lambda item: str(item[0]))
     ]
+
+
+def _sampling(config: ReportedConfig, records: list[TranscriptRecord]) -> Sampling:
+    """The run's generation settings as config.json records them (an older directory's missing ones read as what
+    its version sent), and why each one the paper sends, or a reasoning control, was not sent."""
+    extra = config.model_extra or {}
+    recorded = {name: extra[name] for name in GENERATION_FIELDS if name in extra}
+    try:
+        settings = GenerationSettings.model_validate({**recorded, "temperature": config.temperature})
+        reasons = unsent_reasons(config.model, settings) if config.model else {}
+    except (ValidationError, EdsbError):  # a hand-edited config.json: the settings as they stand, no reasons
+        settings, reasons = None, {}
+    fields = settings.model_dump(mode="json") if settings is not None else {}
+    return Sampling(
+        temperature=config.temperature,
+        max_tokens=recorded.get("max_tokens") if isinstance(recorded.get("max_tokens"), int) else None,
+        model_seed=recorded.get("model_seed") if isinstance(recorded.get("model_seed"), int) else None,
+        reasoning_effort=fields.get("reasoning_effort"),
+        thinking_budget=fields.get("thinking_budget"),
+        thinking_level=fields.get("thinking_level"),
+        json_mode=fields.get("json_mode", True),
+        not_sent=reasons,
+        sent=_sent(records),
+    )
+
+
+COMPARED_SETTINGS = ("temperature", "reasoning_effort", "thinking_budget", "thinking_level", "json_mode")
+
+
+def settings_note(names: Sequence[str], configs: Sequence[ReportedConfig]) -> str | None:
+    """The warning `edsb compare` prints when runs were asked for with different generation settings (temperature,
+    reasoning, JSON mode): their differences are then partly the settings'. None when every run shares them."""
+    rows = [_sampling(config, []).model_dump(include=set(COMPARED_SETTINGS)) for config in configs]
+    differing = [name for name in COMPARED_SETTINGS if len({repr(row[name]) for row in rows}) > 1]
+    if not differing:
+        return None
+
+    def values(setting: str) -> str:
+        shown = ("not sent" if row[setting] is None else row[setting] for row in rows)
+        return ", ".join(f"{name} {value}" for name, value in zip(names, shown, strict=True))
+
+    shown = "; ".join(f"{setting}: {values(setting)}" for setting in differing)
+    return f"the runs were asked for with different generation settings ({shown}): differences are partly theirs"
 
 
 def _counts(results: list[RunResult], planned: int | None) -> Counts:
@@ -251,7 +322,6 @@ def run_card(
     run_dir = Path(run_dir)
     records = read_records(run_dir)[0] if records is None else records
     extra = config.model_extra or {}
-    settings = {name: extra[name] for name in ("max_tokens", "model_seed") if isinstance(extra.get(name), int)}
     return RunCard(
         name=run_dir.resolve().name,
         edsb_version=config.edsb_version,
@@ -262,12 +332,7 @@ def run_card(
             endpoint_host=_endpoint_host(config.base_url, records),
             identities=sorted({r.model for r in results if r.model}),
         ),
-        sampling=Sampling(
-            temperature=config.temperature,
-            max_tokens=settings.get("max_tokens"),
-            model_seed=settings.get("model_seed"),
-            sent=_sent(records),
-        ),
+        sampling=_sampling(config, records),
         variants=paper_order(config.variants),
         preset=_preset(config),
         cases=sorted(config.cases),

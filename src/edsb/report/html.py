@@ -251,11 +251,13 @@ def _exchanges(records: list[TranscriptRecord], sections: _Sections) -> list[dic
     exchanges = []
     for record in records:
         reply = record.response.text if record.response is not None else None
+        reasoning = record.response.reasoning if record.response is not None else ""
         exchanges.append(
             {
                 "module": record.module,
                 "messages": [[m.role, sections.encode(m.content)] for m in record.request.messages],
                 "reply": sections.encode(reply) if reply is not None else None,
+                "reasoning": sections.encode(reasoning) if reasoning else None,  # shown folded, above the reply
                 "error": record.error.message if record.error is not None else None,
             }
         )

@@ -13,6 +13,7 @@ from typing import Any, Final, TextIO
 
 from edsb.errors import UsageError
 from edsb.llm.transcripts import TranscriptRecord, transcripts_by_run
+from edsb.planning.generation import REQUEST_SETTINGS
 from edsb.planning.variants import get_variant
 from edsb.report.formats import variant_rank
 from edsb.results import RunResult
@@ -41,11 +42,15 @@ def _exchange(record: TranscriptRecord) -> dict[str, Any]:
     return {
         "module": record.module,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-        "settings": request.model_dump(include={"temperature", "max_tokens", "top_p", "seed", "json_mode"}),
+        "settings": request.model_dump(include=set(REQUEST_SETTINGS)),
+        "sent": response.sent if response is not None else None,
         "reply": response.text if response is not None else None,
+        "reasoning": response.reasoning if response is not None else None,
+        "refusal": response.refusal if response is not None else None,
         "finish_reason": response.finish_reason if response is not None else None,
         "prompt_tokens": response.prompt_tokens if response is not None else None,
         "completion_tokens": response.completion_tokens if response is not None else None,
+        "reasoning_tokens": response.reasoning_tokens if response is not None else None,
         "model": response.model if response is not None else record.model,
         "source": response.source if response is not None else None,
         "error": f"{error.kind}: {error.message}" if error is not None else None,

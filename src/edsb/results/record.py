@@ -69,7 +69,8 @@ class RunResult(BaseModel):
     event: dict[str, Any] | None = None  # the Narrator's event: characters and activity
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    tokens: dict[str, dict[str, int]] = {}  # per module: {"prompt": n, "completion": n}
+    # per module: {"prompt": n, "completion": n}, and "reasoning": n (inside completion) where the API reports it
+    tokens: dict[str, dict[str, int]] = {}
     latency_s: float = 0.0
     wall_s: float = 0.0
     model: str | None = None

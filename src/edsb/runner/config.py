@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
+import secrets
 import tomllib
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from edsb import __version__
 from edsb.data.benchmark import Benchmark
-from edsb.data.selection import parse_levels, select_cases
+from edsb.data.selection import parse_levels, select_cases, selection_text
 from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
+from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
-from edsb.planning.variants import SamplerName, SandboxChoice, choose_sandbox, get_preset, get_variant
+from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.rundir import CONFIG_FILE, write_json
-from edsb.sandbox.limits import SandboxName
+from edsb.runner.dialects import provider_refuses, temperature_not_sent
+from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
@@ -28,10 +32,9 @@ from edsb.text import TextLimits
 # The plan limits change verdicts (a plan beyond them is an execution error); the text limits only what is stored.
 IDENTITY_FIELDS = (
     "model",
-    "temperature",
-    "max_tokens",
-    "model_seed",
+    *GENERATION_FIELDS,
     "seed",
+    "sampler_secret",
     "sampler",
     "sandbox",
     "code_timeout",
@@ -47,14 +50,18 @@ SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
 LOCAL_CAP_BEFORE_OPTION = 512
 # The sandbox of a directory written before `--sandbox` existed: RestrictedPython was the only one then.
 SANDBOX_BEFORE_CHOICE: SandboxName = "restricted"
+# The sampler secret of a directory written before it existed: none, the PI draws came from the seed alone.
+SAMPLER_SECRET_BEFORE = ""
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
 
-class RunConfig(BaseModel):
-    """Every option of `edsb run`, resolved. Secrets never live here: only the *name* of the key variable."""
+class RunConfig(GenerationSettings):
+    """Every option of `edsb run`, resolved: the generation settings (their defaults are `GenerationSettings'`) and
+    the rest. Credentials never live here: only the *name* of the key variable (the sampler secret is none: it only
+    keeps the PI draws out of model code's reach)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
     model: str = "local"
     base_url: str | None = None
@@ -63,17 +70,9 @@ class RunConfig(BaseModel):
     cases: list[int] = Field(default_factory=list)
     distraction: list[int] = Field(default_factory=lambda: [0, 1, 2])
     repeats: int = Field(default=1, ge=1)
-    temperature: float | None = Field(default=0.1, ge=0.0, le=2.0)  # None: not sent (`--temperature default`)
-    # Reasoning controls (None: not sent, the provider's default effort applies) and JSON mode for the Narrator.
-    reasoning_effort: str | None = None
-    thinking_budget: int | None = Field(default=None, ge=0)
-    thinking_level: str | None = None
-    json_mode: bool = True
-    # The reply's token cap as sent (None: none sent) and the model's sampling seed, base of the repeats' (repeat r
-    # sends model_seed + r; None: none sent). `resolve_run_config` fills in the model's defaults.
-    max_tokens: int | None = Field(default=None, ge=1)
-    model_seed: int | None = Field(default=None, ge=0)
     seed: int = 0
+    # Keys the PI sampler's draws so that model code cannot predict them (not a credential: see `with_sampler_secret`).
+    sampler_secret: str | None = None
     sampler: SamplerName = SamplerName.REFERENCE
     # The sandbox that runs (never `auto`: `resolve_run_config` resolves it); by default what `auto` picks here.
     sandbox: SandboxName = Field(default_factory=lambda: choose_sandbox(SandboxChoice.AUTO)[0])
@@ -94,6 +93,10 @@ class RunConfig(BaseModel):
     data: str | None = None
     edsb_version: str = __version__
 
+    @property
+    def generation(self) -> GenerationSettings:
+        return GenerationSettings.model_validate(self.model_dump(include=set(GENERATION_FIELDS)))
+
     def identity(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         return {name: data[name] for name in IDENTITY_FIELDS}
@@ -101,6 +104,10 @@ class RunConfig(BaseModel):
     @property
     def plan_limits(self) -> PlanLimits:
         return PlanLimits(self.max_plan_characters, self.max_plan_relationships, self.max_plan_string_chars)
+
+    @property
+    def sandbox_limits(self) -> SandboxLimits:
+        return SandboxLimits(sandbox=self.sandbox, timeout=self.code_timeout, memory_bytes=self.code_memory_mb << 20)
 
     @property
     def text_limits(self) -> TextLimits:
@@ -112,11 +119,28 @@ _ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
 SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
 _FILE_ONLY = ("preset", "edsb_version")  # keys a file may hold besides the fields: a preset, a config.json's version
+_NEGATED = ("no_cache", "no_json_mode")  # flags that turn a field's default off (`--no-cache`: cache false)
+
+
+def config_default(name: str) -> Any:
+    """The default of a `RunConfig` field (what the help shows), written once, in the model."""
+    return RunConfig.model_fields[name].get_default(call_default_factory=True)
+
+
+def run_overrides(options: dict[str, Any]) -> dict[str, Any]:
+    """`edsb run`'s options as given (parameter name -> value, None or a false `--no-*` flag: not given), keyed
+    by `RunConfig` field for `resolve_run_config`."""
+    overrides: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in _NEGATED:
+            name, value = name.removeprefix("no_"), (False if value else None)
+        overrides[_ALIASES.get(name, name)] = str(value) if isinstance(value, Path) else value
+    return overrides
 
 
 def _spellings() -> list[str]:
     """Every key a config file accepts, as the field and as the option (`base_url`, `base-url`, `no-cache`)."""
-    names = [*RunConfig.model_fields, *SESSION_OPTIONS, *_FILE_ONLY, *_ALIASES, "no_cache"]
+    names = [*RunConfig.model_fields, *SESSION_OPTIONS, *_FILE_ONLY, *_ALIASES, *_NEGATED]
     return sorted({spelling for name in names for spelling in (name, name.replace("_", "-"))})
 
 
@@ -145,18 +169,15 @@ def _read_options(path: Path) -> dict[str, Any]:
             )
         if name in _NOT_OPTIONS:
             raise UsageError(f"{path}: option {key!r} cannot be set from a config file")
-        if name == "no_cache":
-            name, value = "cache", not value
+        if name in _NEGATED:
+            name, value = name.removeprefix("no_"), not value
         name = _ALIASES.get(name, name)
         if name not in RunConfig.model_fields and name not in (*SESSION_OPTIONS, *_FILE_ONLY):
             raise UsageError(f"{path}: unknown key {key!r}{hint(closest(str(key), _spellings()))}")
         if name == "variants" and isinstance(value, str):
             value = [value]
-        if name in ("cases", "distraction"):
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            elif not isinstance(value, str | list):
-                raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
+        if name in ("cases", "distraction") and (isinstance(value, bool) or not isinstance(value, str | int | list)):
+            raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
         options[name] = value
     options.pop("edsb_version", None)  # a previous run's config.json may be given: the version is this one's
     return options
@@ -191,8 +212,7 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     old, new = previous.identity(), config.identity()
     for name in IDENTITY_FIELDS:
         if old[name] != new[name]:
-            option = _OPTION_OF.get(name, name.replace("_", "-"))
-            fix = f"leave out --{option}" if old[name] is None else f"pass --{option} {old[name]}"
+            fix = _resume_fix(name, old[name])
             raise UsageError(
                 f"{run_dir} holds a different run: {name} was {old[name]!r}, now {new[name]!r} "
                 f"({fix} to resume or extend it, or use a new --out directory)"
@@ -217,6 +237,16 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
 _OPTION_OF = {"code_memory_mb": "code-memory"}
 
 
+def _resume_fix(name: str, old: Any) -> str:
+    """The options that give a setting the value a directory was run with."""
+    if name == "json_mode":
+        return "leave out --no-json-mode" if old else "pass --no-json-mode"
+    option = _OPTION_OF.get(name, name.replace("_", "-"))
+    if name == "temperature" and old is None:
+        return f"pass --temperature {PROVIDER_DEFAULT}"
+    return f"leave out --{option}" if old is None else f"pass --{option} {old}"
+
+
 def read_config(path: Path) -> RunConfig:
     """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser, one
     written before `--sandbox` existed ran in the restricted sandbox. Raises JSONDecodeError or ValidationError for
@@ -229,7 +259,28 @@ def read_config(path: Path) -> RunConfig:
             # request with its repeat number.
             raw.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=raw.get("model_seed", 0))
         raw.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
+        raw.setdefault("sampler_secret", SAMPLER_SECRET_BEFORE)
     return RunConfig.model_validate(raw)
+
+
+def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
+    """The config with its sampler secret: as given (`--sampler-secret`), else the directory's (a resume or an
+    extension draws as the first pass did), else a replayed directory's (`--model replay:DIR` draws as DIR did), else
+    a new random one. It lives in config.json, which model code never reads, and nowhere the sandbox can see;
+    carrying it to a fresh directory (with the same seed) gives the same draws there."""
+    if config.sampler_secret is not None:
+        return config
+    sources = [Path(run_dir) / CONFIG_FILE]
+    if config.model.startswith("replay:"):
+        sources.append(Path(config.model.partition(":")[2]).expanduser() / CONFIG_FILE)
+    for path in sources:
+        if path.exists():
+            try:
+                secret = read_config(path).sampler_secret
+            except (json.JSONDecodeError, ValidationError):
+                return config  # `check_resume` says what is wrong with the run directory's file
+            return config.model_copy(update={"sampler_secret": secret})
+    return config.model_copy(update={"sampler_secret": secrets.token_hex(16)})
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
@@ -265,17 +316,12 @@ def resolve_run_config(
     if note is not None and notes is not None:
         notes.append(note)
     benchmark = Benchmark.open(merged.get("data"), fetch=fetch, offline=offline)
-    cases = merged.get("cases")
-    if isinstance(cases, list):
-        cases = ",".join(str(c) for c in cases)
-    merged["cases"] = select_cases(cases, benchmark.cases)
-    distraction = merged.get("distraction")
-    if isinstance(distraction, list):
-        distraction = ",".join(str(level) for level in distraction)
-    merged["distraction"] = parse_levels(distraction if distraction is not None else None)
-    variants = merged.get("variants") or ["ours"]
+    merged["cases"] = select_cases(selection_text(merged.get("cases")), benchmark.cases)
+    merged["distraction"] = parse_levels(selection_text(merged.get("distraction")), config_default("distraction"))
+    variants = merged.get("variants") or config_default("variants")
     merged["variants"] = [get_variant(v).name for v in variants]
-    _fill_generation_defaults(merged)
+    model = merged.get("model") or config_default("model")
+    merged.update(resolve_generation(model, merged, notes).model_dump())
     merged["data"] = str(benchmark.resolved_root)
     try:
         return RunConfig.model_validate(merged)
@@ -283,17 +329,41 @@ def resolve_run_config(
         raise UsageError(f"invalid run option {validation_message(exc)}") from None
 
 
-def _fill_generation_defaults(merged: dict[str, Any]) -> None:
-    """The model's own token cap and seed where the options leave them out, so config.json (and each request, and
-    its transcript) says what is sent; a seed for a model that takes none is refused."""
-    model = merged.get("model") or RunConfig.model_fields["model"].default
+def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | None = None) -> GenerationSettings:
+    """The generation settings `model` gets: those `given` (a key present, even as None, is given; None for the cap
+    or seed means the model's own), else the model's defaults. What the provider is known to refuse is a one-line
+    error here, before any request; `notes` receives why a default is not sent."""
+    settings = {**_replayed(model), **{name: given[name] for name in GENERATION_FIELDS if name in given}}
     cap, seed = generation_defaults(model)
-    if merged.get("max_tokens") is None:
-        merged["max_tokens"] = cap
-    if merged.get("model_seed") is None:
-        merged["model_seed"] = seed
+    if settings.get("max_tokens") is None:
+        settings["max_tokens"] = cap
+    if settings.get("model_seed") is None:
+        settings["model_seed"] = seed
     elif not takes_seed(model):
         raise UsageError(f"--model-seed: {model} takes no sampling seed (Anthropic's Messages API has none)")
+    if "temperature" not in settings and (why := temperature_not_sent(model, settings)) is not None:
+        settings["temperature"] = None
+        if notes is not None:
+            notes.append(f"no temperature sent: {why}")
+    try:
+        resolved = GenerationSettings.model_validate(settings)
+    except ValidationError as exc:
+        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+    refused = provider_refuses(model, resolved)
+    if refused is not None:
+        raise UsageError(f"{model}: {refused}")
+    return resolved
+
+
+def _replayed(model: str) -> dict[str, Any]:
+    """A replay's generation settings: those its recorded run sent (its config.json), so that its requests hash as
+    recorded; nothing for another model, or a directory without a readable config."""
+    kind, _, target = model.partition(":")
+    try:
+        recorded = read_config(Path(target).expanduser() / CONFIG_FILE) if kind == "replay" and target else None
+    except (OSError, ValueError):  # ValidationError and JSONDecodeError are ValueErrors
+        return {}
+    return recorded.generation.model_dump() if recorded is not None else {}
 
 
 def default_out_dir(model: str, now: datetime | None = None) -> Path:

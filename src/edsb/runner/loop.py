@@ -231,64 +231,92 @@ async def run_keys(
     appended before it stays on disk for the next pass.
     """
     stats = LoopStats(total=len(keys), waiting_for=waiting_for)
-    queue: asyncio.Queue[RunKey] = asyncio.Queue()
-    for key in keys:
-        queue.put_nowait(key)
     progress = _progress_for(console or Console(stderr=True), stats, quiet, log_every_s)
-    # Result lines on their way to disk. A slot takes its next run without waiting for the previous line's group
-    # commit; the pass ends only once every line is durable, and one that cannot be written fails the pass.
-    commits: set[asyncio.Future[None]] = set()
-    unwritten: list[BaseException] = []  # lines that could not be written (a full disk): the pass stops at them
+    sweep = _Pass(keys, execute, store, stats, progress, stop)
+    await sweep.run(concurrency)
+    return stats
 
-    def written(commit: asyncio.Future[None]) -> None:
-        commits.discard(commit)
-        error = None if commit.cancelled() else commit.exception()
-        if error is not None:
-            unwritten.append(error)
 
-    async def worker() -> None:
-        while stop is None or not stop.is_set():
-            if unwritten:
-                raise unwritten[0]
+class _Pass:
+    """One pass over the keys: a queue, the slots that take from it, and the result lines on their way to disk.
+
+    A slot takes its next run without waiting for the previous line's group commit; the pass ends only once every
+    line is durable, and one that cannot be written (a full disk) stops the pass.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[RunKey],
+        execute: Execute,
+        store: ResultStore,
+        stats: LoopStats,
+        progress: _LiveProgress | _LogProgress | _NoProgress,
+        stop: asyncio.Event | None,
+    ) -> None:
+        self.queue: asyncio.Queue[RunKey] = asyncio.Queue()
+        for key in keys:
+            self.queue.put_nowait(key)
+        self.execute, self.store, self.stats, self.progress, self.stop = execute, store, stats, progress, stop
+        self.commits: set[asyncio.Future[None]] = set()
+        self.unwritten: list[BaseException] = []
+
+    async def run(self, concurrency: int) -> None:
+        """1. start the slots (and the log's heartbeat); 2. wait for them; 3. whatever stopped them, cancel the
+        rest and let every finished run reach the disk."""
+        self.progress.start(self.stats, concurrency)
+        slots = [asyncio.create_task(self._slot()) for _ in range(max(1, min(concurrency, self.stats.total)))]
+        progress = self.progress
+        beats = [asyncio.create_task(self._heartbeat(progress))] if isinstance(progress, _LogProgress) else []
+        try:
+            await asyncio.gather(*slots)
+        finally:
+            for job in slots + beats:
+                job.cancel()
+            await asyncio.gather(*beats, return_exceptions=True)
+            await asyncio.gather(*slots, return_exceptions=True)
             try:
-                key = queue.get_nowait()
+                await asyncio.gather(*self.commits)
+            finally:
+                self.progress.stop(self.stats)
+        if self.unwritten:
+            raise self.unwritten[0]
+
+    async def _slot(self) -> None:
+        """Run keys until the queue is empty, `stop` is set or a line could not be written."""
+        while self.stop is None or not self.stop.is_set():
+            if self.unwritten:
+                raise self.unwritten[0]
+            try:
+                key = self.queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            stats.in_flight += 1
+            self.stats.in_flight += 1
             try:
-                result = await execute(key)
+                result = await self.execute(key)
             finally:
-                stats.in_flight -= 1
-            result, line = store.prepare(result)  # a record that cannot be serialised becomes internal_error
-            commit = asyncio.ensure_future(store.append(line))
-            commits.add(commit)
-            commit.add_done_callback(written)
-            stats.note(result)
-            progress.update(stats)
-            if stats.connection_streak >= UNREACHABLE_STREAK:
-                raise EndpointUnreachable(
-                    f"stopped: {stats.connection_streak} runs in a row could not connect to the model ({result.error})"
-                )
+                self.stats.in_flight -= 1
+            self._commit(result)
 
-    async def heartbeat(log: _LogProgress) -> None:
+    def _commit(self, result: RunResult) -> None:
+        """Hand the run's line to the store, count it, and stop the pass after too many unreachable runs in a row."""
+        result, line = self.store.prepare(result)  # a record that cannot be serialised becomes internal_error
+        commit = asyncio.ensure_future(self.store.append(line))
+        self.commits.add(commit)
+        commit.add_done_callback(self._written)
+        self.stats.note(result)
+        self.progress.update(self.stats)
+        if self.stats.connection_streak >= UNREACHABLE_STREAK:
+            raise EndpointUnreachable(
+                f"stopped: {self.stats.connection_streak} runs in a row could not connect to the model ({result.error})"
+            )
+
+    def _written(self, commit: asyncio.Future[None]) -> None:
+        self.commits.discard(commit)
+        error = None if commit.cancelled() else commit.exception()
+        if error is not None:
+            self.unwritten.append(error)
+
+    async def _heartbeat(self, log: _LogProgress) -> None:
         while True:
             await asyncio.sleep(log.every_s / 4)
-            log.tick(stats)
-
-    progress.start(stats, concurrency)
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(keys))))]
-    beats = [asyncio.create_task(heartbeat(progress))] if isinstance(progress, _LogProgress) else []
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for job in workers + beats:
-            job.cancel()
-        await asyncio.gather(*beats, return_exceptions=True)
-        await asyncio.gather(*workers, return_exceptions=True)
-        try:
-            await asyncio.gather(*commits)  # every finished run reaches the disk, whatever stopped the pass
-        finally:
-            progress.stop(stats)
-    if unwritten:
-        raise unwritten[0]
-    return stats
+            log.tick(self.stats)

@@ -24,7 +24,7 @@ from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import ResultStore, load_results
-from edsb.runner.config import RunConfig, check_resume
+from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
 from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
@@ -90,13 +90,12 @@ def run_benchmark(
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
-    limits = SandboxLimits(
-        sandbox=config.sandbox, timeout=config.code_timeout, memory_bytes=config.code_memory_mb << 20
-    )
+    limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
+    config = with_sampler_secret(out, config)
     for note in check_resume(out, config):
         console.print(f"note: {note}", markup=False, highlight=False)
     # 4. The sweep over the keys the directory does not hold yet.
@@ -164,10 +163,9 @@ def _services(
     return RunServices(
         benchmark=benchmark,
         model=model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        model_seed=config.model_seed,
+        generation=config.generation,
         seed=config.seed,
+        sampler_secret=config.sampler_secret or "",
         sampler=config.sampler,
         limits=limits,
         transcripts=transcripts,

@@ -22,7 +22,8 @@ is underscore-named, and handles carry no public reference to the API.
 Every operation on a value the model passed (a name lookup, a label slice, formatting, a comparison) and every
 deliberate error runs under `MODEL_OPERATION` or is raised through `caused_by_model`: that is where the model's
 mistakes surface, with the reference's exception. An exception raised anywhere else here is a fault of edsb
-(`edsb.sandbox.blame`), so keep model values out of unmarked code.
+(`edsb.sandbox.restricted.blame` reads the marks of `edsb.sandbox.provenance`), so keep model values out of
+unmarked code.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from edsb.geometry.relations import (
 )
 from edsb.geometry.scene import Scene
 from edsb.geometry.scene_graph import SceneGraph, scene_graph_of
-from edsb.sandbox.blame import MODEL_OPERATION, caused_by_model
+from edsb.sandbox.provenance import MODEL_OPERATION, caused_by_model
 
 # --- what the API reads: the scene and the history --------------------------------------------------------------------
 

@@ -38,6 +38,12 @@ from typing import Any
 # every syscall that sends a signal, so they are a second layer, not the only one.
 MIN_LANDLOCK_ABI = 3
 UNPRIVILEGED_ID = 65534  # "nobody" on most distributions
+# Threads (tasks) one run may have, its own main thread included: enough for a thread pool of 32 and numpy (whose
+# BLAS runs single-threaded here), far below a flood. The kernel enforces it as RLIMIT_NPROC, which counts the tasks
+# of a real uid: a root worker's child takes a real uid of its own (RUN_UID_BASE + its pid: no other process has it),
+# and a non-root one a user namespace of its own, in which the count starts at itself.
+TASK_LIMIT = 48
+RUN_UID_BASE = 1 << 30
 PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated): make the host look weaker (tests)
 
 # The seccomp allow-list: every syscall a contained run may make; all others fail with EPERM. Measured on x86_64
@@ -52,13 +58,13 @@ PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated
 SECCOMP_ALLOW: tuple[str, ...] = (
     # files the Landlock rules let it open, and descriptors it holds
     "read", "readv", "pread64", "preadv", "preadv2", "write", "writev", "lseek", "close",
-    "open", "openat", "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
+    "stat", "fstat", "lstat", "newfstatat", "statx", "getdents64", "readlink", "readlinkat",
     "access", "faccessat", "faccessat2", "getcwd", "dup", "dup2", "dup3",
-    # the result channel (a connected socket inherited from the parent)
-    "sendto", "recvfrom", "sendmsg", "recvmsg", "getsockopt", "getsockname", "getpeername",
+    # the result channel (a connected socket inherited from the parent); sendto and sendmsg below, without MSG_OOB
+    "recvfrom", "recvmsg", "getsockopt", "getsockname", "getpeername",
     "poll", "ppoll", "select", "pselect6",
     # memory
-    "mmap", "munmap", "mprotect", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
+    "munmap", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
     # threads and their synchronisation
     "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
     "gettid", "getpid", "getppid", "exit", "exit_group", "restart_syscall",
@@ -71,6 +77,11 @@ SECCOMP_ALLOW: tuple[str, ...] = (
     "getrlimit", "getrusage", "times", "getrandom",
 )  # fmt: skip
 _CLONE_THREAD = 0x00010000
+_MSG_OOB = 0x1
+_O_PATH = 0o10000000
+_PROT_EXEC = 0x4
+_MAP_ANONYMOUS = 0x20
+_CLONE_NEWUSER = 0x10000000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
 _FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
@@ -98,6 +109,9 @@ class HostSupport:
     seccomp_note: str = ""
     privilege_drop: str = ""  # what `contain` does about privileges here, and why
     drop_to_uid: bool = False  # a root worker can setuid to UNPRIVILEGED_ID (else it only drops its capabilities)
+    run_uid: bool = False  # a root worker's child can take a real uid of its own (RUN_UID_BASE + pid is mapped)
+    user_namespace: bool = False  # a non-root worker's child can make a user namespace of its own
+    task_limit: str = ""  # how TASK_LIMIT is enforced here, or why it is not
 
     def describe(self) -> list[str]:
         """Lines for `edsb sandbox check`."""
@@ -112,6 +126,7 @@ class HostSupport:
             + (f" ({self.seccomp_note})" if self.seccomp_note else ""),
             f"user: {self.user}",
             f"privilege drop: {self.privilege_drop}",
+            f"threads: {self.task_limit}",
         ]
 
 
@@ -131,6 +146,7 @@ def host_support() -> HostSupport:
     if "no-seccomp" in weaker:
         seccomp, seccomp_note = False, f"reported missing: {PROBE_ENV}=no-seccomp"
     drop_to_uid, privilege_drop = _probe_privilege_drop()
+    run_uid, user_namespace, task_limit = _probe_task_limit()
     missing = []
     if abi is None or abi < MIN_LANDLOCK_ABI:
         missing.append(f"Landlock ABI {MIN_LANDLOCK_ABI} or newer")
@@ -151,6 +167,9 @@ def host_support() -> HostSupport:
         seccomp_note=seccomp_note,
         privilege_drop=privilege_drop,
         drop_to_uid=drop_to_uid,
+        run_uid=run_uid,
+        user_namespace=user_namespace,
+        task_limit=task_limit,
     )
 
 
@@ -208,10 +227,45 @@ def _probe_privilege_drop() -> tuple[bool, str]:
         return False, "capabilities dropped only: this root lacks CAP_SETUID/CAP_SETGID"
     if not _id_mapped("/proc/self/uid_map") or not _id_mapped("/proc/self/gid_map"):
         return False, f"capabilities dropped only: uid {UNPRIVILEGED_ID} is not mapped in this user namespace"
-    unreadable = next((path for path in _read_paths() if not _readable_by_others(path)), None)
+    readable = [*_read_paths(), *_listed_paths()]
+    unreadable = next((path for path in readable if not _readable_by_others(path)), None)
     if unreadable is not None:
         return False, f"capabilities dropped only (uid stays 0): uid {UNPRIVILEGED_ID} cannot read {unreadable}"
     return True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
+
+
+def _probe_task_limit() -> tuple[bool, bool, str]:
+    """(a root child can take a uid of its own, a non-root child can make a user namespace, what that gives)."""
+    cap = f"at most {TASK_LIMIT} per run (RLIMIT_NPROC"
+    if os.geteuid() == 0:
+        highest = RUN_UID_BASE + _pid_max()
+        if _id_mapped("/proc/self/uid_map", RUN_UID_BASE) and _id_mapped("/proc/self/uid_map", highest):
+            return True, False, f"{cap} over a real uid of the run's own)"
+        return (
+            False,
+            False,
+            f"no cap per run: uids {RUN_UID_BASE}-{highest} are not mapped (a container's pids limit stays)",
+        )
+    if _can_unshare_user():
+        return False, True, f"{cap} in a user namespace of the run's own)"
+    return False, False, "no cap per run: user namespaces are not allowed here (a container's pids limit stays)"
+
+
+def _pid_max() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 1 << 22
+
+
+def _can_unshare_user() -> bool:
+    """Whether a child may make a user namespace (tried in a throwaway fork: it changes the process)."""
+    _libc()  # loaded here: a fork of a threaded process must not need the dynamic loader's lock
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's exit status is the answer
+        os._exit(0 if _unshare_user() else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _status_field(name: str) -> str:
@@ -222,14 +276,14 @@ def _status_field(name: str) -> str:
     return ""
 
 
-def _id_mapped(map_file: str) -> bool:
+def _id_mapped(map_file: str, uid: int = UNPRIVILEGED_ID) -> bool:
     try:
         lines = Path(map_file).read_text().splitlines()
     except OSError:
         return True  # no user namespaces: every id exists
     for line in lines:
         inside, _, count = (int(part) for part in line.split())
-        if inside <= UNPRIVILEGED_ID < inside + count:
+        if inside <= uid < inside + count:
             return True
     return False
 
@@ -282,6 +336,11 @@ def _capabilities(buffers: tuple[Any, Any] | None = None) -> tuple[int, int]:
     )
 
 
+def _unshare_user() -> bool:
+    """unshare(CLONE_NEWUSER) (`os.unshare` is Python 3.12's)."""
+    return bool(_libc().unshare(_CLONE_NEWUSER) == 0)
+
+
 def _drop_capabilities() -> None:
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()  # all zero
@@ -328,40 +387,32 @@ _prepared: _Prepared | None = None
 
 
 def _fenced_paths(extra: Iterable[str]) -> tuple[list[str], list[str]]:
-    """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space and the
-    benchmark data."""
+    """(directories no read rule may contain, directories no read rule may lie in): secrets, scratch space, the
+    benchmark data (`extra`: the pool names every data directory it knows) and edsb itself (its package, and the
+    directory that holds it: a site-packages or a checkout)."""
     home = str(Path.home())
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # edsb/
     no_ancestor = ["/", "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/etc", "/root", "/home", home]
-    no_descendant = ["/proc", "/sys", "/dev", *extra]
-    with contextlib.suppress(Exception):
-        from edsb.data.location import default_data_dir, resolve_data_dir
-
-        no_descendant += [str(resolve_data_dir()), str(default_data_dir())]
+    no_ancestor += [os.path.dirname(package), os.path.dirname(os.path.dirname(package))]
+    no_descendant = ["/proc", "/sys", "/dev", package, *extra]
     no_ancestor += no_descendant
     return [os.path.realpath(p) for p in no_ancestor], [os.path.realpath(p) for p in no_descendant]
 
 
-SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/usr/local/lib")
+# The libraries beyond the standard library that plan code may import: the reference's executor imports numpy. Each is
+# granted by its own directories (the package and its bundled shared libraries), never the site-packages that holds
+# it, which may hold edsb too.
+PLAN_LIBRARIES = ("numpy",)
 
 
 def _read_paths(protected: Sequence[str] = ()) -> list[str]:
-    """What a contained run may read: the interpreter's prefixes (the standard library, a venv's site-packages), the
-    system library directories and, from import-path entries outside those (a checkout on PYTHONPATH, say), only the
-    packages already imported from them, never the whole entry (a checkout may hold a `.env` file or results). A
-    path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys, /dev or the data) is left
-    out: the template has imported what runs need, so only a lazy import could miss it."""
+    """What a contained run may read, named exactly: each entry of the standard library (not its site-packages), the
+    directories of `PLAN_LIBRARIES`, and the shared libraries the template has loaded (a system library directory
+    whole, a directory that also holds Python packages only file by file). Never edsb: the template imported all
+    of it that a child needs. A path that would expose a fenced directory (an ancestor of it, or inside /proc, /sys,
+    /dev, edsb or the data) is left out."""
     no_ancestor, no_descendant = _fenced_paths(protected)
-    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *SYSTEM_LIBRARIES]
-    candidates = [os.path.realpath(path) for path in prefixes]
-    candidates += [os.path.realpath(path) for path in sys.path if path and _within_any(path, candidates)]
-    as_named = [*prefixes, *candidates]  # a module's file as Python names it usually starts with one (no realpath)
-    for name, module in list(sys.modules.items()):
-        origin = getattr(module, "__file__", None)
-        if "." in name or not isinstance(origin, str) or any(_within(origin, prefix) for prefix in as_named):
-            continue
-        real = os.path.realpath(origin)
-        if not _within_any(real, candidates):  # a package: its directory; a module: its file
-            candidates.append(os.path.dirname(real) if os.path.basename(real) == "__init__.py" else real)
+    candidates = [*_stdlib_entries(), *_library_directories(), *_shared_libraries()]
     chosen: list[str] = []
     for real in candidates:
         if not os.path.exists(real) or real in chosen:
@@ -370,6 +421,80 @@ def _read_paths(protected: Sequence[str] = ()) -> list[str]:
             continue
         chosen.append(real)
     return [path for path in chosen if not any(other != path and _within(path, other) for other in chosen)]
+
+
+_SITE_DIRECTORIES = ("site-packages", "dist-packages")
+
+
+def _listed_paths(protected: Sequence[str] = ()) -> list[str]:
+    """The standard library's directories, to list only: Python's import system lists a directory on its path again
+    whenever its caches are invalidated (`importlib.invalidate_caches`, a changed directory), and a lazy import of
+    the standard library would then find nothing. Landlock grants the listing beneath them too: where a
+    site-packages lies inside (Docker's, pyenv's, conda's Python), the names of its files, never their contents."""
+    import sysconfig
+
+    no_ancestor = [os.path.realpath(p) for p in ("/", "/proc", "/sys", "/dev", "/tmp", "/etc", "/home", *protected)]
+    roots = sorted({os.path.realpath(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib")})
+    return [root for root in roots if os.path.isdir(root) and not any(_within(f, root) for f in no_ancestor)]
+
+
+def _stdlib_entries() -> list[str]:
+    """Every file and directory of the standard library's directories but the site-packages inside them (a Python
+    under /usr/local or pyenv keeps its site-packages, and so perhaps edsb, beneath its standard library)."""
+    import sysconfig
+
+    entries = []
+    roots = {os.path.realpath(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib")}
+    for root in sorted(roots):
+        with contextlib.suppress(OSError):
+            entries += [os.path.join(root, name) for name in sorted(os.listdir(root)) if name not in _SITE_DIRECTORIES]
+    return [os.path.realpath(entry) for entry in entries]
+
+
+def _library_directories() -> list[str]:
+    """Each of `PLAN_LIBRARIES`' package directories, and its wheel's bundled libraries (`numpy.libs`)."""
+    directories = []
+    for name in PLAN_LIBRARIES:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None)
+        if not isinstance(origin, str):
+            continue
+        package = os.path.dirname(os.path.realpath(origin))
+        directories.append(package)
+        parent = os.path.dirname(package)
+        with contextlib.suppress(OSError):
+            directories += [os.path.join(parent, e) for e in sorted(os.listdir(parent)) if e == f"{name}.libs"]
+    return directories
+
+
+def _shared_libraries() -> list[str]:
+    """The shared libraries this process has mapped (the C library, libseccomp, libffi, ...) outside Python's
+    trees, for what a lazily imported extension module loads: a directory whole when it holds no Python packages
+    (`/usr/lib/x86_64-linux-gnu`), else the files alone (pyenv's and Docker's `lib/` keep `libpython` beside
+    `python3.x/site-packages`)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    files = sorted({line.split(None, 5)[5] for line in maps.splitlines() if len(line.split(None, 5)) == 6})
+    libraries = [os.path.realpath(f) for f in files if f.startswith("/") and ".so" in os.path.basename(f)]
+    python_trees = [os.path.realpath(p) for p in sys.path if p] + [os.path.realpath(sys.prefix)]
+    chosen = []
+    for library in libraries:
+        if any(_within(library, tree) for tree in python_trees):
+            continue  # an extension module, loaded already (the standard library's are granted with it)
+        directory = os.path.dirname(library)
+        holds_python = any(_within(tree, directory) for tree in python_trees)
+        chosen.append(library if holds_python or _names_python(directory) else directory)
+    return chosen
+
+
+def _names_python(directory: str) -> bool:
+    """Whether a directory holds Python's own trees (`python3.11/`, a site-packages) next to its libraries."""
+    try:
+        return any(name.startswith("python") or name in _SITE_DIRECTORIES for name in os.listdir(directory))
+    except OSError:
+        return True
 
 
 def _within_any(path: str, directories: Iterable[str]) -> bool:
@@ -381,9 +506,9 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def _build_ruleset(abi: int, paths: Sequence[str]) -> Any:
-    """A Landlock ruleset handling every right this ABI knows, granting only reads beneath `paths` (strict: the
-    library may not silently drop a right we ask for)."""
+def _build_ruleset(abi: int, paths: Sequence[str], listed: Sequence[str] = ()) -> Any:
+    """A Landlock ruleset handling every right this ABI knows, granting only reads beneath `paths`, and listing
+    (names, never contents) beneath `listed` (strict: the library may not silently drop a right we ask for)."""
     from landlockpy import AccessFS, Ruleset, Scope, fs_for_abi, net_for_abi, scope_for_abi
 
     ruleset = Ruleset(
@@ -396,6 +521,8 @@ def _build_ruleset(abi: int, paths: Sequence[str]) -> Any:
         for path in paths:
             access = AccessFS.READ_FILE | AccessFS.READ_DIR if os.path.isdir(path) else AccessFS.READ_FILE
             ruleset.allow_path(path, access)
+        for path in listed:
+            ruleset.allow_path(path, AccessFS.READ_DIR)
     except BaseException:
         ruleset.close()
         raise
@@ -426,6 +553,17 @@ def _build_seccomp_filter() -> Any:
         rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, request))
     for command in _FCNTL_ALLOWED:
         rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+    # opening files, never as O_PATH (a handle that Landlock does not check: it would tell a fenced file exists)
+    rules.add_rule(seccomp.ALLOW, "openat", seccomp.Arg(2, seccomp.MASKED_EQ, _O_PATH, 0))
+    if known("open"):
+        rules.add_rule(seccomp.ALLOW, "open", seccomp.Arg(1, seccomp.MASKED_EQ, _O_PATH, 0))
+    # memory, never executable unless mapped from a file (a shared library): no shellcode pages, no JIT
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_ANONYMOUS, 0))
+    rules.add_rule(seccomp.ALLOW, "mprotect", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
+    # sending on the channel, but never out-of-band data (the parent's poll() would report a byte no read returns)
+    rules.add_rule(seccomp.ALLOW, "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, _MSG_OOB, 0))
+    rules.add_rule(seccomp.ALLOW, "sendmsg", seccomp.Arg(2, seccomp.MASKED_EQ, _MSG_OOB, 0))
     # reading its own limits (resource.getrlimit), never setting any
     rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, 0), seccomp.Arg(2, seccomp.EQ, 0))
     return rules
@@ -447,7 +585,7 @@ def _build(protected: Sequence[str] = ()) -> _Prepared:
     support = host_support()
     ruleset = None
     if support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI:
-        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected))
+        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected), _listed_paths(protected))
     if not support.seccomp:
         return _Prepared(ruleset, None)
     import pyseccomp as seccomp
@@ -464,6 +602,7 @@ class Containment:
     memory_bytes: int  # RLIMIT_AS
     cpu_seconds: int  # RLIMIT_CPU soft limit; the hard limit is a little above (SIGKILL after SIGXCPU)
     keep_fds: tuple[int, ...] = ()  # descriptors that stay open (the result channel); 0-2 are /dev/null
+    max_tasks: int = TASK_LIMIT  # threads of the run, its own included (RLIMIT_NPROC over a real uid of its own)
     rlimits: bool = True
     drop_privileges: bool = True
     landlock: bool = True
@@ -493,6 +632,14 @@ def prepare(protected: Sequence[str] = ()) -> None:
     _prepared = _build(protected)
 
 
+def release() -> None:
+    """Close what `prepare` built (its ruleset's descriptor), before the interpreter's exit tears modules down."""
+    global _prepared
+    if _prepared is not None and _prepared.ruleset is not None:
+        _prepared.ruleset.close()
+    _prepared = None
+
+
 def contain(containment: Containment) -> None:
     """Apply the layers in the calling (single-threaded, freshly forked) process; ContainmentError if one fails."""
     c = containment
@@ -513,7 +660,7 @@ def contain(containment: Containment) -> None:
         if c.rlimits:
             _set_rlimits(c)
         if c.drop_privileges:
-            _drop_privileges(support, built.capabilities)
+            _drop_privileges(support, built.capabilities, c.max_tasks if c.rlimits else None)
         _prctl(_PR_SET_NO_NEW_PRIVS, 1, "set no_new_privs")
         if c.landlock:
             _restrict_landlock(built)
@@ -559,12 +706,25 @@ def _set_rlimits(c: Containment) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (c.memory_bytes, c.memory_bytes))
 
 
-def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any]) -> None:
+def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: int | None) -> None:
+    """No groups, no capabilities, uid 65534 where it can read the interpreter; and, with `max_tasks`, that many
+    tasks at most (RLIMIT_NPROC) over a count of its own: a real uid nothing else has (root), or a user namespace
+    (any other user; made before the limit is set, since the namespace keeps its creator's limit for the levels
+    above it)."""
+    import resource
+
+    own_count = max_tasks is not None
     if os.geteuid() == 0:
         os.setgroups([])
+        effective = UNPRIVILEGED_ID if support.drop_to_uid else 0
+        real = RUN_UID_BASE + os.getpid() if own_count and support.run_uid else effective
         if support.drop_to_uid:
             os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-            os.setresuid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        os.setresuid(real, effective, effective)  # root's real uid is exempt from RLIMIT_NPROC; this one is not
+    elif own_count and support.user_namespace and not _unshare_user():
+        raise ContainmentError(f"cannot make a user namespace: {os.strerror(ctypes.get_errno())}")
+    if max_tasks is not None and (support.run_uid or support.user_namespace):
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
     if any(_capabilities(buffers)):
         _drop_capabilities()
     if any(_capabilities(buffers)) or (support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID):

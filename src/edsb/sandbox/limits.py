@@ -5,14 +5,52 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from edsb.errors import UsageError
 from edsb.geometry.scene import Scene
 from edsb.sandbox.code_api import ApiScene, LatestPlan
 
 SandboxName: TypeAlias = Literal["exact", "restricted"]
 SANDBOXES: tuple[SandboxName, ...] = ("exact", "restricted")
+
+
+class SandboxChoice(StrEnum):
+    """Which sandbox runs the model's code (`--sandbox`): `exact` runs it with CPython's own `exec`, as the
+    reference does, contained by the kernel (Landlock, seccomp, rlimits); `restricted` runs it under RestrictedPython,
+    for hosts without those layers (it refuses some ordinary Python); `auto` picks `exact` where the host has them."""
+
+    AUTO = "auto"
+    EXACT = "exact"
+    RESTRICTED = "restricted"
+
+
+def choose_sandbox(choice: str) -> tuple[SandboxName, str | None]:
+    """The sandbox a run gets for a `--sandbox` choice, and the one-line notice to print when `auto` falls back to
+    `restricted`; UsageError for an unknown choice, or `exact` on a host that cannot contain it."""
+    try:
+        chosen = SandboxChoice(choice)
+    except ValueError:
+        choices = ", ".join(c.value for c in SandboxChoice)
+        raise UsageError(f"unknown sandbox {choice!r} (choose {choices})") from None
+    if chosen is SandboxChoice.RESTRICTED:
+        return "restricted", None
+    from edsb.sandbox.kernel import host_support  # the CLI imports this module at start: probe only when asked
+
+    support = host_support()
+    if support.exact:
+        return "exact", None
+    if chosen is SandboxChoice.EXACT:
+        raise UsageError(
+            f"--sandbox exact cannot run on this host: {support.reason} (use --sandbox restricted, or see "
+            "`edsb sandbox check`)"
+        )
+    return "restricted", (
+        f"the exact sandbox cannot run on this host ({support.reason}): model code runs in the restricted sandbox, "
+        "which refuses some ordinary Python (see `edsb sandbox check`)"
+    )
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from edsb.geometry.scene import Scene
 from edsb.results import ErrorKind
 from edsb.sandbox import kernel
 from edsb.sandbox.code_api import ApiScene
-from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError
+from edsb.sandbox.errors import CodeError, EdsbFault, SandboxError, exception_text
 from edsb.sandbox.limits import DEFAULT_LIMITS, CodeContext, SandboxLimits, SceneSource
 from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied, decode_raw_plan, scene_key
 
@@ -116,9 +116,11 @@ class SandboxPool:
         self._closed = False
         self._template: _Template | None = None
         self._template_lock = threading.Lock()
-        # Benchmark scenes given at start or asked for by a run: the template loads each once, before it forks the
-        # children that run on them (they cannot open the data once contained).
-        self._scenes: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # Benchmark scenes given at start or asked for by a run, loaded here (renamed if perturbed) and pickled: the
+        # template unpickles each once, before it forks the children that run on them. It never opens the data, so
+        # it holds no test case and no perturbation seed: only the scenes, as a run's API sees them.
+        self._scenes: dict[tuple[str, ...], bytes] = {}  # ("held", digest) -> pickle
+        self._sources: dict[SceneSource, tuple[tuple[str, ...], bytes] | SandboxError] = {}  # or why not
         # What every child applies when it is forked, before any request (`worker._serve_one`).
         self._settings = {
             "sandbox": limits.sandbox,
@@ -132,8 +134,6 @@ class SandboxPool:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
         request = self._request(reply, context)
         scene = scene_key(request["scene"])
-        if scene[0] == "source" and scene not in self._scenes:
-            self._add_scene(scene, request["scene"])
         with self._slots:
             try:
                 for _ in range(3):
@@ -153,10 +153,9 @@ class SandboxPool:
         has them (a scene that cannot be loaded is reported by the runs that use it); raises SandboxError if the
         template cannot start. Calls may run meanwhile (a runner warms its pool up while its first requests are
         out): one that finds no idle child forks its own."""
-        with self._lock:
-            for scene in scenes:
-                spec = ("source", scene.data_dir, scene.scene_name, str(scene.perturb))
-                self._scenes.setdefault(scene_key(spec), spec)
+        for scene in scenes:
+            with contextlib.suppress(SandboxError):
+                self._hold(scene)
         self._fill()
 
     def idle_pids(self) -> list[int]:
@@ -198,7 +197,7 @@ class SandboxPool:
     def _request(self, reply: str, context: CodeContext) -> dict[str, Any]:
         scene: tuple[str, ...] | tuple[str, str, bytes]
         if isinstance(context.scene, SceneSource):
-            scene = ("source", context.scene.data_dir, context.scene.scene_name, str(context.scene.perturb))
+            scene = self._hold(context.scene)
         else:
             scene = ("inline", *self._scene_blob(context.scene))
         return {
@@ -212,24 +211,37 @@ class SandboxPool:
         }
 
     def _scene_blob(self, scene: Scene | ApiScene) -> tuple[str, bytes]:
+        """An inline scene's pickle, as the API sees it (an `ApiScene`: the child needs nothing of the data layer
+        to load it), and its digest; made once per scene object."""
         with self._lock:
             cached = self._blobs.get(id(scene))
             if cached is None or cached[0] is not scene:
-                blob = pickle.dumps(scene, protocol=pickle.HIGHEST_PROTOCOL)
+                api_scene = scene if isinstance(scene, ApiScene) else ApiScene(scene)
+                blob = pickle.dumps(api_scene, protocol=pickle.HIGHEST_PROTOCOL)
                 cached = self._blobs[id(scene)] = (scene, hashlib.sha256(blob).hexdigest(), blob)
             return cached[1], cached[2]
 
-    def _add_scene(self, key: tuple[str, ...], spec: tuple[str, ...]) -> None:
-        """A scene for the template to load before its next fork (children cannot open the data once contained).
-        The children forked ahead without it are replaced: every later child holds it."""
+    def _hold(self, source: SceneSource) -> tuple[str, ...]:
+        """The key of a benchmark scene the template holds for every child it forks from now on (loaded here on
+        first use); SandboxError if it cannot be loaded. The children forked ahead without it are replaced."""
+        with self._lock:
+            known = self._sources.get(source)
+        if known is None:
+            known = _load_source(source)
+            with self._lock:
+                known = self._sources.setdefault(source, known)
+        if isinstance(known, SandboxError):
+            raise known
+        key, blob = known
         with self._lock:
             if key in self._scenes:
-                return
-            self._scenes[key] = spec
+                return key
+            self._scenes[key] = blob
             stale = [child for child in self._idle if key not in child.scenes]
             self._idle = [child for child in self._idle if key in child.scenes]
         for child in stale:
             child.retire()
+        return key
 
     def _checkout(self, scene: tuple[str, ...]) -> _Child:
         """An idle child that holds `scene` (any, for an inline scene), else a new one; SandboxError if the template
@@ -243,7 +255,7 @@ class SandboxPool:
                 if not child.idle_and_alive():
                     self._idle.remove(child)
                     dead.append(child)
-                elif scene[0] != "source" or scene in child.scenes:
+                elif scene[0] != "held" or scene in child.scenes:
                     self._idle.remove(child)
                     found = child
                     break
@@ -252,9 +264,9 @@ class SandboxPool:
         if found is not None:
             return found
         [child] = self._spawn()
-        if scene[0] == "source" and scene not in child.scenes:
+        if scene[0] == "held" and scene not in child.scenes:
             child.retire()
-            raise SandboxError(child.template.unloadable.get(scene, "cannot load the scene"))
+            raise SandboxError(child.template.unloadable.get(scene, "cannot load the scene in the sandbox"))
         return child
 
     def _fork_ahead(self) -> None:
@@ -297,13 +309,14 @@ class SandboxPool:
     def _spawn(self, count: int = 1) -> list[_Child]:
         """New children forked from the template (started, or restarted if it died, on first need)."""
         with self._lock:
-            scenes = list(self._scenes.values())
+            scenes = dict(self._scenes)
+            sources = list(self._sources)
         with self._template_lock:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
             for attempt in range(2):
                 if self._template is None or not self._template.alive:
-                    self._template = _Template.start(self.limits, scenes)
+                    self._template = _Template.start(self.limits, _data_directories(sources))
                 try:
                     return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
@@ -346,6 +359,31 @@ _READY_READ_TIMEOUT = 1.0  # seconds to read the rest of a first frame that has 
 _FORK_BATCH = 32  # children asked of the template at once (it accepts up to `worker._MAX_BATCH` descriptors)
 
 
+def _data_directories(sources: Iterable[SceneSource]) -> list[str]:
+    """Every data directory edsb knows of (the scenes' own, `$EDSB_DATA`'s, the default), for the template to fence
+    off: worked out here, so that the template never imports the data layer."""
+    from edsb.data.location import default_data_dir, resolve_data_dir
+
+    found = {source.data_dir for source in sources}
+    for where in (resolve_data_dir, default_data_dir):
+        with contextlib.suppress(Exception):
+            found.add(str(where()))
+    return sorted(found)
+
+
+def _load_source(source: SceneSource) -> tuple[tuple[str, ...], bytes] | SandboxError:
+    """A benchmark scene as the API sees it (renamed if perturbed), pickled, and its key; or why it cannot load."""
+    from edsb.data.benchmark import Benchmark
+    from edsb.geometry.scene import load_scene
+
+    try:
+        scene = ApiScene(load_scene(Benchmark.open(source.data_dir, perturb=source.perturb), source.scene_name))
+        blob = pickle.dumps(scene, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        return SandboxError(f"cannot load the scene: {exception_text(exc)}")
+    return ("held", hashlib.sha256(blob).hexdigest()), blob
+
+
 class _StaleChild(Exception):
     pass
 
@@ -365,25 +403,35 @@ class _Template:
     def __init__(self, process: subprocess.Popen[bytes], control: socket.socket) -> None:
         self.process = process
         self.control = control
-        self.answers = FrameReader(control.fileno())
+        self.answers = FrameReader(control)
         self.alive = True
         self._lock = threading.Lock()  # one request and its answer at a time
         self._done: list[int] = []  # children killed after their run, reaped with the next request
         self.unloadable: dict[tuple[str, ...], str] = {}  # scenes it could not load, and why
+        self.sent: set[tuple[str, ...]] = set()  # scenes it was given (each pickle crosses once)
 
     @classmethod
-    def start(cls, limits: SandboxLimits, scenes: list[tuple[str, ...]]) -> _Template:
-        """The template, started; `scenes` name the data directories no Landlock read rule may cover."""
+    def start(cls, limits: SandboxLimits, data: list[str]) -> _Template:
+        """The template, started; `data`: the data directories no Landlock read rule may cover."""
         if limits.sandbox == "exact":
             support = kernel.host_support()
             if not support.exact:
                 raise SandboxError(f"the exact sandbox cannot run on this host: {support.reason}")
         paths = [os.path.abspath(p) for p in sys.path if p]  # the template runs in /
-        data = json.dumps(sorted({spec[1] for spec in scenes if spec[0] == "source"}))
         ours, theirs = socket.socketpair()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, json.dumps(paths), str(limits.memory_bytes), data],
+                [
+                    sys.executable,
+                    "-s",
+                    "-P",
+                    "-c",
+                    _BOOTSTRAP,
+                    json.dumps(paths),
+                    str(limits.memory_bytes),
+                    json.dumps(data),
+                    limits.sandbox,
+                ],
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -407,18 +455,22 @@ class _Template:
             raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
         return template
 
-    def spawn(self, scenes: list[tuple[str, ...]], count: int, settings: dict[str, Any]) -> list[_Child]:
+    def spawn(self, scenes: dict[tuple[str, ...], bytes], count: int, settings: dict[str, Any]) -> list[_Child]:
         """`count` new children (one request: the template's loop and this round trip are paid once), holding every
         scene of `scenes` the template could load; _TemplateDied if it is gone."""
         pairs = [socket.socketpair() for _ in range(count)]
-        command = {"op": "spawn", "scenes": scenes, "settings": settings}
         try:
             with self._lock:
+                new = [(*key, blob) for key, blob in scenes.items() if key not in self.sent]
+                self.sent.update(scenes)
+                command = {"op": "spawn", "scenes": new, "settings": settings}
                 done, self._done = self._done, []
                 payload = pickle.dumps({**command, "done": done}, pickle.HIGHEST_PROTOCOL)
                 try:
                     fds = [theirs.fileno() for _, theirs in pairs]
-                    socket.send_fds(self.control, [HEADER.pack(len(payload)) + payload], fds)
+                    data = HEADER.pack(len(payload)) + payload  # scene pickles make it large the first time
+                    sent = socket.send_fds(self.control, [data], fds)
+                    self.control.sendall(data[sent:])
                 except OSError:
                     raise _TemplateDied() from None
                 finally:
@@ -440,7 +492,15 @@ class _Template:
             raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
         held = {scene_key(spec) for spec in answer["scenes"]}
         self.unloadable.update((scene_key(key), str(message)) for key, message in answer["unloadable"])
-        return [_Child(int(pid), ours, self, set(held)) for pid, (ours, _) in zip(pids, pairs, strict=True)]
+        children = []
+        for pid, (ours, _) in zip(pids, pairs, strict=True):
+            if pid is None:  # the kernel refused this fork (the template retried a while, and lives on)
+                ours.close()
+            else:
+                children.append(_Child(int(pid), ours, self, set(held)))
+        if not children:
+            raise SandboxError(f"the sandbox failed to fork: {answer.get('message', answer)}")
+        return children
 
     def reap(self, pid: int) -> int | None:
         """The exit status of a child that was killed or exited (as `Popen.returncode`); None if unknown."""
@@ -486,7 +546,7 @@ class _Child:
     def __init__(self, pid: int, channel: socket.socket, template: _Template, scenes: set[tuple[str, ...]]) -> None:
         self.pid = pid
         self.channel = channel
-        self.answers = FrameReader(channel.fileno())
+        self.answers = FrameReader(channel)
         self.template = template
         self.scenes = scenes  # scenes the child holds: a run on another one loads it first
         self.alive = True
@@ -532,7 +592,7 @@ class _Child:
             self.channel.sendall(HEADER.pack(len(payload)) + payload)
         except OSError:
             raise _StaleChild() from None
-        if request["scene"][0] != "source":
+        if request["scene"][0] != "held":
             self._loaded(limits)
         # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
         try:

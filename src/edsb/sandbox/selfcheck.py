@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, Containment, ContainmentError, contain, host_support
+from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, Containment, ContainmentError, contain, host_support, release
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 DEFAULT_CPU_SECONDS = 5
@@ -184,6 +184,45 @@ def _io_uring() -> object:
     return libc_syscall(syscall_number("io_uring_setup"), 8, ctypes.addressof(params))
 
 
+def _read_edsb() -> object:
+    import edsb
+
+    with open(os.path.join(os.path.dirname(edsb.__file__), "llm", "oracle", "answers.py"), "rb") as handle:
+        return len(handle.read())
+
+
+def _out_of_band_byte() -> object:
+    """An urgent byte on a socket the child holds, as on its result channel (the parent's poll() would wake)."""
+    channel = socket.socket(fileno=int(os.environ["EDSB_CHECK_CHANNEL"]))
+    try:
+        return channel.send(b"!", socket.MSG_OOB)
+    finally:
+        channel.detach()
+
+
+def _thread_flood() -> object:
+    import threading
+
+    threading.stack_size(1 << 16)  # small stacks: the count, not the memory limit, must stop it
+    hold = threading.Event()
+    for count in range(3000):
+        try:
+            threading.Thread(target=hold.wait, daemon=True).start()
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc} after {count} threads") from None
+    return "3000 threads"
+
+
+def _executable_memory() -> object:
+    import mmap
+
+    return len(mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC))
+
+
+def _path_handle() -> object:
+    return os.open("/etc/passwd", os.O_PATH)
+
+
 def _memory_bomb() -> object:
     import numpy as np
 
@@ -201,6 +240,11 @@ SELF_CHECK: tuple[tuple[str, Callable[[], object]], ...] = (
     ("ptrace the parent (libc syscall)", _ptrace_parent),
     ("set up io_uring (libc syscall)", _io_uring),
     ("allocate 80 GB in numpy", _memory_bomb),
+    ("read edsb's package (the oracle's answers)", _read_edsb),
+    ("send an out-of-band byte on its channel", _out_of_band_byte),
+    ("start 3,000 threads", _thread_flood),
+    ("map executable anonymous memory", _executable_memory),
+    ("open /etc/passwd as an O_PATH handle", _path_handle),
 )
 
 
@@ -225,7 +269,7 @@ class CheckResult:
 
 
 def self_check() -> list[CheckResult]:
-    """The ten attacks (each must be refused) and one honest run (must succeed), with every layer the host has."""
+    """The attacks (each must be refused) and one honest run (must succeed), with every layer the host has."""
     support = host_support()
     if sys.platform != "linux":
         return [CheckResult("the kernel layers", Outcome("uncontained", f"none on {sys.platform}"), False)]
@@ -236,13 +280,20 @@ def self_check() -> list[CheckResult]:
         seccomp=support.seccomp,
     )
     results = []
+    ours, theirs = socket.socketpair()  # the channel an attack may write to, kept open in its child
+    os.environ["EDSB_CHECK_CHANNEL"] = str(theirs.fileno())
+    containment = replace(containment, keep_fds=(theirs.fileno(),))
     try:
         for name, attack in SELF_CHECK:
             outcome = run_contained(attack, containment)
             results.append(CheckResult(name, outcome, outcome.refused))
+        honest = run_contained(_honest, containment)
+        results.append(CheckResult("honest code runs (numpy, a thread, print)", honest, honest.status == "done"))
     finally:
+        os.environ.pop("EDSB_CHECK_CHANNEL", None)
+        ours.close()
+        theirs.close()
+        release()  # the ruleset's descriptor, closed now rather than by its finaliser at exit
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_tmp_file(os.getpid()))
-    honest = run_contained(_honest, containment)
-    results.append(CheckResult("honest code runs (numpy, a thread, print)", honest, honest.status == "done"))
     return results

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import select
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -155,11 +156,9 @@ def decode_raw_plan(characters: list[dict[str, Any]], output: str, repaired: boo
 
 
 def scene_key(spec: tuple[Any, ...] | list[Any]) -> tuple[str, ...]:
-    """The identity of a request's scene: ("source", data dir, name, perturbation seed) or ("inline", digest of its
-    pickle)."""
-    if spec[0] == "source":
-        return (str(spec[0]), str(spec[1]), str(spec[2]), str(spec[3]))
-    return ("inline", str(spec[1]))
+    """The identity of a request's scene: ("held", digest of its pickle) for a benchmark scene the template holds,
+    ("inline", digest) for one sent with the request."""
+    return (str(spec[0]), str(spec[1]))
 
 
 # --- valid Unicode --------------------------------------------------------------------------------------------------
@@ -195,13 +194,17 @@ def frame(message: dict[str, Any] | str) -> bytes:
 
 class FrameReader:
     """JSON objects from a worker's (or the template's) socket. Whatever has arrived is read in one system call and
-    the rest kept for the next answer, so an answer usually costs one `poll` and one `read`."""
+    the rest kept for the next answer, so an answer usually costs one `poll` and one `recv`.
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    Every read is bounded by its deadline, whatever the other end sends: a `recv` never waits (`MSG_DONTWAIT`), so
+    a readiness that no data follows (an out-of-band byte, which `poll` reports while a plain read skips it and
+    blocks) costs a retry, not the parent's clock. Such a byte is taken off the socket and dropped."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
         self.buffer = bytearray()
         self.poller = select.poll()  # not select(): the harness may hold more than FD_SETSIZE descriptors
-        self.poller.register(fd, select.POLLIN)
+        self.poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
 
     def read(self, deadline: float, max_result_bytes: int) -> dict[str, Any]:
         """The next answer before the monotonic `deadline` (Deadline); WorkerDied at end of output, or if the
@@ -218,12 +221,11 @@ class FrameReader:
             wait = deadline - time.monotonic()
             if wait <= 0 or not self.poller.poll(math.ceil(wait * 1000)):
                 raise Deadline()
-            chunk = os.read(
-                self.fd, 1 << 16 if size is None else max(1 << 16, min(HEADER.size + size - len(buffer), 1 << 20))
-            )
-            if not chunk:
+            want = 1 << 16 if size is None else max(1 << 16, min(HEADER.size + size - len(buffer), 1 << 20))
+            chunk = self._receive(want, wait)
+            if chunk == b"":
                 raise WorkerDied("end of output")
-            buffer += chunk
+            buffer += chunk or b""
         payload = bytes(buffer[HEADER.size : HEADER.size + size])
         del buffer[: HEADER.size + size]
         try:
@@ -233,6 +235,24 @@ class FrameReader:
         if not isinstance(message, dict):
             raise WorkerDied("it sent an answer that is not a JSON object")
         return message
+
+    def _receive(self, size: int, wait: float) -> bytes | None:
+        """What has arrived (b"" at end of output), or None when nothing has: an out-of-band byte is dropped, and
+        a readiness with nothing behind it costs a short pause, so that it cannot make the loop spin."""
+        try:
+            return self.sock.recv(size, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except ConnectionResetError:
+            return b""
+        try:
+            self.sock.recv(1, socket.MSG_OOB | socket.MSG_DONTWAIT)
+        except OSError:
+            time.sleep(min(_IDLE_PAUSE, max(wait, 0.0)))
+        return None
+
+
+_IDLE_PAUSE = 0.01  # seconds: a readiness without data is polled again after this
 
 
 def read_blocking(fd: int, size: int) -> bytes | None:

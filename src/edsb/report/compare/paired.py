@@ -17,11 +17,12 @@ import numpy as np
 
 from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
+from edsb.report.card import settings_note
 from edsb.report.formats import paper_order, plural, variant_rank
 from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
 from edsb.report.summary import TAG_COLUMNS, to_scored_run
 from edsb.results import RunKey, RunResult
-from edsb.results.rundir import RunDirectory
+from edsb.results.rundir import ReportedConfig, RunDirectory
 from edsb.scoring.metrics import TOTAL, cell_text, summarize_cell
 
 METRICS = ("success", "execution")
@@ -289,6 +290,7 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
     samplers: list[str] = []
     sandboxes: list[str] = []
     notes: list[str] = []
+    configs: list[ReportedConfig] = []
     for name, path in zip(run_names(paths), paths, strict=True):
         directory = RunDirectory.open(path)
         notes += directory.notes
@@ -298,6 +300,7 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
         runs.append(ComparedRun(name, Path(path), directory.config.model, directory.results))
         samplers.append(directory.config.sampler)
         sandboxes.append(directory.config.sandbox)
+        configs.append(directory.config)
     if len(set(samplers)) > 1 and any("PI" in r.tags for run in runs for r in run.results):
         named = ", ".join(f"{run.name}: {sampler}" for run, sampler in zip(runs, samplers, strict=True))
         notes.append(f"the runs' PI positions come from different samplers ({named}): PI differences are partly theirs")
@@ -307,6 +310,8 @@ def build_board(paths: Sequence[Path], by_level: bool = False, alpha: float = AL
             f"the runs' code ran in different sandboxes ({named}): the restricted one refuses some code that the "
             "exact one runs, so execution differences are partly theirs"
         )
+    if (note := settings_note([run.name for run in runs], configs)) is not None:
+        notes.append(note)
     base = runs[0]
     comparisons = []
     for run in runs[1:]:

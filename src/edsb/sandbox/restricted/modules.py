@@ -40,7 +40,7 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
-from edsb.sandbox.blame import program_code
+from edsb.sandbox.restricted.blame import program_code
 
 
 class Guarding(Protocol):

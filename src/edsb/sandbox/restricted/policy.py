@@ -30,10 +30,10 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, IOPERATOR_TO_STR, copy_locations
 
 from edsb.results import ErrorKind
-from edsb.sandbox.blame import program_code
 from edsb.sandbox.code_api import Area, CharacterHandle, CodeApi, SceneObject
 from edsb.sandbox.errors import CodeError
-from edsb.sandbox.modules import (
+from edsb.sandbox.restricted.blame import program_code
+from edsb.sandbox.restricted.modules import (
     CONTAINERS,
     IMPORTABLE_TEXT,
     MODULE_OPERATIONS,

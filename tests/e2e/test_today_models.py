@@ -1,0 +1,114 @@
+"""Today's model families through `edsb run` and `edsb check-model`, against loopback fakes that refuse what each
+provider's API refuses: the README's command works, what went over the wire is recorded, a passing check-model sent
+exactly what the sweep sends, and a refused setting stops both with its fix and scores nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.edsb_cli import Outcome, edsb_in_process, isolate_environment
+from tests.support.openai_server import OpenAIServer
+from tests.support.provider_fakes import no_json_mode, provider_rules
+
+ONE_RUN = ("--cases", "13", "--distraction", "0", "--no-cache", "--max-retries", "0", "--quiet", "--concurrency", "1")
+JSON_MODE = {"response_format": {"type": "json_object"}}
+
+# family: (--model, options, what the Narrator's request must have sent, over the wire)
+WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    "the paper's engine": ("openai:gpt-4o-2024-08-06", (), {"temperature": 0.1, **JSON_MODE}),
+    "gpt-5, no temperature": ("openai:gpt-5", ("--temperature", "default"), JSON_MODE),
+    "gpt-5, effort and cap": (
+        "openai:gpt-5",
+        ("--temperature", "default", "--reasoning-effort", "low", "--max-tokens", "4000"),
+        {**JSON_MODE, "max_completion_tokens": 4000, "reasoning_effort": "low"},
+    ),
+    "claude": ("anthropic:claude-sonnet-4-5", (), {"max_tokens": 2048}),
+    "claude, thinking": (
+        "anthropic:claude-sonnet-4-5",
+        ("--thinking-budget", "2048"),
+        {"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}},
+    ),
+    "gemini 2.5": ("google:gemini-2.5-pro", (), {"temperature": 0.1, "responseMimeType": "application/json"}),
+    "gemini 2.5, thinking budget": (
+        "google:gemini-2.5-flash",
+        ("--thinking-budget", "1024"),
+        {"maxOutputTokens": 2048 + 1024, "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 1024}},
+    ),
+    "gemini 3, thinking level": (
+        "google:gemini-3-pro-preview",
+        ("--thinking-level", "low"),
+        {"thinkingConfig": {"includeThoughts": True, "thinkingLevel": "LOW"}},
+    ),
+}
+
+
+@pytest.fixture
+def edsb(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Callable[..., Outcome]]:
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(name, "not-a-secret")
+    monkeypatch.chdir(tmp_path)
+    yield lambda *args: edsb_in_process(args, capsys)
+
+
+def _base(model: str, server: OpenAIServer) -> tuple[str, ...]:
+    return ("--model", model, "--base-url", server.base_url if model.startswith("openai:") else server.root_url)
+
+
+def _narrator_wire(out: Path) -> list[dict[str, Any]]:
+    sent = json.loads((out / "results.json").read_text())["run"]["sampling"]["sent"]
+    return [entry["wire"] for entry in sent if entry["module"] == "narrator"]
+
+
+@pytest.mark.parametrize(("model", "options", "wire"), WORKS.values(), ids=WORKS.keys())
+def test_each_family_runs_with_its_command_and_check_model_sends_the_same(
+    edsb: Callable[..., Outcome], model: str, options: tuple[str, ...], wire: dict[str, Any]
+) -> None:
+    with OpenAIServer(validator=provider_rules) as server:
+        check = edsb("check-model", *_base(model, server), *options)
+        assert check.returncode == 0, check.stderr
+        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+    assert run.returncode == 0, run.stderr
+    (narrator,) = _narrator_wire(Path("out"))
+    assert json.loads(check.stdout)["sent"] == narrator  # the very settings the sweep sent
+    assert {name: narrator.get(name) for name in wire} == wire
+    if model.startswith("anthropic:"):  # the SDK's API version has no temperature: none sent, and the card says why
+        assert "temperature" not in narrator and "note: no temperature sent" in run.stderr
+        card = json.loads(Path("out/results.json").read_text())["run"]["sampling"]
+        assert card["temperature"] is None and "has no temperature" in card["not_sent"]["temperature"]
+
+
+STOPS: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
+    "gpt-5 at the paper's temperature": ("openai:gpt-5", (), provider_rules, "--temperature default"),
+    "gpt-5 with an effort it lacks": (
+        "openai:gpt-5",
+        ("--temperature", "default", "--reasoning-effort", "none"),
+        provider_rules,
+        "--reasoning-effort",
+    ),
+    "a server without JSON mode (400)": ("openai:qwen3", (), no_json_mode(400), "--no-json-mode"),
+    "a server without JSON mode (405)": ("openai:qwen3", (), no_json_mode(405), "--no-json-mode"),
+}
+
+
+@pytest.mark.parametrize(("model", "options", "validator", "fix"), STOPS.values(), ids=STOPS.keys())
+def test_a_refused_setting_stops_check_model_and_run_with_its_fix(
+    edsb: Callable[..., Outcome], model: str, options: tuple[str, ...], validator: Any, fix: str
+) -> None:
+    with OpenAIServer(validator=validator) as server:
+        check = edsb("check-model", *_base(model, server), *options)
+        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+        sent = len(server.requests)
+    check.assert_one_clear_error(1, contains=fix)
+    run.assert_one_clear_error(1, contains="the model endpoint refused a setting")
+    assert "fix: " in run.stderr and fix in run.stderr
+    assert sent == 2  # one each: the first refusal stopped the sweep
+    results = Path("out/results.jsonl")
+    assert not results.exists() or results.read_text() == ""  # nothing scored as the model's failure

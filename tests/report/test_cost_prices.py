@@ -1,0 +1,57 @@
+"""Cost estimates from billed tokens: the dated built-in table covers the models edsb names today and the paper's
+engines, a dated snapshot costs what its model does, and `--price-in/--price-out` still win."""
+
+from __future__ import annotations
+
+import pytest
+
+from edsb.report.cost import PRICES_AS_OF, Price, estimate_cost, price_for
+from edsb.report.summary_types import ModuleTokens, Tokens
+
+
+@pytest.mark.parametrize(
+    ("spec", "prices"),
+    [
+        ("openai:gpt-4o-2024-08-06", (2.50, 10.00)),  # the paper's engines
+        ("openai:gpt-4o-mini-2024-07-18", (0.15, 0.60)),
+        ("openai:gpt-5", (1.25, 10.00)),
+        ("openai:gpt-5-2025-08-07", (1.25, 10.00)),  # a dated snapshot
+        ("openai:gpt-5-mini", (0.25, 2.00)),
+        ("openai:o3", (2.00, 8.00)),
+        ("openai:o4-mini-2025-04-16", (1.10, 4.40)),
+        ("anthropic:claude-sonnet-4-5-20250929", (3.00, 15.00)),
+        ("anthropic:claude-opus-4-1-20250805", (15.00, 75.00)),
+        ("anthropic:claude-haiku-4-5", (1.00, 5.00)),
+        ("google:gemini-2.5-pro", (1.25, 10.00)),
+        ("google:gemini-2.5-flash", (0.30, 2.50)),
+        ("google:gemini-3-pro-preview", (2.00, 12.00)),
+        ("gpt-4o-2024-08-06", (2.50, 10.00)),  # a bare name, as older configs hold it
+    ],
+)
+def test_the_builtin_table_is_dated_and_covers_todays_models(spec: str, prices: tuple[float, float]) -> None:
+    price = price_for(spec)
+    assert price is not None and (price.input_per_million, price.output_per_million) == prices
+    assert price.source == f"built-in list price as of {PRICES_AS_OF}"
+
+
+@pytest.mark.parametrize("spec", ["openai:gpt-6", "anthropic:gpt-5", "google:gemini-2.5-pro-20250101x", "local"])
+def test_an_unlisted_model_has_no_price(spec: str) -> None:
+    assert price_for(spec) is None
+
+
+def test_command_line_prices_win() -> None:
+    assert price_for("openai:gpt-5", 1.0, None) == Price(1.0, 0.0, "command line")
+
+
+def test_cost_is_of_billed_output_thinking_included() -> None:
+    # A Gemini run: 2,000 prompt tokens, 40 answer tokens and 1,200 thinking tokens, recorded as 1,240 completion.
+    tokens = Tokens(
+        total_prompt=2_000,
+        total_completion=1_240,
+        by_module={"narrator": ModuleTokens(prompt=2_000, completion=1_240)},
+        mean_prompt_every_run=2_000,
+        mean_completion_every_run=1_240,
+    )
+    price = price_for("google:gemini-2.5-flash")
+    assert price is not None
+    assert estimate_cost(tokens, price)["total"] == pytest.approx((2_000 * 0.30 + 1_240 * 2.50) / 1e6)

@@ -1,0 +1,296 @@
+"""Loopback fakes of today's providers: each refuses what its real API refuses and answers in each shape it documents.
+
+    with OpenAIServer(validator=provider_rules) as server:   # or the `provider_fake` fixture of tests/llm
+        server.enqueue(anthropic_reply("answer", thinking="first, ..."))
+
+`provider_rules` checks every request before the queue or the handler sees it, in the provider's own protocol:
+- OpenAI chat completions: the reasoning models (the gpt-5 family, o1, o3, o4-mini) refuse a temperature or top_p
+  other than 1, `max_tokens` (they take `max_completion_tokens`) and an effort they do not have; the other models
+  refuse `reasoning_effort`. The error bodies are OpenAI's (`unsupported_value`, `unsupported_parameter`).
+- Anthropic: the body is held to the installed SDK's own request type (`MessageCreateParamsNonStreaming`): a key the
+  API version does not have is `<key>: Extra inputs are not permitted`; then the documented thinking rules (a budget
+  of at least 1,024 tokens, below `max_tokens`) and the request header's API version.
+- Gemini: `generationConfig` is held to the SDK's `GenerationConfig` (REST names, no unknown field); then the
+  documented thinking rules per model (2.5: a budget, no level; 3: a level or a budget, not both; earlier models: no
+  thinking; 2.5 Pro cannot turn thinking off).
+
+`no_json_mode(status)` plays a server without JSON mode (vLLM without guided decoding, a proxy that allows no POST).
+The reply builders give each documented response shape: reasoning fields and content parts (OpenAI-compatible
+servers), thinking and redacted-thinking blocks and refusals (Anthropic), thought parts, safety blocks and
+`thoughtsTokenCount` (Gemini), and null content at the length limit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from tests.support.openai_server import GEMINI_PATH, Dialect, RecordedRequest, Reply, Validator, completion_payload
+
+ANTHROPIC_MIN_BUDGET = 1024
+GEMINI_MAX_OUTPUT = 65_536
+GEMINI_LEVELS = frozenset({"MINIMAL", "LOW", "MEDIUM", "HIGH"})
+
+
+def provider_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """The refusal the provider's API sends for this request, or None when it accepts it."""
+    body = request.json()
+    if dialect == "anthropic":
+        return _anthropic(body, request.headers)
+    if dialect == "google":
+        match = GEMINI_PATH.fullmatch(request.path)
+        return _gemini(body, match["model"] if match else "")
+    return _openai(body)
+
+
+# OpenAI
+
+
+def openai_error(message: str, param: str | None, code: str, status: int = 400) -> Reply:
+    payload = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+    return Reply.json(payload, status=status)
+
+
+def _openai_efforts(model: str) -> tuple[str, ...] | None:
+    """The efforts a model takes; None for a model without reasoning."""
+    name = model.rsplit("/", 1)[-1]
+    if name.startswith("gpt-5"):
+        return ("none", "low", "medium", "high") if name.startswith("gpt-5.") else ("minimal", "low", "medium", "high")
+    if len(name) > 1 and name[0] == "o" and name[1].isdigit():
+        return ("low", "medium", "high")
+    return None
+
+
+def _openai(body: dict[str, Any]) -> Reply | None:
+    model = str(body.get("model", ""))
+    efforts = _openai_efforts(model)
+    effort = body.get("reasoning_effort")
+    if efforts is None:
+        if effort is not None:
+            message = "Unsupported parameter: 'reasoning_effort' is not supported with this model."
+            return openai_error(message, "reasoning_effort", "unsupported_parameter")
+        return None
+    if "max_tokens" in body:
+        message = (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        )
+        return openai_error(message, "max_tokens", "unsupported_parameter")
+    for name in ("temperature", "top_p"):
+        if name in body and body[name] != 1:
+            message = (
+                f"Unsupported value: '{name}' does not support {body[name]} with this model. Only the default (1) "
+                "value is supported."
+            )
+            return openai_error(message, name, "unsupported_value")
+    if effort is not None and effort not in efforts:
+        listed = ", ".join(f"'{value}'" for value in efforts)
+        message = f"Unsupported value: 'reasoning_effort' does not support '{effort}' with this model. Supported "
+        return openai_error(message + f"values are: {listed}.", "reasoning_effort", "unsupported_value")
+    return None
+
+
+def no_json_mode(status: int = 400) -> Validator:
+    """A server without JSON mode: a 400 naming `response_format` (vLLM, llama.cpp builds without grammar), or a
+    405 from a proxy in front of it."""
+
+    def refuse(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+        if "response_format" not in request.json():
+            return None
+        if status == 405:
+            return Reply.text("Method Not Allowed", status=405, content_type="text/plain")
+        return openai_error("response_format is not supported by this server", "response_format", "invalid_value")
+
+    return refuse
+
+
+def openai_reply(
+    content: str | list[Any] | None,
+    *,
+    reasoning_content: str | None = None,
+    reasoning: Any = None,
+    reasoning_details: Any = None,
+    refusal: str | None = None,
+    reasoning_tokens: int | None = None,
+    completion_tokens: int = 40,
+    finish_reason: str = "stop",
+    model: str = "test-model",
+    reasoning_tokens_at_top: bool = False,
+) -> Reply:
+    """A chat completion in any documented shape: `reasoning_content` (DeepSeek, vLLM, SGLang), `reasoning` (vLLM,
+    Ollama, OpenRouter), `reasoning_details` (OpenRouter), content as a list of parts (Mistral), a `refusal`, and
+    the reasoning tokens as OpenAI (`completion_tokens_details`) or SGLang (`reasoning_tokens`) report them."""
+    payload = completion_payload(None, 30, completion_tokens, finish_reason, model)
+    message = payload["choices"][0]["message"]
+    message["content"] = content
+    for name, value in (("reasoning_content", reasoning_content), ("reasoning", reasoning)):
+        if value is not None:
+            message[name] = value
+    if reasoning_details is not None:
+        message["reasoning_details"] = reasoning_details
+    if refusal is not None:
+        message["refusal"] = refusal
+    if reasoning_tokens is not None:
+        if reasoning_tokens_at_top:
+            payload["usage"]["reasoning_tokens"] = reasoning_tokens
+        else:
+            payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return Reply.json(payload)
+
+
+# Anthropic
+
+
+def anthropic_error(message: str, status: int = 400, kind: str = "invalid_request_error") -> Reply:
+    return Reply.json({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+
+
+def _anthropic_request_type() -> tuple[Any, frozenset[str], str]:
+    params = importlib.import_module("anthropic.types.message_create_params").MessageCreateParamsNonStreaming
+    version = importlib.import_module("anthropic._constants").ANTHROPIC_API_VERSION
+    return params, frozenset(params.__required_keys__ | params.__optional_keys__), version
+
+
+def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None:
+    params, keys, version = _anthropic_request_type()
+    if headers.get("anthropic-version") != version:
+        return anthropic_error(f"anthropic-version: this fake speaks {version} only")
+    for key in body:
+        if key not in keys:
+            return anthropic_error(f"{key}: Extra inputs are not permitted")
+    try:
+        TypeAdapter(params).validate_python(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return anthropic_error(f"{where}: {error['msg']}")
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens", 0)
+        if budget < ANTHROPIC_MIN_BUDGET:
+            return anthropic_error(
+                f"thinking.enabled.budget_tokens: Input should be greater than or equal to {ANTHROPIC_MIN_BUDGET}"
+            )
+        if body["max_tokens"] <= budget:
+            return anthropic_error("`max_tokens` must be greater than `thinking.budget_tokens`")
+    return None
+
+
+def anthropic_reply(
+    text: str | None,
+    *,
+    thinking: str | None = None,
+    redacted: bool = False,
+    stop_reason: str = "end_turn",
+    output_tokens: int = 40,
+    thinking_tokens: int | None = None,
+    extra_blocks: list[dict[str, Any]] | None = None,
+) -> Reply:
+    """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them."""
+    content: list[dict[str, Any]] = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "sig-test"})
+    if redacted:
+        content.append({"type": "redacted_thinking", "data": "EncryptedThinking=="})
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    content += extra_blocks or []
+    usage: dict[str, Any] = {"input_tokens": 30, "output_tokens": output_tokens}
+    if thinking_tokens is not None:
+        usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+    payload = {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return Reply.json(payload)
+
+
+# Gemini
+
+_GEMINI_KEYS = frozenset(
+    {"contents", "systemInstruction", "generationConfig", "safetySettings", "tools", "toolConfig", "cachedContent"}
+)
+
+
+def gemini_error(message: str, status: int = 400) -> Reply:
+    return Reply.json({"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}, status=status)
+
+
+def _gemini(body: dict[str, Any], model: str) -> Reply | None:
+    types = importlib.import_module("google.genai.types")
+    for key in body:
+        if key not in _GEMINI_KEYS:
+            return gemini_error(f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.')
+    config = body.get("generationConfig") or {}
+    try:
+        types.GenerationConfig.model_validate(config)
+    except ValidationError as exc:
+        name = ".".join(str(part) for part in exc.errors()[0]["loc"])
+        return gemini_error(f"Invalid JSON payload received. Unknown name \"{name}\" at 'generation_config'.")
+    thinking = config.get("thinkingConfig")
+    refusal = _gemini_thinking(model, thinking) if thinking is not None else None
+    if refusal is None and config.get("maxOutputTokens", 0) > GEMINI_MAX_OUTPUT:
+        refusal = f"maxOutputTokens is out of range: the model's output limit is {GEMINI_MAX_OUTPUT}."
+    return None if refusal is None else gemini_error(refusal)
+
+
+def _gemini_thinking(model: str, thinking: dict[str, Any]) -> str | None:
+    """The documented rules of `thinkingConfig` for each model family. Its fields are read under either JSON name
+    (the API's protobuf JSON takes `thinkingBudget` and `thinking_budget` alike, and the SDK sends the latter)."""
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    level = thinking.get("thinkingLevel", thinking.get("thinking_level"))
+    level = None if level is None else str(level).upper()
+    if not model.startswith(("gemini-2.5", "gemini-3")):
+        return "Thinking is not supported by this model (thinkingConfig)."
+    if budget is not None and level is not None:
+        return "You can only set either thinkingBudget or thinkingLevel, not both."
+    if level is not None and level not in GEMINI_LEVELS:
+        return f"Invalid value at 'generation_config.thinking_config.thinking_level', \"{level}\""
+    if model.startswith("gemini-2.5"):
+        if level is not None:
+            return "thinkingLevel is not supported for this model: use thinkingBudget."
+        if budget == 0 and model.startswith("gemini-2.5-pro"):
+            return "Budget 0 is invalid. This model only works in thinking mode (thinkingBudget)."
+        if budget is not None and not 0 <= budget <= 32_768:
+            return "thinkingBudget is out of range: 0 to 32768."
+    return None
+
+
+def gemini_reply(
+    text: str | None,
+    *,
+    thoughts: str | None = None,
+    answer_tokens: int = 40,
+    thoughts_tokens: int | None = None,
+    finish: str = "STOP",
+    block_reason: str | None = None,
+) -> Reply:
+    """A generateContent reply: thought parts (`"thought": true`) before the answer's part, `thoughtsTokenCount`
+    apart from `candidatesTokenCount` (as the API reports them), a prompt blocked for safety (no candidates)."""
+    usage: dict[str, Any] = {"promptTokenCount": 30, "candidatesTokenCount": answer_tokens}
+    if thoughts_tokens is not None:
+        usage["thoughtsTokenCount"] = thoughts_tokens
+    usage["totalTokenCount"] = 30 + answer_tokens + (thoughts_tokens or 0)
+    if block_reason is not None:
+        feedback = {"blockReason": block_reason, "blockReasonMessage": "The prompt was blocked."}
+        return Reply.json({"promptFeedback": feedback, "usageMetadata": usage, "modelVersion": "gemini-test"})
+    parts: list[dict[str, Any]] = []
+    if thoughts is not None:
+        parts.append({"text": thoughts, "thought": True})
+    if text is not None:
+        parts.append({"text": text})
+    candidate = {"content": {"parts": parts, "role": "model"}, "finishReason": finish, "index": 0}
+    return Reply.json({"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-test"})
+
+
+def json_of(reply: Reply) -> Any:
+    return json.loads(reply.body)
