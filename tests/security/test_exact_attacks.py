@@ -376,6 +376,23 @@ KERNEL_ATTACKS = [
         ".encode())\nimport time\ntime.sleep(60)",
         CRASH | kind("code_plan") | FAILED_PLAN,
     ),
+    # Nesting within the JSON parser's limits but deeper than any plain value a child makes: the record that held it
+    # could be written yet not read back (200 levels), or not written (300); either way, the model's malformed answer.
+    *(
+        Attack(
+            f"forge_deep_action_{depth}",
+            FORGE
+            + "inner = '\"eat\"'\nfor _ in range("
+            + str(depth)
+            + "):\n    inner = '{\"tuple\": [' + inner + ']}'\n"
+            'forge((\'{"status": "ok", "output": "", "plan": [{"character": "David", '
+            '"position": ["sit on chair_2"], "target_action": \' + inner + \', "orientation": null}]}\')'
+            ".encode())\nimport time\ntime.sleep(60)",
+            CRASH,
+            "nested deeper",
+        )
+        for depth in (200, 300)
+    ),
     Attack(
         "forge_huge_int",
         FORGE + "forge({'status': 'ok', 'output': '', 'plan': [{'character': 'David', "

@@ -75,6 +75,11 @@ class RawPlan:
     repaired: bool = False  # the worker replaced lone surrogates in a value or in the printed text
 
 
+# Containers nest at most this deep in what `to_plain` makes: deeper ones become `Opaque`. An answer deeper than
+# that was forged on the channel, and it is refused before it can reach a record (which JSON readers bound).
+PLAIN_DEPTH = 4
+
+
 def to_plain(value: Any) -> Plain:
     """What the code stored, as plain data the parent can rebuild (containers to a small depth). A numpy scalar
     counts as the Python value it stands for (`np.float64(1.5)` is a float, as the reference's code would use it).
@@ -100,7 +105,7 @@ def _plain(value: Any, depth: int) -> Plain:
         return _plain(float(item) if isinstance(item, np.floating) else item, depth)
     if kind is int:
         return value if -(1 << 63) <= value < (1 << 63) else Opaque("int", "<a very large int>", True)
-    if kind in (list, tuple) and depth < 4:
+    if kind in (list, tuple) and depth < PLAIN_DEPTH:
         items = [_plain(v, depth + 1) for v in value]
         return items if kind is list else tuple(items)
     try:
@@ -126,17 +131,24 @@ def encode_plain(value: Plain) -> Any:
     return value
 
 
-def decode_plain(value: Any) -> Plain:
+def decode_plain(value: Any, depth: int = 0) -> Plain:
+    """The plain value `encode_plain` made; SandboxError for anything `to_plain` cannot have made."""
     if isinstance(value, dict):
         if "opaque" in value:
             type_name, text, hashable = value["opaque"]
             return Opaque(str(type_name), str(text), bool(hashable))
-        return tuple(decode_plain(v) for v in value["tuple"])
+        return tuple(_decode_items(value["tuple"], depth))
     if isinstance(value, list):
-        return [decode_plain(v) for v in value]
+        return _decode_items(value, depth)
     if value is None or isinstance(value, bool | int | float | str):
         return value
     raise SandboxError(f"malformed value from the sandbox worker: {type(value).__name__}")
+
+
+def _decode_items(items: list[Any], depth: int) -> list[Plain]:
+    if depth >= PLAIN_DEPTH:
+        raise SandboxError(f"malformed value from the sandbox worker: containers nested deeper than {PLAIN_DEPTH}")
+    return [decode_plain(item, depth + 1) for item in items]
 
 
 def decode_raw_plan(characters: list[dict[str, Any]], output: str, repaired: bool = False) -> RawPlan:
