@@ -44,6 +44,15 @@ def _oracle_run(out: Path, monkeypatch: pytest.MonkeyPatch, *options: str) -> di
     return {r["key"]: r["plan"]["Theodore"]["sampled_position"] for r in read_results(out)}
 
 
+def test_an_empty_secret_says_model_code_can_predict_the_draws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _oracle_run(tmp_path / "keyed", monkeypatch)
+    assert "can predict the PI sampler's draws" not in capsys.readouterr().err
+    _oracle_run(tmp_path / "bare", monkeypatch, "--sampler-secret", "")
+    assert "note: the sampler secret is empty: model code can predict" in capsys.readouterr().err
+
+
 def _secret(out: Path) -> str:
     return json.loads((out / CONFIG_FILE).read_text())["sampler_secret"]
 

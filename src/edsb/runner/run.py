@@ -96,7 +96,7 @@ def run_benchmark(
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
     config = with_sampler_secret(out, config)
-    for note in check_resume(out, config):
+    for note in [*check_resume(out, config), *_secret_notes(config)]:
         console.print(f"note: {note}", markup=False, highlight=False)
     # 4. The sweep over the keys the directory does not hold yet.
     transcripts = TranscriptWriter(transcripts_dir(out))
@@ -114,6 +114,16 @@ def run_benchmark(
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
     planned = {key.id for key in keys} | {result.key for result in results}
     return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
+
+
+def _secret_notes(config: RunConfig) -> list[str]:
+    """An empty sampler secret (given, or a directory written before secrets) draws the PI points from the seed
+    alone, which model code can see: fine for reproducing earlier figures, not for scoring a model that might
+    cheat."""
+    if config.sampler_secret != "":
+        return []
+    return ["the sampler secret is empty: model code can predict the PI sampler's draws (use it only to reproduce "
+            "earlier results; a new directory gets a secret of its own)"]  # fmt: skip
 
 
 def _keys(config: RunConfig, benchmark: Benchmark) -> list[RunKey]:
