@@ -8,7 +8,9 @@ and share edsb's aiohttp client; Anthropic and Google are reached through their 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 Api = Literal["openai", "anthropic", "google"]
@@ -61,3 +63,16 @@ ALIASES = {"groq-native": "groq"}
 
 def get_provider(name: str) -> Provider:
     return PROVIDERS[ALIASES.get(name, name)]
+
+
+@cache
+def anthropic_api() -> tuple[str, frozenset[str]] | None:
+    """The Messages API version the installed `anthropic` SDK speaks and the parameters its request type names (that
+    version's API: 2026-10-21 has no `temperature`, `top_p` or `top_k`); None without the SDK. Read once, for the
+    client's requests and for the checks made before any request."""
+    try:
+        version = importlib.import_module("anthropic._constants").ANTHROPIC_API_VERSION
+        params = importlib.import_module("anthropic.types.message_create_params").MessageCreateParamsNonStreaming
+    except ImportError:
+        return None
+    return str(version), frozenset(params.__required_keys__ | params.__optional_keys__)

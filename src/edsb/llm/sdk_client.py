@@ -20,7 +20,6 @@ takes the environment's proxy and the system's trust store as that client does.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import time
@@ -31,7 +30,7 @@ from urllib.parse import urlsplit
 from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError, setting_fix
 from edsb.llm.openai_client import error_message
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
-from edsb.llm.providers import PROVIDERS, Provider
+from edsb.llm.providers import PROVIDERS, Provider, anthropic_api
 from edsb.llm.reasoning import REDACTED, Split, split_think
 from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
 from edsb.llm.retry import AttemptFailure, retry_after_s
@@ -208,13 +207,13 @@ class AnthropicChatModel(SdkChatModel):
 
     def api_version(self) -> str:
         """The Messages API version the installed SDK speaks (its `anthropic-version` header)."""
-        return str(getattr(importlib.import_module("anthropic._constants"), "ANTHROPIC_API_VERSION", "unknown"))
+        api = anthropic_api()
+        return api[0] if api is not None else "unknown"
 
     def _takes(self, name: str) -> bool:
-        """Whether the installed SDK's `messages.create` takes `name`: its request type has the API version's
-        parameters (version 2026-10-21 has no `temperature`, `top_p` or `top_k`)."""
-        params = importlib.import_module("anthropic.types.message_create_params").MessageCreateParamsNonStreaming
-        return name in params.__required_keys__ | params.__optional_keys__
+        """Whether the installed SDK's `messages.create` takes `name` (the API version's parameters)."""
+        api = anthropic_api()
+        return api is not None and name in api[1]
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create`: the system message apart, the turns as they are, `max_tokens`

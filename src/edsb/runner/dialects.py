@@ -9,9 +9,9 @@ the start of a run and for the run card.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
+from edsb.llm import providers
 from edsb.llm.providers import get_provider
 from edsb.llm.spec import parse_model_spec
 from edsb.planning.generation import GenerationSettings
@@ -20,17 +20,11 @@ ANTHROPIC_MIN_THINKING = 1024  # the smallest `budget_tokens` Anthropic's extend
 DEFAULT_EFFORT = "not sent: the provider's default effort applies"
 
 
-@cache
 def anthropic_api() -> tuple[str | None, bool]:
-    """(the Messages API version the installed `anthropic` SDK speaks, whether its requests carry `temperature`),
-    read from the SDK's own request types; (None, True) when the SDK is not installed (building the model then says
-    which extra to install)."""
-    try:
-        from anthropic._constants import ANTHROPIC_API_VERSION
-        from anthropic.types.message_create_params import MessageCreateParamsBase
-    except ImportError:
-        return None, True
-    return ANTHROPIC_API_VERSION, "temperature" in MessageCreateParamsBase.__annotations__
+    """(the Messages API version the installed `anthropic` SDK speaks, whether its requests carry `temperature`);
+    (None, True) when the SDK is not installed (building the model then says which extra to install)."""
+    api = providers.anthropic_api()
+    return (None, True) if api is None else (api[0], "temperature" in api[1])
 
 
 def _api(model: str) -> str | None:
