@@ -65,9 +65,8 @@ class SandboxLimits:
     memory_bytes: int = 1 << 30  # address space of the worker process
     cpu_seconds: float | None = None  # CPU seconds per run (backstop for a stalled parent); None = timeout + 5
     max_result_bytes: int = 1 << 20  # JSON size of what the code set, printed text included
-    # JSON size of the plan alone. Honest plans take a few hundred bytes; the parent samples positions for every
-    # character and relationship without a time limit, so this bounds the parent's work per run (a 16 KiB
-    # PI plan of `close to` relationships, the worst measured, costs about 20 s).
+    # JSON size of the plan alone. Honest plans take a few hundred bytes. The parent's sampling work is bounded
+    # apart, by the cost terms a plan needs (`planning.sampler.MAX_SAMPLING_TERMS`).
     max_plan_bytes: int = 16 << 10
     max_printed_chars: int = 1 << 16  # printed text kept (the rest is dropped)
     workers: int = 0  # runs at once per pool (and children forked ahead); 0 = one per usable core, at most 8
