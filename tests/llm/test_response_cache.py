@@ -133,6 +133,25 @@ def test_concurrent_writer_processes(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def _open_and_count(path: str) -> int:
+    cache = ResponseCache(path)
+    try:
+        return len(cache)
+    finally:
+        cache.close()
+
+
+def test_processes_opening_a_new_cache_together_all_succeed(tmp_path: Path) -> None:
+    """Switching a fresh file to WAL races between processes, and SQLite answers that race with `database is
+    locked` at once; every opener must wait its turn instead."""
+    workers, rounds = 6, 60
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for n in range(rounds):
+            path = str(tmp_path / f"fresh-{n}.sqlite3")
+            assert list(pool.map(_open_and_count, [path] * workers)) == [0] * workers
+            assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
 def test_cache_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, openai_server: OpenAIServer) -> None:
     monkeypatch.setenv("EDSB_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert default_cache_path() == tmp_path / "elsewhere" / "responses.sqlite3"

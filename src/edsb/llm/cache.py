@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -56,7 +58,7 @@ class ResponseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
@@ -120,6 +122,22 @@ class ResponseCache:
         self._batches.close()
         with self._lock:
             self._db.close()
+
+
+def _enable_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL, waiting out other processes doing the same.
+
+    SQLite answers a journal-mode change that races another connection with SQLITE_BUSY at once, without calling
+    the busy handler, so several processes opening a new cache together need this wait of their own."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005 + random.random() * 0.02)
 
 
 def _row(key: str, model: str, response: ChatResponse) -> tuple[str, str, str, str]:
