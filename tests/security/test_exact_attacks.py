@@ -773,3 +773,21 @@ def test_a_cpu_loop_killed_at_the_hard_cpu_limit_is_a_timeout() -> None:
     with SandboxPool(limits) as pool, pytest.raises(CodeError) as raised:
         pool.execute(program("cpu", body), CodeContext.for_benchmark(DATA, "House"))
     assert raised.value.kind == "code_timeout", raised.value.message
+
+
+def test_code_that_closes_its_answer_channel_and_lingers_is_a_crash() -> None:
+    """Code may close every descriptor it holds, the answer channel among them, and keep running. The parent then
+    kills it, but that kill is the parent's, not the kernel's out-of-memory killer: the run is the model's
+    `code_crash`, with the reason, never `code_memory`."""
+    require_data()
+    require_kernel_sandbox()
+    body = "import os, time\nos.closerange(3, 1024)\ntime.sleep(30)"
+    limits = SandboxLimits(sandbox="exact", timeout=20, memory_bytes=1 << 30, workers=1)
+    with SandboxPool(limits) as pool:
+        with pytest.raises(CodeError) as raised:
+            pool.execute(program("hangup", body), CodeContext.for_benchmark(DATA, "House"))
+        assert raised.value.kind == "code_crash", raised.value.message
+        assert "closed" in raised.value.message
+        with pytest.raises(CodeError) as exiting:
+            pool.execute(program("exit", "import os\nos._exit(3)"), CodeContext.for_benchmark(DATA, "House"))
+        assert exiting.value.kind == "code_crash" and "exit status 3" in exiting.value.message

@@ -332,6 +332,7 @@ class SandboxPool:
 _STARTUP_TIMEOUT = 120.0  # seconds for the template to import its modules
 _LOAD_TIMEOUT = 120.0  # seconds to load a scene and contain a child (or, in the template, to load and fork)
 _REAP_TIMEOUT = 5.0  # seconds for a killed child's exit status
+_EXIT_GRACE = 0.5  # seconds for a child whose channel ended to exit on its own
 _WORKER_ENV = {
     "PYTHONHASHSEED": "0",  # set iteration in model code is reproducible from run to run
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -604,9 +605,21 @@ class _Child:
         except WorkerDied as died:
             if died.args != ("end of output",):  # a frame that is no answer: the model's, written to the channel
                 raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({died})") from None
+            lingering = not self._exits_within(_EXIT_GRACE)
             self.stop()
+            if lingering:  # the parent's kill, not an out-of-memory one: say so
+                raise CodeError(ErrorKind.CODE_CRASH, "the code closed its answer channel and kept running") from None
             raise self._death_error(str(died)) from None
         return _answer(response, limits)
+
+    def _exits_within(self, seconds: float) -> bool:
+        """Whether the child ends on its own within `seconds` (True when unknown, without a pidfd). A dying process
+        closes its channel a moment before it exits; one still running after that closed the channel itself."""
+        if self.pidfd is None:
+            return True
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(int(seconds * 1000)))
 
     def _loaded(self, limits: SandboxLimits) -> None:
         """Read the frame a child sends once it has unpickled an inline scene, before any model code runs (so it is
