@@ -65,9 +65,10 @@ def test_a_handler_answering_the_wrong_number_of_results_is_an_error_not_a_hang(
 
 def test_items_of_a_loop_that_shuts_down_are_never_handled_by_a_later_loop() -> None:
     handled: list[int] = []
-    release = threading.Event()
+    release, busy = threading.Event(), threading.Event()
 
     def slow(batch: list[int]) -> list[int]:
+        busy.set()
         release.wait(10)
         handled.extend(batch)
         return batch
@@ -76,7 +77,7 @@ def test_items_of_a_loop_that_shuts_down_are_never_handled_by_a_later_loop() -> 
 
     async def interrupted() -> None:
         first = asyncio.ensure_future(commit.submit(1))
-        await asyncio.sleep(0.05)  # item 1 is in the thread; item 2 waits for the next batch
+        assert await asyncio.to_thread(busy.wait, 10)  # item 1 is in the thread; item 2 waits for the next batch
         second = asyncio.ensure_future(commit.submit(2))
         await asyncio.sleep(0.05)
         first.cancel()
