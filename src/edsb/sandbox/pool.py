@@ -332,7 +332,7 @@ class SandboxPool:
 _STARTUP_TIMEOUT = 120.0  # seconds for the template to import its modules
 _LOAD_TIMEOUT = 120.0  # seconds to load a scene and contain a child (or, in the template, to load and fork)
 _REAP_TIMEOUT = 5.0  # seconds for a killed child's exit status
-_EXIT_GRACE = 0.5  # seconds for a child whose channel ended to exit on its own
+_EXIT_GRACE = 0.5  # seconds (within the run's limit) for a child whose channel ended to exit on its own
 _WORKER_ENV = {
     "PYTHONHASHSEED": "0",  # set iteration in model code is reproducible from run to run
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -596,8 +596,9 @@ class _Child:
         if request["scene"][0] != "held":
             self._loaded(limits)
         # Everything after it may be the model's: the wall-clock limit starts now, and the answer is data to check.
+        deadline = time.monotonic() + limits.timeout
         try:
-            response = self.answers.read(time.monotonic() + limits.timeout, limits.max_result_bytes)
+            response = self.answers.read(deadline, limits.max_result_bytes)
         except Deadline:
             raise CodeError(
                 ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s"
@@ -605,7 +606,7 @@ class _Child:
         except WorkerDied as died:
             if died.args != ("end of output",):  # a frame that is no answer: the model's, written to the channel
                 raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({died})") from None
-            lingering = not self._exits_within(_EXIT_GRACE)
+            lingering = not self._exits_within(min(_EXIT_GRACE, deadline - time.monotonic()))
             self.stop()
             if lingering:  # the parent's kill, not an out-of-memory one: say so
                 raise CodeError(ErrorKind.CODE_CRASH, "the code closed its answer channel and kept running") from None
@@ -619,7 +620,7 @@ class _Child:
             return True
         poller = select.poll()
         poller.register(self.pidfd, select.POLLIN)
-        return bool(poller.poll(int(seconds * 1000)))
+        return bool(poller.poll(max(0, int(seconds * 1000))))
 
     def _loaded(self, limits: SandboxLimits) -> None:
         """Read the frame a child sends once it has unpickled an inline scene, before any model code runs (so it is
