@@ -1,6 +1,25 @@
 """edsb: a harness for the Event-Driven Storytelling Benchmark (Lim et al., ICCV 2025)."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _version() -> str:
+    """edsb's version, written once, in pyproject.toml: as the installed package records it, else (a source tree
+    put on the path without installing it) as the tree's pyproject.toml says."""
+    try:
+        return version("edsb")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        try:
+            pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text("utf-8"))
+            return str(pyproject["project"]["version"])
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "0+unknown"
+
+
+__version__ = _version()
 
 # The reference repository whose evaluator and prompts edsb reproduces.
 REFERENCE_REPO = "rms0329/Event-Driven-Storytelling"
