@@ -14,6 +14,7 @@ import pytest
 
 from edsb.report.compare.paired import pair_results
 from edsb.results import RunResult
+from edsb.results.migrate import current_result
 from tests.support.edsb_cli import edsb_in_process
 from tests.support.run_dir import result_record, write_run_dir
 
@@ -169,9 +170,11 @@ def test_no_shared_keys_is_one_clear_error(runs: tuple[Path, Path], tmp_path: Pa
 def test_pairing_is_by_run_key_never_by_names() -> None:
     """A perturbed run renames the characters of a case; its runs pair with the original's on the key alone,
     whatever order the lines come in."""
-    original = [RunResult.model_validate(r) for r in records(BASE)]
+    original = [RunResult.model_validate(current_result(r)) for r in records(BASE)]
     renamed = [
-        RunResult.model_validate({**r, "plan": {"Zoe": {"target_action": ["sit"], "relationships": []}}})
+        RunResult.model_validate(
+            current_result({**r, "plan": {"Zoe": {"target_action": ["sit"], "relationships": []}}})
+        )
         for r in reversed(records(OTHER))
     ]
     pairing = pair_results(original, renamed)

@@ -59,10 +59,12 @@ def test_an_old_directory_resumes_through_the_migration(old_dir: Path, capsys: p
     assert "4 already done, 0 executed" in outcome.stdout + outcome.stderr
     assert (old_dir / "results.jsonl").read_bytes() == lines  # nothing was rerun or rewritten
     after = reports(old_dir, capsys)
-    # The resume recorded what 0.1.0 left out: the data directory it ran on, and how many runs were planned.
+    # The resume recorded what 0.1.0 left out (the data directory it ran on, how many runs were planned) and the
+    # version that wrote config.json last.
     document, before = json.loads(after.pop("json")), json.loads(printed_by_0_1_0("json"))
     assert document["run"].pop("data")["path"] is not None and document["run"]["counts"].pop("planned") == 4
-    del before["run"]["data"], before["run"]["counts"]["planned"]
+    assert document["run"].pop("edsb_version") == __version__
+    del before["run"]["data"], before["run"]["counts"]["planned"], before["run"]["edsb_version"]
     assert (document, after) == (
         before,
         {fmt: printed_by_0_1_0(fmt) for fmt in ("markdown", "csv", "samples", "table")},

@@ -12,6 +12,7 @@ from edsb.results.rundir import ResultStore, read_results
 
 def _result(**fields: object) -> RunResult:
     values: dict[str, object] = {"key": "ours/tc01-d0-r0", "variant": "ours", "case": 1, "distraction": 0}
+    values["sandbox"] = "exact"
     return RunResult.model_validate(values | {"status": RunStatus.ERROR, "error_kind": ErrorKind.CODE_RUNTIME} | fields)
 
 

@@ -22,7 +22,14 @@ from tests.support.run_dir import raw_lines
 def _record(case: int, status: str = "passed", **extra: Any) -> RunResult:
     key = RunKey("ours", case, 0, 0)
     return RunResult(
-        key=key.id, variant="ours", case=case, distraction=0, status=RunStatus(status), plan={"Ann": "é"}, **extra
+        key=key.id,
+        variant="ours",
+        case=case,
+        distraction=0,
+        status=RunStatus(status),
+        plan={"Ann": "é"},
+        sandbox="exact",
+        **extra,
     )
 
 

@@ -62,4 +62,4 @@ def test_sandbox_work_runs_off_the_event_loop(benchmark: Benchmark, tmp_path: Pa
     assert spinning["error"].endswith("TimeoutError: the code ran longer than 2 s")  # the spin ran until its limit
     assert len(records) == 7 and all(record["status"] == "passed" for record in records.values())
     # Runs that started after the spinning one (it is fourth in the reference's order) still finished before it.
-    assert raw_lines(tmp_path)[-1].startswith(b'{"key":"ours/tc13-d0-r0"')
+    assert raw_lines(tmp_path)[-1].startswith(b'{"format":2,"key":"ours/tc13-d0-r0"')

@@ -36,6 +36,7 @@ def _record(key: RunKey, **changes: Any) -> RunResult:
         "error_kind": ErrorKind.CODE_RUNTIME if status is RunStatus.ERROR else None,
         "prompt_tokens": 10,
         "completion_tokens": 1,
+        "sandbox": "exact",
     }
     return RunResult(**(fields | changes))
 

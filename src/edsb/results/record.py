@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
 from pydantic_core import PydanticSerializationError
 
 from edsb.results.kinds import ErrorKind, RunStatus
+from edsb.results.migrate import RESULT_FORMAT
 from edsb.text import TextRepairs, clean_text, truncate
 
 
@@ -50,10 +51,11 @@ def internal_error_message(fault: str) -> str:
 
 class RunResult(BaseModel):
     """What one run produced. Field order is the order of the JSON line; unknown fields of a line written by
-    another edsb version are ignored on reading."""
+    another edsb version are ignored on reading, and a line of an older format is read through `migrate`."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    format: Literal[2] = RESULT_FORMAT  # `migrate.RESULT_FORMAT`: the lines this version writes
     key: StrictStr
     variant: StrictStr
     case: StrictInt
@@ -78,9 +80,7 @@ class RunResult(BaseModel):
     # A judged PI run sampled by the reference annealer: true when it failed but the optimal sampler, given the same
     # relationships, would have passed (the model was right, the annealer unlucky); None for every other run.
     sampler_miss: bool | None = None
-    # The sandbox that ran the model's code (`exact` / `restricted`); lines written before the choice existed ran in
-    # the restricted one.
-    sandbox: Literal["exact", "restricted"] = "restricted"
+    sandbox: Literal["exact", "restricted"]  # the sandbox that ran the model's code
     # Where lone surrogates sent by the model or server were replaced by U+FFFD (`narrator`, `event_parser`, `event`,
     # `code`, `error`, ...), and which fields were cut to their size limit (`error`, `reason`, `event`, `plan`).
     surrogates_replaced: list[StrictStr] = []
@@ -102,11 +102,9 @@ class RunResult(BaseModel):
 
     @property
     def sampler_method(self) -> str | None:
-        """The PI sampler of this run (`reference` / `optimal`); lines written before the choice existed were
-        sampled by the optimiser. None when no position was sampled."""
-        if self.sampler is None:
-            return None
-        return str(self.sampler.get("method", "optimal"))
+        """The PI sampler of this run (`reference` / `optimal`); None when no position was sampled."""
+        method = None if self.sampler is None else self.sampler.get("method")
+        return None if method is None else str(method)
 
     @property
     def run_key(self) -> RunKey:

@@ -26,6 +26,7 @@ from pydantic_core import from_json
 
 from edsb.errors import EdsbError, UsageError, validation_message
 from edsb.group_commit import GroupCommit
+from edsb.results.migrate import current_config, current_result
 from edsb.results.record import RunResult
 
 RESULTS_FILE = "results.jsonl"
@@ -55,7 +56,7 @@ def read_results(path: Path) -> tuple[list[RunResult], int]:
         if not isinstance(raw, dict) or "key" not in raw:
             raise EdsbError(f"{path}: line {number} is not a run record; refusing to touch this file")
         try:
-            results.append(RunResult.model_validate(raw))
+            results.append(RunResult.model_validate(current_result(raw, f"{path}: line {number}")))
         except ValidationError as exc:
             raise EdsbError(f"{path}: record {number}: {validation_message(exc)}") from None
         good += len(line)
@@ -183,17 +184,16 @@ class ResultStore:
 
 
 class ReportedConfig(BaseModel):
-    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited): fields
-    an older version did not write read as unknown (None), or as what that version did."""
+    """What a report reads of config.json (a run directory from any edsb version, possibly hand-edited), read
+    through `migrate`: what an older version left out reads as what that version did, or as unknown (None)."""
 
     model_config = ConfigDict(extra="allow")
+    format: StrictInt
     model: StrictStr = ""
     variants: list[StrictStr] = []
-    perturb: StrictInt = Field(default=0, ge=0)  # absent in directories of older versions: the benchmark itself
-    # The PI sampler; directories written before `--sampler` existed were sampled by edsb's optimiser.
-    sampler: StrictStr = "optimal"
-    # The sandbox that ran the model's code; directories written before the choice existed used the restricted one.
-    sandbox: StrictStr = "restricted"
+    perturb: StrictInt = Field(ge=0)
+    sampler: StrictStr
+    sandbox: StrictStr
     base_url: StrictStr | None = None
     cases: list[StrictInt] = []
     distraction: list[StrictInt] = []
@@ -205,15 +205,19 @@ class ReportedConfig(BaseModel):
 
 
 def read_reported_config(run_dir: Path) -> ReportedConfig:
-    """A directory's config.json as a report reads it (defaults when the file is missing); an unreadable or
-    malformed file is one clear error."""
+    """A directory's config.json as a report reads it (an empty format-1 file when it is missing); an unreadable
+    or malformed file is one clear error."""
     config_path = Path(run_dir) / CONFIG_FILE
     try:
-        return ReportedConfig.model_validate(json.loads(config_path.read_text(encoding="utf-8")))
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return ReportedConfig()
+        raw = {}
     except (OSError, json.JSONDecodeError) as exc:
         raise EdsbError(f"{config_path}: unreadable ({exc})") from None
+    if not isinstance(raw, dict):
+        raise EdsbError(f"{config_path}: not a run configuration (a JSON object)")
+    try:
+        return ReportedConfig.model_validate(current_config(raw, str(config_path)))
     except ValidationError as exc:
         raise EdsbError(f"{config_path}: {validation_message(exc)}") from None
 

@@ -21,6 +21,7 @@ from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
+from edsb.results.migrate import CONFIG_FORMAT, current_config
 from edsb.results.rundir import CONFIG_FILE, write_json
 from edsb.runner.dialects import provider_refuses, temperature_not_sent
 from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
@@ -44,14 +45,6 @@ IDENTITY_FIELDS = (
     "max_plan_relationships",
     "max_plan_string_chars",
 )
-# The PI sampler of a directory written before `--sampler` existed: edsb's optimiser was the only one then.
-SAMPLER_BEFORE_CHOICE = SamplerName.OPTIMAL
-# The embedded model's token cap of a directory written before `--max-tokens` existed.
-LOCAL_CAP_BEFORE_OPTION = 512
-# The sandbox of a directory written before `--sandbox` existed: RestrictedPython was the only one then.
-SANDBOX_BEFORE_CHOICE: SandboxName = "restricted"
-# The sampler secret of a directory written before it existed: none, the PI draws came from the seed alone.
-SAMPLER_SECRET_BEFORE = ""
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
@@ -118,7 +111,8 @@ class RunConfig(GenerationSettings):
 _ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
 SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
-_FILE_ONLY = ("preset", "edsb_version")  # keys a file may hold besides the fields: a preset, a config.json's version
+# Keys a file may hold besides the fields: a preset, a config.json's format and edsb version.
+_FILE_ONLY = ("preset", "format", "edsb_version")
 _NEGATED = ("no_cache", "no_json_mode")  # flags that turn a field's default off (`--no-cache`: cache false)
 
 
@@ -179,7 +173,8 @@ def _read_options(path: Path) -> dict[str, Any]:
         if name in ("cases", "distraction") and (isinstance(value, bool) or not isinstance(value, str | int | list)):
             raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
         options[name] = value
-    options.pop("edsb_version", None)  # a previous run's config.json may be given: the version is this one's
+    for name in ("format", "edsb_version"):  # a previous run's config.json may be given: they are this edsb's
+        options.pop(name, None)
     return options
 
 
@@ -248,18 +243,12 @@ def _resume_fix(name: str, old: Any) -> str:
 
 
 def read_config(path: Path) -> RunConfig:
-    """A directory's `config.json`; one written before `--sampler` existed was sampled by the optimiser, one
-    written before `--sandbox` existed ran in the restricted sandbox. Raises JSONDecodeError or ValidationError for
-    an unreadable file."""
+    """A directory's `config.json`, of any format, read through `migrate`. Raises JSONDecodeError or
+    ValidationError for an unreadable file, EdsbError for one of a newer edsb."""
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     if isinstance(raw, dict):
-        raw.setdefault("sampler", str(SAMPLER_BEFORE_CHOICE))
-        if "max_tokens" not in raw and str(raw.get("model", "local")).partition(":")[0] == "local":
-            # Written before --max-tokens: the embedded model then capped every reply at 512 tokens and seeded each
-            # request with its repeat number.
-            raw.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=raw.get("model_seed", 0))
-        raw.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
-        raw.setdefault("sampler_secret", SAMPLER_SECRET_BEFORE)
+        raw = current_config(raw, str(path))
+        raw.pop("format")
     return RunConfig.model_validate(raw)
 
 
@@ -284,7 +273,8 @@ def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    write_json(Path(run_dir) / CONFIG_FILE, config.model_dump())
+    """config.json: its format first, then every setting."""
+    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **config.model_dump()})
 
 
 def resolve_run_config(
