@@ -98,7 +98,7 @@ def test_an_older_directory_and_newer_settings_read_as_they_should(
         return json.loads(outcome.stdout)["run"]
 
     # Written before the sandbox choice and the token cap and seed options: it ran in the restricted sandbox.
-    older = {name: value for name, value in config.items() if name not in ("sandbox", "max_tokens", "model_seed")}
+    older = {k: v for k, v in config.items() if k not in ("format", "sandbox", "max_tokens", "model_seed")}
     card = card_of(older)
     assert card["sandbox"] == "restricted"
     assert (card["sampling"]["max_tokens"], card["sampling"]["model_seed"]) == (None, None)
