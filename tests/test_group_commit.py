@@ -79,7 +79,8 @@ def test_items_of_a_loop_that_shuts_down_are_never_handled_by_a_later_loop() -> 
         first = asyncio.ensure_future(commit.submit(1))
         assert await asyncio.to_thread(busy.wait, 10)  # item 1 is in the thread; item 2 waits for the next batch
         second = asyncio.ensure_future(commit.submit(2))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # one turn of the loop: submit(2) runs up to its wait
+        assert [item for item, _ in commit._pending] == [2]
         first.cancel()
         second.cancel()
         for task in asyncio.all_tasks() - {asyncio.current_task()}:

@@ -98,36 +98,52 @@ def test_weights_sit_in_plain_cpu_buffers(model: LocalChatModel) -> None:
     assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is True  # the patch did not leak
 
 
-def test_loads_at_once_leave_the_library_defaults_as_they_were() -> None:
+def test_loads_at_once_leave_the_library_defaults_as_they_were(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two contexts load at once (`--concurrency` ≥ 2): the second must not take the first's wrapped factory for the
     library's own and put it back when it is done."""
     import threading
-    import time
 
     import llama_cpp.llama as llama_module
 
-    from edsb.llm.local import _plain_cpu_buffers
+    from edsb.llm import local
 
+    class WatchedLock:
+        """The load lock, counting the threads that came to take it."""
+
+        def __init__(self) -> None:
+            self.lock, self.arrivals = threading.Lock(), threading.Semaphore(0)
+
+        def __enter__(self) -> None:
+            self.arrivals.release()
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+
+    watched = WatchedLock()
+    monkeypatch.setattr(local, "_LOAD_LOCK", watched)
     library = llama_module.llama_cpp.llama_model_default_params
-    inside, release = threading.Event(), threading.Event()
+    release = threading.Event()
+    seen: list[bool] = []
 
     def first() -> None:
-        with _plain_cpu_buffers():
-            inside.set()
-            release.wait(5)
+        with local._plain_cpu_buffers():
+            release.wait(30)
 
     def second() -> None:
-        with _plain_cpu_buffers():
-            assert llama_module.llama_cpp.llama_model_default_params().use_extra_bufts is False
+        with local._plain_cpu_buffers():
+            seen.append(llama_module.llama_cpp.llama_model_default_params().use_extra_bufts)
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
     threads[0].start()
-    assert inside.wait(5)
+    assert watched.arrivals.acquire(timeout=30)  # the first holds the lock
     threads[1].start()
-    time.sleep(0.2)  # the second is now waiting for the first's load
+    assert watched.arrivals.acquire(timeout=30)  # the second waits for the first's load
     release.set()
     for thread in threads:
-        thread.join(5)
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert seen == [False]
     assert llama_module.llama_cpp.llama_model_default_params is library
 
 

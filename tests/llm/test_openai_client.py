@@ -7,7 +7,6 @@ import gc
 import json
 import socket
 import threading
-import time
 import warnings
 
 import pytest
@@ -244,19 +243,23 @@ def test_refused_connection_is_a_transport_error() -> None:
 
 
 def test_requests_in_flight_are_limited() -> None:
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
+    """The server holds each request until as many as the limit are open at once (or only the last is left), so
+    the client always has one waiting while it could send another: the number open reaches the limit, never more."""
+    opened = threading.Condition()
+    state = {"now": 0, "peak": 0, "answered": 0}
 
-    def slow(request: RecordedRequest) -> Reply:
-        with lock:
+    def held(request: RecordedRequest) -> Reply:
+        with opened:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.15)
-        with lock:
+            opened.notify_all()
+            opened.wait_for(lambda: state["now"] >= 2 or state["answered"] == 5, timeout=20)  # a hang guard only
             state["now"] -= 1
+            state["answered"] += 1
+            opened.notify_all()
         return Reply.completion("done")
 
-    with OpenAIServer(slow) as server:
+    with OpenAIServer(held) as server:
         model = make_model(server, max_in_flight=2)
 
         async def run() -> list[str]:
