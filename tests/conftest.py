@@ -7,8 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from edsb.data.benchmark import Benchmark
+from edsb.geometry.scene import load_scene
+from edsb.sandbox import ApiScene, SandboxPool
 from tests.support.data import DATA, prepare_data
 from tests.support.openai_server import OpenAIServer
+from tests.support.sandbox_runs import LIMITS
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -27,3 +30,16 @@ def openai_server() -> Iterator[OpenAIServer]:
 def benchmark() -> Benchmark:
     """The official benchmark files the suite runs against (a missing data directory fails loudly, never skips)."""
     return Benchmark.open(DATA)
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SandboxPool]:
+    """A sandbox pool with the short limits of the attack and blame tests, one per test file."""
+    with SandboxPool(LIMITS) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def house_scene(benchmark: Benchmark) -> ApiScene:
+    """The House scene as the code API holds it (module-wide: a test may not change it, a module gets its own)."""
+    return ApiScene(load_scene(benchmark, "House"))

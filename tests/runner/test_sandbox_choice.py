@@ -15,6 +15,7 @@ from edsb.runner.config import IDENTITY_FIELDS, RunConfig, read_config, resolve_
 from edsb.sandbox.kernel import PROBE_ENV, host_support
 from tests.runner.test_config import NO_OPTIONS
 from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process, scripted_run_args
+from tests.support.kernel_sandbox import require_kernel_sandbox
 from tests.support.openai_server import OpenAIServer
 from tests.support.run_dir import records_by_key, result_record, write_run_dir
 
@@ -71,8 +72,7 @@ def test_a_restricted_run_records_its_sandbox_and_a_resume_refuses_another(
     records = records_by_key(out)
     assert len(records) == 2 and {record["sandbox"] for record in records.values()} == {"restricted"}
     assert all(record["status"] in ("passed", "failed", "error") for record in records.values())
-    if not host_support().exact:
-        pytest.skip(f"no exact sandbox here to resume with: {host_support().reason}")
+    require_kernel_sandbox()  # the exact sandbox to resume with
     code, _, err = edsb_in_process([*args, "--sandbox", "exact"], capsys)
     assert code == 2
     lines = err.strip().splitlines()

@@ -8,8 +8,6 @@ whose graph lost an object's edges), so the exception is raised by edsb's real c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from edsb.data.benchmark import Benchmark
@@ -20,19 +18,11 @@ from edsb.sandbox import (
     CodeContext,
     CodeError,
     EdsbFault,
-    SandboxLimits,
     SandboxPool,
 )
 from edsb.sandbox.provenance import fault_text
 from edsb.sandbox.restricted.blame import is_models_fault, program_code
 from edsb.sandbox.restricted.policy import MODEL_OPERATIONS
-
-LIMITS = SandboxLimits(timeout=5.0, workers=1)
-
-
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> ApiScene:
-    return ApiScene(load_scene(benchmark, "House"))
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +31,6 @@ def broken_house(benchmark: Benchmark) -> ApiScene:
     scene = ApiScene(load_scene(benchmark, "House"))
     scene.edges = {name: edges for name, edges in scene.edges.items() if name != "table_1"}
     return scene
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(LIMITS) as pool:
-        yield pool
 
 
 def raised(call) -> BaseException:
@@ -60,8 +44,8 @@ def raised(call) -> BaseException:
 # --- the classification on real tracebacks ----------------------------------------------------------------------------
 
 
-def test_the_apis_answers_to_the_models_mistakes_are_the_models(house: ApiScene) -> None:
-    api = CodeApi(house)
+def test_the_apis_answers_to_the_models_mistakes_are_the_models(house_scene: ApiScene) -> None:
+    api = CodeApi(house_scene)
     mistakes = [
         lambda: api.get_closest_object("chair_99"),  # an object that does not exist
         lambda: api.get_closest_object(["chair_1"]),  # an unhashable name
@@ -118,8 +102,10 @@ def failure(pool: SandboxPool, scene: ApiScene, body: str) -> tuple[str, str]:
         ("    re.compile('(')", "error: missing ), unterminated subpattern at position 0"),  # raised inside `re`
     ],
 )
-def test_exceptions_of_the_models_code_stay_execution_errors(pool: SandboxPool, house: ApiScene, body, message) -> None:
-    assert failure(pool, house, body) == ("code_runtime", message)
+def test_exceptions_of_the_models_code_stay_execution_errors(
+    pool: SandboxPool, house_scene: ApiScene, body, message
+) -> None:
+    assert failure(pool, house_scene, body) == ("code_runtime", message)
 
 
 @pytest.mark.parametrize(
@@ -136,8 +122,8 @@ def test_exceptions_of_the_models_code_stay_execution_errors(pool: SandboxPool, 
         ("    get_area_close_to(10 ** 5000)", "ValueError: Exceeds the limit (4300 digits) for integer string"),
     ],
 )
-def test_wrong_calls_of_the_api_are_execution_errors(pool: SandboxPool, house: ApiScene, body, message) -> None:
-    kind, text = failure(pool, house, body)
+def test_wrong_calls_of_the_api_are_execution_errors(pool: SandboxPool, house_scene: ApiScene, body, message) -> None:
+    kind, text = failure(pool, house_scene, body)
     assert kind == "code_runtime" and text.startswith(message)
 
 

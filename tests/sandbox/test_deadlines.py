@@ -12,8 +12,8 @@ import time
 import pytest
 
 from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool
-from edsb.sandbox.kernel import host_support
 from edsb.sandbox.wire import HEADER, Deadline, FrameReader
+from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
 
@@ -62,8 +62,7 @@ def test_an_answer_behind_an_out_of_band_byte_is_read() -> None:
 
 
 def exact_limits() -> SandboxLimits:
-    if not host_support().exact:
-        pytest.skip(f"the exact sandbox cannot run here: {host_support().reason}")
+    require_kernel_sandbox()
     return SandboxLimits(sandbox="exact", timeout=2.0, workers=1)
 
 

@@ -16,18 +16,11 @@ import re
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
-from edsb.geometry.scene import load_scene
 from edsb.results import ErrorKind
 from edsb.sandbox import API_FUNCTIONS, ApiScene, CodeError, LatestPlan
 from edsb.sandbox.code_api import PlanEntry, SceneObject
 from edsb.sandbox.exact import GLOBAL_NAMES, REFERENCE_MODULE, Area, Character_, CodeExecutor, run_exact
 from edsb.sandbox.source import EXACT_PREFIX, extract_code, prepare_code
-
-
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> ApiScene:
-    return ApiScene(load_scene(benchmark, "House"))
 
 
 def fenced(code: str) -> str:
@@ -63,7 +56,7 @@ def program(body: str, top: str = "") -> str:
 # --- the plan ---------------------------------------------------------------------------------------------------------
 
 
-def test_the_plan_is_what_parsed_event_holds_in_its_order(house: ApiScene) -> None:
+def test_the_plan_is_what_parsed_event_holds_in_its_order(house_scene: ApiScene) -> None:
     code = (
         "def parse_event():\n"
         "    ryan = get_character('Ryan')\n"
@@ -76,13 +69,13 @@ def test_the_plan_is_what_parsed_event_holds_in_its_order(house: ApiScene) -> No
         "    david.set_position([1.0, 2.5])\n"
         "    ryan.set_orientation('couch_1')\n"
     )
-    assert entries(code, house) == [
+    assert entries(code, house_scene) == [
         ("Ryan", ["close to table_1", "in front of tv_1", "behind couch_1"], "use_smartphone", ["look at couch_1"]),
         ("David", [1.0, 2.5], "", None),
     ]
 
 
-def test_the_reference_shapes_of_areas_and_handles(house: ApiScene) -> None:
+def test_the_reference_shapes_of_areas_and_handles(house_scene: ApiScene) -> None:
     code = program(
         "assert get_area_to_sit_on('chair_2') == Area(['sit on chair_2'])\n"
         "assert repr(Area()) == 'Area(conditions=[])'\n"
@@ -92,16 +85,19 @@ def test_the_reference_shapes_of_areas_and_handles(house: ApiScene) -> None:
         "\"Invalid position type: <class 'str'>\"\n"
         "seat = 'chair_2'"
     )
-    assert entries(code, house) == [("Eve", [], "", None), *DAVID_ON_CHAIR_2]  # the failed setter made Eve's entry
+    assert entries(code, house_scene) == [
+        ("Eve", [], "", None),
+        *DAVID_ON_CHAIR_2,
+    ]  # the failed setter made Eve's entry
 
 
-def test_parsed_event_written_directly_is_the_plan(house: ApiScene) -> None:
+def test_parsed_event_written_directly_is_the_plan(house_scene: ApiScene) -> None:
     code = (
         "def parse_event():\n"
         "    self.parsed_event['Ryan'] = {'position': ('adjacent to table_3',), 'target_action': 'text',\n"
         "                                 'orientation': 'ab'}\n"
     )
-    assert entries(code, house) == [("Ryan", ("adjacent to table_3",), "text", ["a", "b"])]
+    assert entries(code, house_scene) == [("Ryan", ("adjacent to table_3",), "text", ["a", "b"])]
 
 
 @pytest.mark.parametrize(
@@ -122,8 +118,10 @@ def test_parsed_event_written_directly_is_the_plan(house: ApiScene) -> None:
         ),
     ],
 )
-def test_a_parsed_event_the_reference_cannot_convert_is_a_plan_error(house: ApiScene, code: str, message: str) -> None:
-    assert failure(f"def parse_event():\n    {code}\n", house) == (ErrorKind.CODE_PLAN, message)
+def test_a_parsed_event_the_reference_cannot_convert_is_a_plan_error(
+    house_scene: ApiScene, code: str, message: str
+) -> None:
+    assert failure(f"def parse_event():\n    {code}\n", house_scene) == (ErrorKind.CODE_PLAN, message)
 
 
 # --- the rewrite and the entry point ----------------------------------------------------------------------------------
@@ -146,9 +144,9 @@ def test_the_executor_has_the_reference_method_for_every_rewritten_name() -> Non
     ]
 
 
-def test_generate_next_plan_is_an_entry_header(house: ApiScene) -> None:
+def test_generate_next_plan_is_an_entry_header(house_scene: ApiScene) -> None:
     code = program("seat = 'chair_2'").replace("def parse_event():", "def generate_next_plan():")
-    assert entries(code, house) == DAVID_ON_CHAIR_2
+    assert entries(code, house_scene) == DAVID_ON_CHAIR_2
 
 
 @pytest.mark.parametrize(
@@ -180,34 +178,34 @@ def test_generate_next_plan_is_an_entry_header(house: ApiScene) -> None:
         ),
     ],
 )
-def test_entry_and_syntax_failures(house: ApiScene, code: str, kind: ErrorKind, message: str) -> None:
-    assert failure(code, house) == (kind, message)
+def test_entry_and_syntax_failures(house_scene: ApiScene, code: str, kind: ErrorKind, message: str) -> None:
+    assert failure(code, house_scene) == (kind, message)
 
 
 # --- namespaces -------------------------------------------------------------------------------------------------------
 
 
-def test_top_level_helpers_and_imports_are_invisible_inside_parse_event(house: ApiScene) -> None:
+def test_top_level_helpers_and_imports_are_invisible_inside_parse_event(house_scene: ApiScene) -> None:
     helper = program("seat = pick()", top="def pick():\n    return 'chair_2'\n\n")
-    assert failure(helper, house) == (ErrorKind.CODE_RUNTIME, "NameError: name 'pick' is not defined")
+    assert failure(helper, house_scene) == (ErrorKind.CODE_RUNTIME, "NameError: name 'pick' is not defined")
     imported = program("seat = 'chair_%d' % math.floor(2.5)", top="import math\n\n")
-    assert failure(imported, house) == (ErrorKind.CODE_RUNTIME, "NameError: name 'math' is not defined")
+    assert failure(imported, house_scene) == (ErrorKind.CODE_RUNTIME, "NameError: name 'math' is not defined")
 
 
-def test_only_list_of_typing_is_bound(house: ApiScene) -> None:
+def test_only_list_of_typing_is_bound(house_scene: ApiScene) -> None:
     bound = program("def pick(names: List[str]) -> str:\n    return names[0]\nseat = pick(['chair_2'])")
-    assert entries(bound, house) == DAVID_ON_CHAIR_2
+    assert entries(bound, house_scene) == DAVID_ON_CHAIR_2
     for name in ("Optional", "Dict"):
         nested = program(f"def pick(names: {name}[str]) -> str:\n    return names\nseat = pick('chair_2')")
-        assert failure(nested, house) == (ErrorKind.CODE_RUNTIME, f"NameError: name '{name}' is not defined")
+        assert failure(nested, house_scene) == (ErrorKind.CODE_RUNTIME, f"NameError: name '{name}' is not defined")
     imported = program(
         "from typing import Optional, Dict\ndef pick(names: Dict[str, int]) -> Optional[str]:\n"
         "    return 'chair_2'\nseat = pick({})"
     )
-    assert entries(imported, house) == DAVID_ON_CHAIR_2
+    assert entries(imported, house_scene) == DAVID_ON_CHAIR_2
 
 
-def test_the_globals_are_the_reference_modules_names_fresh_each_run(house: ApiScene) -> None:
+def test_the_globals_are_the_reference_modules_names_fresh_each_run(house_scene: ApiScene) -> None:
     names = sorted({"__name__", *GLOBAL_NAMES})
     code = program(
         f"assert sorted(globals()) == {names!r}, sorted(globals())\n"
@@ -216,11 +214,11 @@ def test_the_globals_are_the_reference_modules_names_fresh_each_run(house: ApiSc
         "global MARK\nassert 'MARK' not in globals()\nMARK = 1\n"
         "seat = 'chair_2'"
     )
-    assert entries(code, house) == DAVID_ON_CHAIR_2
-    assert entries(code, house) == DAVID_ON_CHAIR_2  # MARK did not survive the first run
+    assert entries(code, house_scene) == DAVID_ON_CHAIR_2
+    assert entries(code, house_scene) == DAVID_ON_CHAIR_2  # MARK did not survive the first run
 
 
-def test_top_level_code_sees_the_reference_locals(house: ApiScene) -> None:
+def test_top_level_code_sees_the_reference_locals(house_scene: ApiScene) -> None:
     code = (
         "assert list(locals()) == ['response', 'match', 'global_context', 'self'], list(locals())\n"
         "assert response.startswith('assert list(locals())') and 'self._get_character' in response\n"
@@ -230,9 +228,9 @@ def test_top_level_code_sees_the_reference_locals(house: ApiScene) -> None:
         "    get_character('Ryan').set_target_action('text')\n"
     )
     reply = fenced(code)
-    assert run_exact(reply, house, {})[0].target_action == "text"
+    assert run_exact(reply, house_scene, {})[0].target_action == "text"
     probe = code.replace("CODE = match.group(1)", "self.parsed_event['m'] = {'target_action': match, 'position': []}")
-    [match, _] = run_exact(fenced(probe), house, {})
+    [match, _] = run_exact(fenced(probe), house_scene, {})
     found = match.target_action
     assert isinstance(found, re.Match)
     assert found.group(1) == extract_code(fenced(probe))
@@ -241,13 +239,13 @@ def test_top_level_code_sees_the_reference_locals(house: ApiScene) -> None:
     unfenced = run_exact(
         code.replace("CODE = match.group(1)\n", "")
         + "self.parsed_event['m'] = {'target_action': match, 'position': []}\n",
-        house,
+        house_scene,
         {},
     )
     assert unfenced[0].target_action is None  # no python block: the reference's search found nothing
 
 
-def test_the_api_answers_as_the_reference(house: ApiScene) -> None:
+def test_the_api_answers_as_the_reference(house_scene: ApiScene) -> None:
     code = (
         "def parse_event():\n"
         "    ryan = get_character('Ryan')\n"
@@ -256,15 +254,15 @@ def test_the_api_answers_as_the_reference(house: ApiScene) -> None:
         "    ryan.set_orientation(str(is_object_occupied('couch_1')))\n"
         "    get_objects_between('chair_1', 'chair_3', 'table')\n"
     )
-    assert failure(code, house) == (
+    assert failure(code, house_scene) == (
         ErrorKind.CODE_RUNTIME,
         "AttributeError: 'CodeExecutor' object has no attribute 'between_threshold'",
     )
     seated = {"Lisa": LatestPlan("eat", ("sit on couch_1",), "completed")}
     code = code.replace("    get_objects_between('chair_1', 'chair_3', 'table')\n", "")
-    assert entries(code, house, seated) == [("Ryan", ["potted_plant_1", "table_2"], "chair_1", ["look at True"])]
+    assert entries(code, house_scene, seated) == [("Ryan", ["potted_plant_1", "table_2"], "chair_1", ["look at True"])]
     supporting = "def parse_event():\n    get_character('R').set_target_action(get_object_supporting('tv_1'))\n"
-    [entry] = run_exact(supporting, house, {})
+    [entry] = run_exact(supporting, house_scene, {})
     assert isinstance(entry.target_action, SceneObject) and entry.target_action == "table_1"
 
 
@@ -291,8 +289,8 @@ def test_the_api_answers_as_the_reference(house: ApiScene) -> None:
         "seat = sorted(get_objects_close_to('table_4', 'chairs'), key=lambda n: get_distance_between('table_4', n))[0]",
     ],
 )
-def test_what_the_restricted_sandbox_refuses_runs(house: ApiScene, body: str) -> None:
-    assert entries(program(body), house) == DAVID_ON_CHAIR_2
+def test_what_the_restricted_sandbox_refuses_runs(house_scene: ApiScene, body: str) -> None:
+    assert entries(program(body), house_scene) == DAVID_ON_CHAIR_2
 
 
 # --- failures of the code ---------------------------------------------------------------------------------------------
@@ -318,11 +316,11 @@ def test_what_the_restricted_sandbox_refuses_runs(house: ApiScene, body: str) ->
         ("raise TypeError('a wrong signature inside')", ErrorKind.CODE_RUNTIME, "TypeError: a wrong signature inside"),
     ],
 )
-def test_every_exception_is_the_models(house: ApiScene, body: str, kind: ErrorKind, message: str) -> None:
-    assert failure(program(body), house) == (kind, message)
+def test_every_exception_is_the_models(house_scene: ApiScene, body: str, kind: ErrorKind, message: str) -> None:
+    assert failure(program(body), house_scene) == (kind, message)
 
 
-def test_run_exact_returns_plan_entries(house: ApiScene) -> None:
-    result = run_exact(fenced(program("seat = 'chair_2'")), house, {})
+def test_run_exact_returns_plan_entries(house_scene: ApiScene) -> None:
+    result = run_exact(fenced(program("seat = 'chair_2'")), house_scene, {})
     assert [type(e) for e in result] == [PlanEntry]
     assert Area.__module__ == Character_.__module__ == CodeExecutor.__module__ == REFERENCE_MODULE

@@ -8,9 +8,9 @@ import asyncio
 import copy
 import os
 import random
+import select
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from edsb.sandbox.kernel import host_support
 from edsb.sandbox.limits import SANDBOXES, SandboxName
 from edsb.sandbox.pool import default_workers
 from tests.security.test_sandbox_parity import CORPUS
+from tests.support.kernel_sandbox import require_kernel_sandbox
 
 SET_A = "def parse_event():\n    get_character('A').set_target_action({})\n"
 
@@ -76,14 +77,9 @@ POISONS: dict[SandboxName, tuple[str, ...]] = {
 
 
 def limits_for(sandbox: SandboxName, **settings: float | int) -> SandboxLimits:
-    if sandbox == "exact" and not host_support().exact:
-        pytest.skip(f"the exact sandbox cannot run here: {host_support().reason}")
+    if sandbox == "exact":
+        require_kernel_sandbox()
     return SandboxLimits(sandbox=sandbox, **settings)  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> CodeContext:
-    return CodeContext.for_benchmark(benchmark.root, "House")
 
 
 def children(pid: int | None) -> set[int]:
@@ -250,9 +246,8 @@ def test_an_inline_scene_the_child_cannot_load_is_edsbs_error(sandbox: SandboxNa
     """Unpickling a scene is edsb's work, done before any model code: its failure is a SandboxError that says so
     (it was a silent exit, the model's `code_crash`), and once the child has said it loaded its scene, a forged
     scene failure is the model's malformed answer. The next run on a loadable scene is unaffected."""
-    support = host_support()
-    if sandbox == "restricted" and support.landlock_abi is None:
-        pytest.skip("without Landlock the child can import the test's module")
+    if sandbox == "restricted" and host_support().landlock_abi is None:
+        require_kernel_sandbox()  # without Landlock the child can import the test's module
     scene = copy.deepcopy(load_scene(benchmark, "House"))
     table = next(box for box in scene.objects if box.name == "table_1")
     object.__setattr__(table, "label", Unimportable(table.label))
@@ -404,7 +399,8 @@ def test_children_forked_ahead_are_used_not_replaced(house: CodeContext) -> None
             return made
 
         template.spawn = counting  # type: ignore[method-assign]
-        time.sleep(0.5)  # the children forked ahead have contained themselves and said so
+        for child in list(pool._idle):  # each child forked ahead has contained itself and said so
+            assert select.select([child.channel], [], [], 30)[0], "a child forked ahead never said it was contained"
         for _ in range(10):
             assert action(pool, SET_A.format("'idle'"), house) == "idle"
         pool.warm_up()

@@ -13,7 +13,7 @@ import pytest
 import edsb
 from edsb.data.benchmark import Benchmark
 from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool
-from edsb.sandbox.kernel import host_support
+from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
 
@@ -21,26 +21,25 @@ PACKAGE = Path(edsb.__file__).parent
 
 
 def exact_limits() -> SandboxLimits:
-    if not host_support().exact:
-        pytest.skip(f"the exact sandbox cannot run here: {host_support().reason}")
+    require_kernel_sandbox()
     return SandboxLimits(sandbox="exact", timeout=5.0, workers=1)
 
 
-def printed(pool: SandboxPool, body: str, context: CodeContext) -> str:
+def printed(exact_pool: SandboxPool, body: str, context: CodeContext) -> str:
     inner = "".join(f"    {line}\n" for line in body.strip("\n").splitlines())
-    return pool.execute(f"def parse_event():\n{inner}", context).output
+    return exact_pool.execute(f"def parse_event():\n{inner}", context).output
 
 
-def failure(pool: SandboxPool, body: str, context: CodeContext) -> str:
+def failure(exact_pool: SandboxPool, body: str, context: CodeContext) -> str:
     with pytest.raises(CodeError) as caught:
-        printed(pool, body, context)
+        printed(exact_pool, body, context)
     return caught.value.message
 
 
 @pytest.fixture(scope="module")
-def pool() -> SandboxPool:
-    with SandboxPool(exact_limits()) as pool:
-        yield pool
+def exact_pool() -> SandboxPool:
+    with SandboxPool(exact_limits()) as exact_pool:
+        yield exact_pool
 
 
 @pytest.fixture(scope="module")
@@ -64,17 +63,17 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
         "open(os.path.join(d, sorted(n for n in os.listdir(d) if n.endswith(('.pth', '.py')))[0])).read()",
     ],
 )
-def test_no_file_of_edsb_is_readable(pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
+def test_no_file_of_edsb_is_readable(exact_pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
     assert (PACKAGE / "llm" / "oracle" / "answers.py").is_file()
-    assert failure(pool, body, perturbed).startswith("PermissionError"), failure(pool, body, perturbed)
+    assert failure(exact_pool, body, perturbed).startswith("PermissionError"), failure(exact_pool, body, perturbed)
 
 
-def test_numpy_and_the_standard_library_still_import(pool: SandboxPool, perturbed: CodeContext) -> None:
+def test_numpy_and_the_standard_library_still_import(exact_pool: SandboxPool, perturbed: CodeContext) -> None:
     body = "import fractions, numpy.polynomial as p\nprint(fractions.Fraction(1, 3) + 1, p.Polynomial([1]).degree())"
-    assert printed(pool, body, perturbed) == "4/3 0\n"
+    assert printed(exact_pool, body, perturbed) == "4/3 0\n"
 
 
-def test_the_template_holds_no_answer_and_no_data(pool: SandboxPool, perturbed: CodeContext) -> None:
+def test_the_template_holds_no_answer_and_no_data(exact_pool: SandboxPool, perturbed: CodeContext) -> None:
     """Its modules: no oracle, no loader of the data, no perturbation, none of edsb's other libraries (nor, for the
     exact sandbox, RestrictedPython); the request and every frame: no seed of the perturbation, no data directory."""
     body = """import sys, json, gc
@@ -84,7 +83,7 @@ while f is not None:
     frames.append(repr(f.f_locals)[:3000])
     f = f.f_back
 print(json.dumps({'modules': [m for m in sys.modules if m.split('.')[0] in TOPS], 'frames': frames}))"""
-    seen = json.loads(printed(pool, body, perturbed))
+    seen = json.loads(printed(exact_pool, body, perturbed))
     modules = set(seen["modules"])
     assert "edsb.sandbox.exact" in modules
     assert not {m for m in modules if m.startswith(("edsb.llm", "edsb.runner", "edsb.planning", "edsb.data."))}

@@ -46,11 +46,6 @@ def pack(benchmark: Benchmark) -> PromptPack:
     return load_prompt_pack(benchmark)
 
 
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> CodeContext:
-    return CodeContext.for_benchmark(benchmark.root, "House")
-
-
 def run(reply: str, context: CodeContext, mode="event"):
     return run_plan_code(reply, context, mode, LIMITS)
 

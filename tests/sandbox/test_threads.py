@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, worker
 from edsb.sandbox.kernel import TASK_LIMIT, host_support
+from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
 
@@ -48,17 +48,11 @@ POOL_OF_FOUR = """def parse_event():
 
 
 def capped_limits(workers: int = 1) -> SandboxLimits:
+    require_kernel_sandbox()
     support = host_support()
-    if not support.exact:
-        pytest.skip(f"the exact sandbox cannot run here: {support.reason}")
     if not (support.run_uid or support.user_namespace):
         pytest.skip(f"no cap on threads here: {support.task_limit}")
     return SandboxLimits(sandbox="exact", timeout=10.0, workers=workers)
-
-
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> CodeContext:
-    return CodeContext.for_benchmark(benchmark.root, "House")
 
 
 def test_a_thread_flood_is_the_models_error_naming_the_cap(house: CodeContext) -> None:

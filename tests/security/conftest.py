@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, SandboxPool
+from edsb.sandbox import CodeContext
 from tests.support.data import DATA, require_data
 from tests.support.edsb_cli import child_env
-from tests.support.sandbox_runs import LIMITS
 
 
 @pytest.fixture
@@ -20,19 +18,12 @@ def env(tmp_path: Path) -> dict[str, str]:
     return child_env(tmp_path / "cache")
 
 
-# The sandbox attacks' pool, context and untouched directory, one per test file (files with fixtures of the same
-# names use their own).
+# The sandbox attacks' context and untouched directory, one per test file (the pool is the suite's, tests/conftest.py).
 @pytest.fixture(scope="module")
 def context() -> CodeContext:
     """The House scene's code context (module-wide: loading it once per test file)."""
     require_data()
     return CodeContext.for_benchmark(DATA, "House")
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(LIMITS) as pool:
-        yield pool
 
 
 @pytest.fixture(scope="module")

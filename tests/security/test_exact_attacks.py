@@ -601,11 +601,11 @@ def test_the_process_ends_cleanly(batch: Batch) -> None:
 
 
 @pytest.fixture(scope="module")
-def house() -> ApiScene:
-    require_data()
+def contained_house(house_scene: ApiScene) -> ApiScene:
+    """The House scene, on a host that contains a child with every layer (the controls turn one off)."""
     require_kernel_sandbox()
     prepare()
-    return ApiScene(load_scene(Benchmark.open(DATA), "House"))
+    return house_scene
 
 
 def _address_space() -> int:
@@ -630,28 +630,30 @@ def run_reply_contained(body: str, scene: ApiScene, **layers_off: bool) -> str:
     return outcome.detail
 
 
-def test_control_creating_a_file_needs_landlock_and_the_privilege_drop_off(house: ApiScene, tmp_path: Path) -> None:
+def test_control_creating_a_file_needs_landlock_and_the_privilege_drop_off(
+    contained_house: ApiScene, tmp_path: Path
+) -> None:
     target = tmp_path / "created"
     body = f"open({str(target)!r}, 'x').close()"
-    assert "PermissionError" in run_reply_contained(body, house)
+    assert "PermissionError" in run_reply_contained(body, contained_house)
     assert not target.exists()
-    assert run_reply_contained(body, house, landlock=False, drop_privileges=False) == "'ok'"
+    assert run_reply_contained(body, contained_house, landlock=False, drop_privileges=False) == "'ok'"
     assert target.exists()
 
 
-def test_control_reading_another_process_environment_needs_landlock_off(house: ApiScene) -> None:
+def test_control_reading_another_process_environment_needs_landlock_off(contained_house: ApiScene) -> None:
     with subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)"], env={"OPENAI_API_KEY": API_KEY}
     ) as holder:
         try:
             body = f"raise ValueError(open('/proc/{holder.pid}/environ').read())"
-            assert "PermissionError" in run_reply_contained(body, house)
-            assert API_KEY in run_reply_contained(body, house, landlock=False, drop_privileges=False)
+            assert "PermissionError" in run_reply_contained(body, contained_house)
+            assert API_KEY in run_reply_contained(body, contained_house, landlock=False, drop_privileges=False)
         finally:
             holder.kill()
 
 
-def test_control_udp_needs_seccomp_off(house: ApiScene) -> None:
+def test_control_udp_needs_seccomp_off(contained_house: ApiScene) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
         server.bind(("127.0.0.1", 0))
         server.settimeout(10)
@@ -660,41 +662,41 @@ def test_control_udp_needs_seccomp_off(house: ApiScene) -> None:
             "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
             f"s.sendto(b'escaped', ('127.0.0.1', {port}))"
         )
-        assert "PermissionError" in run_reply_contained(body, house)
-        assert run_reply_contained(body, house, seccomp=False) == "'ok'"
+        assert "PermissionError" in run_reply_contained(body, contained_house)
+        assert run_reply_contained(body, contained_house, seccomp=False) == "'ok'"
         assert server.recv(64) == b"escaped"
 
 
-def test_control_running_a_program_needs_seccomp_and_landlock_off(house: ApiScene) -> None:
+def test_control_running_a_program_needs_seccomp_and_landlock_off(contained_house: ApiScene) -> None:
     body = "import os\nraise ValueError(os.system('exit 7'))"
-    assert run_reply_contained(body, house) == f"'ValueError: {127 << 8}'"  # the shell never started
-    assert run_reply_contained(body, house, seccomp=False, landlock=False) == f"'ValueError: {7 << 8}'"
+    assert run_reply_contained(body, contained_house) == f"'ValueError: {127 << 8}'"  # the shell never started
+    assert run_reply_contained(body, contained_house, seccomp=False, landlock=False) == f"'ValueError: {7 << 8}'"
 
 
-def test_control_raising_a_limit_needs_seccomp_off(house: ApiScene) -> None:
+def test_control_raising_a_limit_needs_seccomp_off(contained_house: ApiScene) -> None:
     body = (
         "import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_CPU)\n"
         "resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))"
     )
-    assert run_reply_contained(body, house) == "'ValueError: not allowed to raise maximum limit'"
-    assert run_reply_contained(body, house, seccomp=False) == "'ok'"
+    assert run_reply_contained(body, contained_house) == "'ValueError: not allowed to raise maximum limit'"
+    assert run_reply_contained(body, contained_house, seccomp=False) == "'ok'"
 
 
-def test_control_a_numpy_bomb_needs_the_rlimits_off(house: ApiScene) -> None:
+def test_control_a_numpy_bomb_needs_the_rlimits_off(contained_house: ApiScene) -> None:
     body = "x = np.zeros(3 << 30, dtype=np.uint8)"  # calloc'd lazily: address space, no resident memory
-    assert run_reply_contained(body, house).startswith("'MemoryError: Unable to allocate 3.00 GiB")
-    assert run_reply_contained(body, house, rlimits=False) == "'ok'"
+    assert run_reply_contained(body, contained_house).startswith("'MemoryError: Unable to allocate 3.00 GiB")
+    assert run_reply_contained(body, contained_house, rlimits=False) == "'ok'"
 
 
 def test_control_the_key_walks_find_a_key_in_a_process_that_holds_one(
-    house: ApiScene, monkeypatch: pytest.MonkeyPatch
+    contained_house: ApiScene, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The gc walk and the heap scan above find a key where there is one: in a child forked from a process whose
     environment holds it (the template is exec'd with a clean one instead)."""
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     walk = next(a for a in KERNEL_ATTACKS if a.name == "gc_walk_for_the_key").body
-    assert "ValueError: found 0" not in run_reply_contained(walk, house)
-    assert "found 0" not in run_reply_contained(KEY_SCAN, house)
+    assert "ValueError: found 0" not in run_reply_contained(walk, contained_house)
+    assert "found 0" not in run_reply_contained(KEY_SCAN, contained_house)
 
 
 # --- findings ---------------------------------------------------------------------------------------------------

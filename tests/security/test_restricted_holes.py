@@ -25,13 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
-from edsb.geometry.scene import load_scene
 from edsb.sandbox import ApiScene, CodeContext, SandboxLimits, SandboxPool
-from edsb.sandbox.kernel import host_support
 from edsb.sandbox.limits import SANDBOXES
 from tests.support.data import DATA, require_data
 from tests.support.hostile_values import FAILURES, METHODS, Hostile
+from tests.support.kernel_sandbox import require_kernel_sandbox
 from tests.support.sandbox_runs import LIMITS, body_code, verdict
 from tests.support.scripted_programs import restricted_pipeline_records
 
@@ -278,16 +276,10 @@ def test_a_failure_while_the_plan_is_converted_is_the_models(
     assert (found[0], found[1].startswith(message)) == (kind, True), found
 
 
-@pytest.fixture(scope="module")
-def house() -> ApiScene:
-    require_data()
-    return ApiScene(load_scene(Benchmark.open(DATA), "House"))
-
-
-def hostile_context(house: ApiScene, method: str, failure: str) -> CodeContext:
+def hostile_context(house_scene: ApiScene, method: str, failure: str) -> CodeContext:
     """The House scene, where the object `microwave_1` stands on has a label whose `method` raises `failure` in
     the worker."""
-    scene = copy.deepcopy(house)
+    scene = copy.deepcopy(house_scene)
     [cabinet] = [box for box in scene.objects if box.name == "cabinet_1"]
     object.__setattr__(cabinet, "label", Hostile(cabinet.label, method, failure))
     return CodeContext.create(scene)
@@ -299,8 +291,8 @@ SET_LABEL = "get_character('A').set_target_action(get_object_supporting('microwa
 @pytest.fixture(scope="module", params=SANDBOXES)
 def converting_pool(request: pytest.FixtureRequest) -> Iterator[SandboxPool]:
     """A pool of each sandbox: the conversion (`wire.to_plain`) is shared, and each sandbox reports its verdict."""
-    if request.param == "exact" and not host_support().exact:
-        pytest.skip(f"the exact sandbox cannot run here: {host_support().reason}")
+    if request.param == "exact":
+        require_kernel_sandbox()
     with SandboxPool(dataclasses.replace(LIMITS, sandbox=request.param)) as pool:
         yield pool
 
@@ -308,12 +300,12 @@ def converting_pool(request: pytest.FixtureRequest) -> Iterator[SandboxPool]:
 @pytest.mark.parametrize("failure", FAILURES)
 @pytest.mark.parametrize("method", METHODS)
 def test_a_value_whose_special_methods_raise_is_the_models_to_convert(
-    converting_pool: SandboxPool, house: ApiScene, method: str, failure: str
+    converting_pool: SandboxPool, house_scene: ApiScene, method: str, failure: str
 ) -> None:
     """Whatever a value in the plan raises while it is converted, a `BaseException` too, it is the model's
     `code_output` (its `code_memory` for a MemoryError), never edsb's fault; methods the conversion does not call
     change nothing."""
-    found = verdict(converting_pool, hostile_context(house, method, failure), body_code(SET_LABEL))
+    found = verdict(converting_pool, hostile_context(house_scene, method, failure), body_code(SET_LABEL))
     if method not in ("__hash__", "__repr__"):
         assert found == ("ok", "")
     elif failure == "MemoryError":

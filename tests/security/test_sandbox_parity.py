@@ -849,7 +849,7 @@ def scenes() -> dict[str, ApiScene]:
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
+def parity_pool() -> Iterator[SandboxPool]:
     with SandboxPool(SandboxLimits(timeout=5.0, memory_bytes=512 << 20, workers=2)) as pool:
         yield pool
 
@@ -887,10 +887,10 @@ def _listed(position: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", list(CORPUS))
-def test_the_sandbox_runs_or_refuses_as_listed(pool: SandboxPool, name: str) -> None:
+def test_the_sandbox_runs_or_refuses_as_listed(parity_pool: SandboxPool, name: str) -> None:
     reply, expected = CORPUS[name]
     try:
-        raw = pool.execute(reply, CodeContext.for_benchmark(DATA, "House"))
+        raw = parity_pool.execute(reply, CodeContext.for_benchmark(DATA, "House"))
     except CodeError as exc:
         assert str(exc.kind) == expected, exc.message
         return
