@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.data.models import SCENES
 from edsb.geometry.scene import load_scene
 from edsb.report.topdown import EXPECTED_COLOUR, case_figure, plan_marks
 from tests.support.edsb_cli import run_edsb
@@ -25,8 +24,10 @@ def image_colours(path: Path) -> int:
     return len(np.unique((pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0))
 
 
-@pytest.mark.parametrize("scene", SCENES)
-def test_each_scene_renders_with_its_regions(tmp_path: Path, scene: str) -> None:
+def test_a_scene_renders_with_its_regions(tmp_path: Path) -> None:
+    """`edsb scenes` writes the picture; every scene's regions picture is drawn and measured in
+    test_topdown_labels, so one scene shows the command's part."""
+    scene = "House"
     assert run_edsb("scenes", "--scene", scene, "-o", tmp_path) == 0
     picture = tmp_path / f"{scene}.png"
     assert picture.stat().st_size > 20_000
