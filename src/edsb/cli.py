@@ -24,6 +24,7 @@ from edsb.llm.factory import CHECK_TIMEOUT_S
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
+from edsb.results.rundir import NO_SPACE, disk_full
 from edsb.runner.config import config_default, run_overrides
 from edsb.sandbox.limits import SandboxChoice
 
@@ -989,6 +990,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"{message}{hint}", exc.exit_code)
     except OSError as exc:  # the file system refused something the command needed
         detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        if exc.errno in NO_SPACE:
+            detail = str(disk_full(exc.filename or "a file"))
         _fail(detail, 1)
     except KeyboardInterrupt:
         err.print("edsb: interrupted")
