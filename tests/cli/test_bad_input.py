@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from edsb.llm import check_model
+from edsb.llm.factory import CHECK_REQUEST, UNCAPPED_TIMEOUT_FIX
+from edsb.llm.retry import RetryPolicy
 from tests.cli.conftest import rewrite_case
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -165,6 +168,24 @@ def test_check_model_that_cannot_answer_prints_json_and_one_error_line(edsb) -> 
     outcome.assert_one_clear_error(1, contains="http 403 after 1 attempt: model not enabled for this key")
     answer = json.loads(outcome.stdout)
     assert answer["ok"] is False and answer["error"] in outcome.stderr
+
+
+def test_check_model_that_times_out_uncapped_names_max_tokens(edsb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that never finishes (a small model generating without a cap): the error says which option helps;
+    with a cap sent, the cap is not what it blames."""
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIServer(lambda request: Reply.hang()) as server:
+        outcome = edsb("check-model", "--model", "openai:x", "--base-url", server.base_url, "--timeout", "0.1")
+        capped = check_model(
+            "openai:x", base_url=server.base_url, timeout=0.1, retry=RetryPolicy(max_retries=0),
+            request=CHECK_REQUEST.model_copy(update={"max_tokens": 64}),
+        )  # fmt: skip
+        sent = [request.json() for request in server.chat_requests]
+    outcome.assert_one_clear_error(1, contains="no complete response within 0.1 s fix: no token cap was sent")
+    assert "try --max-tokens 64" in outcome.stderr and "max_tokens" not in sent[0]
+    assert json.loads(outcome.stdout)["fix"] == UNCAPPED_TIMEOUT_FIX
+    assert capped["ok"] is False and "fix" not in capped and "within 0.1 s" in capped["error"]
+    assert sent[-1]["max_tokens"] == 64
 
 
 @pytest.mark.parametrize(
