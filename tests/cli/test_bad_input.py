@@ -24,6 +24,15 @@ USAGE_ERRORS = {
     "unknown option": (("cases", "--nosuch"), "No such option: --nosuch"),
     "missing argument": (("score",), "Missing argument"),
     "option without value": (("run", "--cases"), "requires an argument"),
+    "Inspect's name of an option": (
+        ("run", "--levels", "0"),
+        "No such option: --levels (did you mean '--distraction'?)",
+    ),
+    "misspelt option": (
+        ("run", "--distractoin", "0"),
+        "No such option: --distractoin (Possible options: --distraction)",
+    ),
+    "Inspect's name, no such option here": (("cases", "--levels", "0"), "No such option: --levels (see"),
     # Unknown ids, tags, variants, levels, presets.
     "cases: unknown id": (("cases", "--cases", "999"), "unknown case id 999"),
     "cases: unknown selector": (("cases", "--cases", "ZZ"), "unknown case selector 'ZZ'"),
@@ -92,6 +101,11 @@ USAGE_ERRORS = {
     "show: unknown id": (
         ("show", "99", "-o", "{tmp}/99.png"),
         "unknown case id 99 (valid ids: 0-4, 10-14, 20-24, 30-34, 40-44, 50-54, 60-69)",
+    ),
+    # Data.
+    "data fetch: --archive a directory": (
+        ("data", "fetch", "--archive", "{tmp}", "--dest", "{tmp}/data"),
+        "is a directory, not an archive file; for benchmark files already unpacked there, pass `--data ",
     ),
     # Files to score.
     "score: missing file": (("score", "{tmp}/nope.jsonl"), "cannot read"),
