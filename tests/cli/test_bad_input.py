@@ -243,3 +243,16 @@ def test_score_reports_a_torn_last_line_on_its_own_line(edsb, files: Path) -> No
     assert first["passed"] is True
     assert second["passed"] is False and second["error"].startswith("invalid_input: line 2")
     assert "1 invalid lines skipped" in outcome.stderr
+
+
+def test_replaying_a_run_that_was_never_recorded_says_so(edsb, tmp_path: Path) -> None:
+    """Not "the code, the data or the options differ": the run is simply not in the directory, which says so before
+    anything runs, and leaves no run directory behind."""
+    one = ("--distraction", "0", "--quiet")
+    assert edsb("run", "--model", "oracle", "--cases", "13", *one, "--out", "recorded").returncode == 0
+    outcome = edsb("run", "--model", "replay:recorded", "--cases", "13,60", *one, "--out", "again")
+    outcome.assert_one_clear_error(
+        1, contains="1 of the 2 runs asked for is not recorded in recorded (ours/tc60-d0-r0); it holds ours/tc13-d0-r0"
+    )
+    assert "the code, the data" not in outcome.stderr and not (tmp_path / "again").exists()
+    assert edsb("run", "--model", "replay:recorded", "--cases", "13", *one, "--out", "again").returncode == 0
