@@ -17,7 +17,7 @@ from rich.progress import Progress
 from edsb.llm import build_model
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
 from edsb.results.rundir import DiskFullError, ResultStore
-from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
+from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, Execute, LoopStats, _EtaColumn, run_keys
 from edsb.runner.run import waiting_for
 from tests.support.run_dir import records_by_key
 
@@ -119,6 +119,17 @@ def test_a_log_hears_from_a_sweep_whose_runs_take_long(tmp_path: Path) -> None:
     assert lines[-1].startswith("runs 2/2 |")
 
 
+def _logged_sweep(tmp_path: Path, keys: list[RunKey], execute: Execute, log: io.StringIO, **options: Any) -> None:
+    """`run_keys` two at a time into a results file under `tmp_path`, its plain progress lines into `log`."""
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        sweep = run_keys(keys, execute, store, concurrency=2, console=Console(file=log), **options)
+        asyncio.run(asyncio.wait_for(sweep, timeout=60))
+    finally:
+        store.close()
+
+
 def test_until_the_first_run_finishes_the_progress_says_what_it_waits_for(tmp_path: Path) -> None:
     """The embedded model's first runs take a minute: the log says why instead of empty counts."""
     log = io.StringIO()
@@ -129,16 +140,7 @@ def test_until_the_first_run_finishes_the_progress_says_what_it_waits_for(tmp_pa
             await asyncio.sleep(0.005)
         return _record(key)
 
-    store = ResultStore(tmp_path)
-    store.open()
-    try:
-        sweep = run_keys(
-            keys, slow, store, concurrency=2, console=Console(file=log), log_every_s=0.02,
-            waiting_for=lambda: "loading model…",
-        )  # fmt: skip
-        asyncio.run(asyncio.wait_for(sweep, timeout=60))
-    finally:
-        store.close()
+    _logged_sweep(tmp_path, keys, slow, log, log_every_s=0.02, waiting_for=lambda: "loading model…")
     lines = log.getvalue().splitlines()
     assert lines[1].startswith("runs 0/2 | loading model… | in flight 2 | ")
     assert lines[-1].startswith("runs 2/2 | success ")  # the counts, once runs are done
@@ -161,15 +163,7 @@ def test_the_first_line_says_what_it_waits_for_and_a_change_gets_a_line_at_once(
             await asyncio.sleep(0.005)
         return _record(key)
 
-    store = ResultStore(tmp_path)
-    store.open()
-    try:
-        sweep = run_keys(
-            keys, slow, store, concurrency=2, console=Console(file=log), log_every_s=3600, waiting_for=waiting
-        )
-        asyncio.run(asyncio.wait_for(sweep, timeout=60))
-    finally:
-        store.close()
+    _logged_sweep(tmp_path, keys, slow, log, log_every_s=3600, waiting_for=waiting)
     lines = log.getvalue().splitlines()
     assert lines[0] == "runs 0/2 | loading model… | started, 2 at a time; a progress line every 3600 s"
     assert lines[1].startswith("runs 0/2 | model working on the first requests… | in flight 2 | ")
