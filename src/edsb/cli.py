@@ -19,11 +19,12 @@ from typer.core import TyperCommand, TyperGroup
 from edsb import __version__
 from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
-from edsb.errors import EdsbError, UsageError
+from edsb.errors import EdsbError, UsageError, hint
 from edsb.llm.factory import CHECK_TIMEOUT_S
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
+from edsb.results.rundir import NO_SPACE, disk_full
 from edsb.runner.config import config_default, run_overrides
 from edsb.sandbox.limits import SandboxChoice
 
@@ -45,8 +46,21 @@ class _FlagsWithoutPlaceholders:
         super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
+# Names another tool gives an option of edsb's: Inspect's tasks call the distraction levels `levels`.
+_OPTION_SYNONYMS = {"--levels": "--distraction", "--level": "--distraction"}
+
+
 class _Command(_FlagsWithoutPlaceholders, TyperCommand):
-    pass
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """An unknown option that is another tool's name for one of this command's points to it; other typos keep
+        click's own suggestions."""
+        try:
+            return super().parse_args(ctx, args)
+        except typer.TyperException as exc:  # typer's own click: its NoSuchOption is not importable by a public name
+            ours = _OPTION_SYNONYMS.get(getattr(exc, "option_name", ""))
+            if type(exc).__name__ == "NoSuchOption" and ours and any(ours in param.opts for param in self.params):
+                exc.message, exc.possibilities = f"{exc.message}{hint(ours)}", None  # type: ignore[attr-defined]
+            raise
 
 
 class _Group(_FlagsWithoutPlaceholders, TyperGroup):
@@ -989,6 +1003,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"{message}{hint}", exc.exit_code)
     except OSError as exc:  # the file system refused something the command needed
         detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+        if exc.errno in NO_SPACE:
+            detail = str(disk_full(exc.filename or "a file"))
         _fail(detail, 1)
     except KeyboardInterrupt:
         err.print("edsb: interrupted")

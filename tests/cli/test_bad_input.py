@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from edsb.llm import check_model
+from edsb.llm.factory import CHECK_REQUEST, UNCAPPED_TIMEOUT_FIX
+from edsb.llm.retry import RetryPolicy
 from tests.cli.conftest import rewrite_case
 from tests.support.openai_server import OpenAIServer, Reply
 
@@ -21,6 +24,15 @@ USAGE_ERRORS = {
     "unknown option": (("cases", "--nosuch"), "No such option: --nosuch"),
     "missing argument": (("score",), "Missing argument"),
     "option without value": (("run", "--cases"), "requires an argument"),
+    "Inspect's name of an option": (
+        ("run", "--levels", "0"),
+        "No such option: --levels (did you mean '--distraction'?)",
+    ),
+    "misspelt option": (
+        ("run", "--distractoin", "0"),
+        "No such option: --distractoin (Possible options: --distraction)",
+    ),
+    "Inspect's name, no such option here": (("cases", "--levels", "0"), "No such option: --levels (see"),
     # Unknown ids, tags, variants, levels, presets.
     "cases: unknown id": (("cases", "--cases", "999"), "unknown case id 999"),
     "cases: unknown selector": (("cases", "--cases", "ZZ"), "unknown case selector 'ZZ'"),
@@ -89,6 +101,11 @@ USAGE_ERRORS = {
     "show: unknown id": (
         ("show", "99", "-o", "{tmp}/99.png"),
         "unknown case id 99 (valid ids: 0-4, 10-14, 20-24, 30-34, 40-44, 50-54, 60-69)",
+    ),
+    # Data.
+    "data fetch: --archive a directory": (
+        ("data", "fetch", "--archive", "{tmp}", "--dest", "{tmp}/data"),
+        "is a directory, not an archive file; for benchmark files already unpacked there, pass `--data ",
     ),
     # Files to score.
     "score: missing file": (("score", "{tmp}/nope.jsonl"), "cannot read"),
@@ -167,6 +184,24 @@ def test_check_model_that_cannot_answer_prints_json_and_one_error_line(edsb) -> 
     assert answer["ok"] is False and answer["error"] in outcome.stderr
 
 
+def test_check_model_that_times_out_uncapped_names_max_tokens(edsb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that never finishes (a small model generating without a cap): the error says which option helps;
+    with a cap sent, the cap is not what it blames."""
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIServer(lambda request: Reply.hang()) as server:
+        outcome = edsb("check-model", "--model", "openai:x", "--base-url", server.base_url, "--timeout", "0.1")
+        capped = check_model(
+            "openai:x", base_url=server.base_url, timeout=0.1, retry=RetryPolicy(max_retries=0),
+            request=CHECK_REQUEST.model_copy(update={"max_tokens": 64}),
+        )  # fmt: skip
+        sent = [request.json() for request in server.chat_requests]
+    outcome.assert_one_clear_error(1, contains="no complete response within 0.1 s fix: no token cap was sent")
+    assert "try --max-tokens 64" in outcome.stderr and "max_tokens" not in sent[0]
+    assert json.loads(outcome.stdout)["fix"] == UNCAPPED_TIMEOUT_FIX
+    assert capped["ok"] is False and "fix" not in capped and "within 0.1 s" in capped["error"]
+    assert sent[-1]["max_tokens"] == 64
+
+
 @pytest.mark.parametrize(
     ("option", "contains"),
     [(("--api-key-env", "EDSB_NO_SUCH_KEY"), "EDSB_NO_SUCH_KEY"), (("--model", "replay:/nonexistent"), "replay")],
@@ -208,3 +243,16 @@ def test_score_reports_a_torn_last_line_on_its_own_line(edsb, files: Path) -> No
     assert first["passed"] is True
     assert second["passed"] is False and second["error"].startswith("invalid_input: line 2")
     assert "1 invalid lines skipped" in outcome.stderr
+
+
+def test_replaying_a_run_that_was_never_recorded_says_so(edsb, tmp_path: Path) -> None:
+    """Not "the code, the data or the options differ": the run is simply not in the directory, which says so before
+    anything runs, and leaves no run directory behind."""
+    one = ("--distraction", "0", "--quiet")
+    assert edsb("run", "--model", "oracle", "--cases", "13", *one, "--out", "recorded").returncode == 0
+    outcome = edsb("run", "--model", "replay:recorded", "--cases", "13,60", *one, "--out", "again")
+    outcome.assert_one_clear_error(
+        1, contains="1 of the 2 runs asked for is not recorded in recorded (ours/tc60-d0-r0); it holds ours/tc13-d0-r0"
+    )
+    assert "the code, the data" not in outcome.stderr and not (tmp_path / "again").exists()
+    assert edsb("run", "--model", "replay:recorded", "--cases", "13", *one, "--out", "again").returncode == 0

@@ -5,6 +5,8 @@ read back from disk must carry each run's explanation."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
 from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
 from tests.support.data import DATA
-from tests.support.edsb_cli import SAMPLER_SECRET, isolate_environment, run_edsb
+from tests.support.edsb_cli import SAMPLER_SECRET, child_env, isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel, closest_table_answer, prose_narration, seat_answer
@@ -186,6 +188,22 @@ def test_bad_task_parameters_fail_in_one_line() -> None:
         edsb_table2(sampler="best")
     with pytest.raises(UsageError, match="unknown sandbox 'best' \\(choose auto, exact, restricted\\)"):
         edsb_table1(sandbox="best")
+    # a misspelt name is suggested from the task's own parameters as from the settings
+    with pytest.raises(UsageError, match="unknown task parameter 'epoch' \\(did you mean 'epochs'\\?\\)"):
+        edsb_table1(epoch=1)
+    with pytest.raises(UsageError, match="unknown task parameter 'temprature' \\(did you mean 'temperature'\\?\\)"):
+        edsb_table2(temprature=0)
+
+
+def test_a_misspelt_parameter_is_one_line_under_inspect_eval(tmp_path: Path) -> None:
+    """The command a user types: Inspect prints the error alone, not under its traceback."""
+    inspect = Path(sys.executable).with_name("inspect")
+    command = [str(inspect), "eval", "edsb/edsb_table1", "-T", "levls=0", "--model", "edsb/oracle"]
+    env = child_env(tmp_path / "cache", INSPECT_LOG_DIR=str(tmp_path / "logs"))
+    del env["PYTHONPATH"]  # the installed edsb: Inspect names no `edsb/...` task from a source tree on the path
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode != 0
+    assert (done.stdout + done.stderr).strip() == "unknown task parameter 'levls' (did you mean 'levels'?)"
 
 
 def test_the_sandbox_parameter_reaches_the_pipeline(

@@ -14,9 +14,18 @@ import pytest
 
 from edsb.errors import EdsbError
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
-from edsb.results.rundir import RESULTS_FILE, ResultStore, RunDirectory, load_results, open_appending, read_results
+from edsb.results.rundir import (
+    RESULTS_FILE,
+    DiskFullError,
+    ResultStore,
+    RunDirectory,
+    load_results,
+    open_appending,
+    read_results,
+)
 from edsb.runner.keys import expand_keys
 from tests.support.run_dir import raw_lines
+from tests.support.small_disk import PAGE, fill, small_disk
 
 
 def _record(case: int, status: str = "passed", **extra: Any) -> RunResult:
@@ -204,7 +213,8 @@ def test_a_failed_batch_write_reaches_every_run_of_the_batch(tmp_path: Path, mon
 
     outcomes = asyncio.run(commit_three())
     store.close()
-    assert [getattr(outcome, "errno", None) for outcome in outcomes] == [errno.ENOSPC] * 3, outcomes
+    assert [type(outcome) for outcome in outcomes] == [DiskFullError] * 3, outcomes  # naming the file
+    assert all(str(outcome).startswith(str(tmp_path / RESULTS_FILE)) for outcome in outcomes)
 
 
 def test_what_belongs_to_a_run_is_written_before_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,7 +252,28 @@ def test_what_belongs_to_a_run_is_written_before_its_record(tmp_path: Path, monk
 
     asyncio.run(finish_together())
     store.close()
-    assert [step for step in order if RESULTS_FILE not in step] == ["write requests.jsonl", "write requests.jsonl"]
-    assert order[-1] == f"fsync {RESULTS_FILE}" and order.index(f"fsync {RESULTS_FILE}") == 2
+    transcripts, batch = ["write requests.jsonl"] * 2, [f"write {RESULTS_FILE}", f"fsync {RESULTS_FILE}"]
+    assert order == transcripts + batch  # both transcripts first, then the two records as one batch
     assert transcript.read_bytes() == b'{"earlier": 1}\n{"run": "ours__tc01-d0-r0"}\n{"run": "ours__tc02-d0-r0"}\n'
     assert sorted(r.case for r in load_results(tmp_path)) == [1, 2]
+
+
+def test_a_batch_the_full_disk_refuses_is_cut_off_and_names_the_file(tmp_path: Path) -> None:
+    """On a real full disk (tmpfs): the error names results.jsonl and says the command resumes; the file keeps its
+    whole lines (a write the disk took half of is cut off again), and appends go on once there is space."""
+    with small_disk(tmp_path / "disk") as disk:
+        store = ResultStore(disk)
+        store.open()
+        commit(store, _record(0))
+        filler = fill(disk, leave=PAGE)  # the next batch fits in part: a short write, then ENOSPC
+
+        async def one_batch() -> None:
+            await asyncio.gather(*(store.commit(_record(c, status="failed", reason="x" * PAGE)) for c in (1, 2)))
+
+        with pytest.raises(DiskFullError, match=r"results\.jsonl: no space left on device; nothing already written"):
+            asyncio.run(one_batch())
+        assert raw_lines(disk) == [encode(_record(0))]
+        filler.unlink()
+        commit(store, _record(3))
+        store.close()
+        assert [r.case for r in load_results(disk)] == [0, 3]

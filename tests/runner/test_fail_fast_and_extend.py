@@ -138,11 +138,19 @@ def test_a_replay_miss_stops_the_replay_with_one_line(scripted_server: OpenAISer
     recording = scripted_run_child(scripted_server.base_url, recorded, cache, *selection)
     assert recording.returncode == 0, recording.stderr
     out = tmp_path / "replayed"
-    command = ["run", "--model", f"replay:{recorded}", "--out", str(out)]
-    options = ["--cases", "13,60", "--distraction", "0", "--concurrency", "1", *QUIET]  # case 60 was never recorded
-    result = edsb_child([*command, *options], env=child_env(cache))
+    command = ["run", "--model", f"replay:{recorded}", "--out", str(out), "--concurrency", "1", *QUIET]
+    # Case 60 was never recorded: refused before anything runs, by name.
+    result = edsb_child([*command, "--cases", "13,60", "--distraction", "0"], env=child_env(cache))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"edsb: error: 1 of the 2 runs asked for is not recorded in {recorded} (ours/tc60-d0-r0); it "
+                     "holds ours/tc13-d0-r0: replay the runs it recorded (the same --variant, --cases, --distraction "
+                     "and --repeats)"]  # fmt: skip
+    assert not out.exists()
+    # Case 13 at another temperature: its requests were never sent, so the replay stops at the first one.
+    result = edsb_child([*command, *selection, "--temperature", "0.5"], env=child_env(cache))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("edsb: error: replay stopped: a request is not recorded in")
-    records = records_by_key(out)  # the recorded case replayed; nothing was filed as an internal error
-    assert list(records) == ["ours/tc13-d0-r0"] and records["ours/tc13-d0-r0"]["status"] != "incomplete"
+    assert "the options differ" in lines[0]
+    assert records_by_key(out) == {}  # nothing was filed as an internal error or as the model's failure

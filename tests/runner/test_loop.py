@@ -16,8 +16,8 @@ from rich.progress import Progress
 
 from edsb.llm import build_model
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
-from edsb.results.rundir import ResultStore
-from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, LoopStats, _EtaColumn, run_keys
+from edsb.results.rundir import DiskFullError, ResultStore
+from edsb.runner.loop import UNREACHABLE_STREAK, EndpointUnreachable, Execute, LoopStats, _EtaColumn, run_keys
 from edsb.runner.run import waiting_for
 from tests.support.run_dir import records_by_key
 
@@ -120,6 +120,17 @@ def test_a_log_hears_from_a_sweep_whose_runs_take_long(tmp_path: Path) -> None:
     assert lines[-1].startswith("runs 2/2 |")
 
 
+def _logged_sweep(tmp_path: Path, keys: list[RunKey], execute: Execute, log: io.StringIO, **options: Any) -> None:
+    """`run_keys` two at a time into a results file under `tmp_path`, its plain progress lines into `log`."""
+    store = ResultStore(tmp_path)
+    store.open()
+    try:
+        sweep = run_keys(keys, execute, store, concurrency=2, console=Console(file=log), **options)
+        asyncio.run(asyncio.wait_for(sweep, timeout=60))
+    finally:
+        store.close()
+
+
 def test_until_the_first_run_finishes_the_progress_says_what_it_waits_for(tmp_path: Path) -> None:
     """The embedded model's first runs take a minute: the log says why instead of empty counts."""
     log = io.StringIO()
@@ -130,19 +141,34 @@ def test_until_the_first_run_finishes_the_progress_says_what_it_waits_for(tmp_pa
             await asyncio.sleep(0.005)
         return _record(key)
 
-    store = ResultStore(tmp_path)
-    store.open()
-    try:
-        sweep = run_keys(
-            keys, slow, store, concurrency=2, console=Console(file=log), log_every_s=0.02,
-            waiting_for=lambda: "loading model…",
-        )  # fmt: skip
-        asyncio.run(asyncio.wait_for(sweep, timeout=60))
-    finally:
-        store.close()
+    _logged_sweep(tmp_path, keys, slow, log, log_every_s=0.02, waiting_for=lambda: "loading model…")
     lines = log.getvalue().splitlines()
     assert lines[1].startswith("runs 0/2 | loading model… | in flight 2 | ")
     assert lines[-1].startswith("runs 2/2 | success ")  # the counts, once runs are done
+
+
+def test_the_first_line_says_what_it_waits_for_and_a_change_gets_a_line_at_once(tmp_path: Path) -> None:
+    """The start line names what the first runs wait for; when the model has loaded, a line says so without waiting
+    for the heartbeat (an hour here, so no line can come from it)."""
+    log = io.StringIO()
+    keys = KEYS[:2]
+    loaded = False
+
+    def waiting() -> str:
+        return "model working on the first requests…" if loaded else "loading model…"
+
+    async def slow(key: RunKey) -> RunResult:
+        nonlocal loaded
+        loaded = True
+        while "| model working on the first requests… | in flight" not in log.getvalue():
+            await asyncio.sleep(0.005)
+        return _record(key)
+
+    _logged_sweep(tmp_path, keys, slow, log, log_every_s=3600, waiting_for=waiting)
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "runs 0/2 | loading model… | started, 2 at a time; a progress line every 3600 s"
+    assert lines[1].startswith("runs 0/2 | model working on the first requests… | in flight 2 | ")
+    assert lines[-1].startswith("runs 2/2 | success ")
 
 
 def test_the_live_bar_shows_what_it_waits_for_and_the_runs_in_flight(tmp_path: Path) -> None:
@@ -266,7 +292,7 @@ def test_a_line_that_cannot_be_written_stops_the_loop(tmp_path: Path, monkeypatc
     store = ResultStore(tmp_path)
     store.open()
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(DiskFullError, match=r"results\.jsonl: no space left on device"):  # naming the file
         asyncio.run(run_keys(KEYS, execute, store, concurrency=2, quiet=True))
     store.close()
     assert len(executed) <= 6  # the runs in flight when the failure was known, not all twenty

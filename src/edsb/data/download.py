@@ -19,7 +19,7 @@ from typing import Any
 from edsb import REFERENCE_COMMIT, REFERENCE_REPO
 from edsb.data.location import CASES_DIR, explicit_data_dir, resolve_data_dir
 from edsb.data.manifest import OPTIONAL_FILES, load_manifest, manifest_text, sha256_file, verify_tree
-from edsb.errors import DataError, OfflineError
+from edsb.errors import DataError, OfflineError, UsageError
 
 DEFAULT_URL = f"https://github.com/{REFERENCE_REPO}/archive/{REFERENCE_COMMIT}.tar.gz"
 # Where that address redirects, and the file name a browser saves it under: what to fetch by hand for --archive.
@@ -164,6 +164,11 @@ def fetch_data(
     url = url or archive_url()
     if archive is not None:
         archive = Path(archive).expanduser()
+        if archive.is_dir():
+            raise UsageError(
+                f"--archive {archive}: is a directory, not an archive file; for benchmark files already unpacked "
+                f"there, pass `--data {archive}` to the command that needs them (or set EDSB_DATA)"
+            )
         if not archive.is_file():
             raise DataError(f"--archive {archive}: no such file")
     manifest = load_manifest()

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from inspect_ai import Epochs, Task, task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
@@ -26,7 +28,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.perturb import perturbation_label
 from edsb.data.selection import Selection, parse_levels, select_cases, selection_text
-from edsb.errors import UsageError, closest, hint, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
@@ -51,7 +53,9 @@ SCORE_METADATA = {
     "truncated",
 }  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
-# The `-T` parameters that are `edsb run` options, under the same names (and defaults: `RunConfig`'s).
+# The `-T` parameters of the tasks' own signatures, and those that are `edsb run` options, under the same names (and
+# defaults: `RunConfig`'s). A misspelt one is suggested from both.
+TASK_PARAMETERS = ("variant", "cases", "levels", "epochs")
 SETTINGS = (
     "temperature",
     "max_tokens",
@@ -69,6 +73,36 @@ SETTINGS = (
     "data",
     "sampler_secret",
 )
+
+
+class ShownByInspect(PrerequisiteError):
+    """Inspect's command line prints a `PrerequisiteError` as its message alone; any other exception raised while a
+    task is built comes out under Inspect's whole traceback (hundreds of lines for a misspelt `-T` name)."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.message = message
+
+
+class TaskUsageError(UsageError, ShownByInspect):
+    """A `-T` parameter that cannot be honoured, as one line under `inspect eval`."""
+
+
+class TaskSetupError(EdsbError, ShownByInspect):
+    """Anything else the user can fix while the task is built (data missing, sandbox unavailable), as one line."""
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """edsb's user errors raised while a task is built, re-raised as ones Inspect prints without a traceback."""
+    try:
+        yield
+    except ShownByInspect:
+        raise
+    except UsageError as exc:
+        raise TaskUsageError(str(exc)) from None
+    except EdsbError as exc:
+        raise TaskSetupError(str(exc)) from None
 
 
 def edsb_dataset(benchmark: Benchmark, variant: str, cases: Selection, levels: Selection) -> MemoryDataset:
@@ -102,7 +136,8 @@ def task_config(settings: Mapping[str, Any]) -> RunConfig:
     given = {name: value for name, value in settings.items() if name != "model"}  # Inspect passes its model too
     unknown = sorted(set(given) - set(SETTINGS))
     if unknown:
-        raise UsageError(f"unknown task parameter {unknown[0]!r}{hint(closest(unknown[0], SETTINGS))}")
+        suggestion = closest(unknown[0], (*TASK_PARAMETERS, *SETTINGS))
+        raise UsageError(f"unknown task parameter {unknown[0]!r}{hint(suggestion)}")
     options = run_overrides(given)
     sampler_named(str(options.get("sampler", config_default("sampler"))))
     options["sandbox"], note = choose_sandbox(str(options.get("sandbox", SandboxChoice.AUTO)))
@@ -208,6 +243,14 @@ def edsb_task(
     preset: str, variant: str | None, cases: Selection, levels: Selection, epochs: int | None, settings: dict[str, Any]
 ) -> Task:
     """The task of one of the paper's grids; `settings` are the `-T` parameters of `SETTINGS`."""
+    with one_line_errors():
+        return grid_task(preset, variant, cases, levels, epochs, settings)
+
+
+def grid_task(
+    preset: str, variant: str | None, cases: Selection, levels: Selection, epochs: int | None, settings: dict[str, Any]
+) -> Task:
+    """`edsb_task`'s body: the dataset, solver and scorer of the grid."""
     config = task_config(settings)  # a bad setting fails here, before the dataset is built
     chosen = get_preset(preset)
     name = get_variant(variant or chosen.variants[0]).name

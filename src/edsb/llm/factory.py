@@ -28,6 +28,12 @@ from edsb.results.rundir import CONFIG_FILE
 
 DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
 CHECK_TIMEOUT_S = 60.0
+# No token cap goes out unless asked (the paper's protocol): a small model in JSON mode may generate until the
+# timeout, and a one-request-at-a-time server (llama.cpp's) queues each retry behind the unfinished answer.
+UNCAPPED_TIMEOUT_FIX = (
+    "no token cap was sent (the paper's protocol), so the model may still be generating: try --max-tokens 64, or a "
+    "longer --timeout"
+)
 CHECK_REQUEST = ChatRequest(
     messages=(
         Message(role="system", content="You reply with a single JSON object and nothing else."),
@@ -154,8 +160,9 @@ async def check_model_async(
         request = CHECK_REQUEST.model_copy(update={"max_tokens": 32}) if local else CHECK_REQUEST
     try:
         response = await model.complete(request)
-    except TransportError as exc:  # a refused setting says which option fixes it
-        return {"ok": False, "model": spec, "error": str(exc), **({"fix": exc.fix} if exc.fix else {})}
+    except TransportError as exc:  # a refused setting, or an uncapped answer that timed out, says what fixes it
+        fix = exc.fix or (UNCAPPED_TIMEOUT_FIX if exc.kind == "timeout" and request.max_tokens is None else None)
+        return {"ok": False, "model": spec, "error": str(exc), **({"fix": fix} if fix else {})}
     except EdsbError as exc:
         return {"ok": False, "model": spec, "error": str(exc)}
     finally:

@@ -29,7 +29,7 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 
 from edsb.llm.errors import ReplayError, TransportError, TransportKind
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, request_key, text_id
-from edsb.results.rundir import open_appending
+from edsb.results.rundir import open_appending, writing
 from edsb.text import TextLimits, clean_text, map_strings, truncate
 
 FORMAT: Final = "edsb.transcript/2"
@@ -148,9 +148,10 @@ class TranscriptWriter:
                     self._written.add(tid)
                     lines.append(to_json({"text_id": tid, "text": text}) + b"\n")
             lines.append(line)
-        if self._fd is None:
-            self._fd = open_appending(self.path)
-        os.write(self._fd, b"".join(lines))
+        with writing(self.path):  # a full disk names the file
+            if self._fd is None:
+                self._fd = open_appending(self.path)
+            os.write(self._fd, b"".join(lines))
 
     def close(self) -> None:
         """Write every record still kept (runs that never got a result line), then release the file."""

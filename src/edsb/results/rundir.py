@@ -14,9 +14,11 @@ directory is reopened for writing, so the next pass retries them and the file ne
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,36 @@ RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 RESULTS_DOCUMENT_FILE = "results.json"  # the run card and every cell (docs/results-schema.md)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, a full quota
+
+
+class DiskFullError(EdsbError):
+    """A file edsb writes found the disk full. Every write here is whole or absent (a failed write removes its
+    temporary file, a failed batch of result lines is cut off), so what was written before stays, and the same
+    command resumes."""
+
+
+def disk_full(path: Path | str) -> DiskFullError:
+    """The one line a full disk gets: the file, that nothing is lost, and what to do."""
+    return DiskFullError(
+        f"{path}: no space left on device; nothing already written is lost: free some space and run the same "
+        "command again to go on from where it stopped"
+    )
+
+
+@contextlib.contextmanager
+def writing(path: Path, temporary: Path | None = None) -> Iterator[None]:
+    """Around a write of `path`: any failure removes `temporary` (never left behind), and a full disk becomes
+    `disk_full(path)`."""
+    try:
+        yield
+    except BaseException as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            raise disk_full(path) from None
+        raise
 
 
 def read_results(path: Path) -> tuple[list[RunResult], int]:
@@ -113,7 +145,7 @@ class ResultStore:
     def __init__(self, run_dir: Path, before_line: Callable[[RunResult], None] | None = None) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
         self._before_line = before_line
-        self._handle: Any = None
+        self._fd: int | None = None
         self._lines = GroupCommit(self._write_batch, thread_name="edsb-results")
 
     def open(self) -> dict[str, RunResult]:
@@ -122,17 +154,19 @@ class ResultStore:
         finished = {r.key: r for r in results if r.is_judged}
         if good != (self.path.stat().st_size if self.path.exists() else 0) or len(finished) != len(results):
             self._rewrite(finished.values())
-        self._handle = self.path.open("ab")
+        with writing(self.path):
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         return finished
 
     def _rewrite(self, results: Iterable[RunResult]) -> None:
         temporary = self.path.with_suffix(".jsonl.tmp")
-        with temporary.open("wb") as handle:
-            for result in results:
-                handle.write(result.to_line())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        with writing(self.path, temporary):
+            with temporary.open("wb") as handle:
+                for result in results:
+                    handle.write(result.to_line())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
         _fsync_dir(self.path.parent)
 
     @property
@@ -169,18 +203,27 @@ class ResultStore:
         return result
 
     def _write_batch(self, lines: list[bytes]) -> list[None]:
-        """Whole lines in one write, then flush and fsync: a kill leaves whole lines and at most one torn tail."""
-        assert self._handle is not None, "open() first"
-        self._handle.write(b"".join(lines))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        """Whole lines in one write, then fsync: a kill leaves whole lines and at most one torn tail. A write the
+        disk refuses is cut off again, so the file still ends with a whole line."""
+        assert self._fd is not None, "open() first"
+        data = memoryview(b"".join(lines))
+        before = os.fstat(self._fd).st_size
+        with writing(self.path):
+            try:
+                while data:
+                    data = data[os.write(self._fd, data) :]
+                os.fsync(self._fd)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, before)
+                raise
         return [None] * len(lines)
 
     def close(self) -> None:
         self._lines.close()
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class ReportedConfig(BaseModel):
@@ -259,6 +302,8 @@ class RunDirectory:
 
 def write_json(path: Path, data: Any) -> None:
     """Replace a JSON file atomically (a reader sees the old file or the new one, never half of one)."""
+    text = json.dumps(data, indent=2) + "\n"
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    with writing(path, temporary):
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)

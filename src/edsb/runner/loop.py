@@ -26,6 +26,7 @@ Execute = Callable[[RunKey], Awaitable[RunResult]]
 
 LOG_EVERY_S = 30.0  # a plain progress line at least this often, whether or not runs finish
 LOG_STEPS = 10  # and one each time another tenth of the runs is done
+WAIT_CHECK_S = 1.0  # how often the log looks whether what the first runs wait for changed (model loaded)
 # This many runs in a row that could not connect to the model stop the sweep: the endpoint is down or the address is
 # wrong, and every further run would only wait through its retries to fail the same way.
 UNREACHABLE_STREAK = 3
@@ -137,8 +138,15 @@ class _LogProgress:
         self._step = max(1, -(-stats.total // LOG_STEPS))
         self._started = self._last = time.monotonic()
         self._printed_at = -1
+        self._waited: str | None = None
+
+    @staticmethod
+    def _waiting(stats: LoopStats) -> str | None:
+        """What the sweep waits for while no run is done (`LoopStats.waiting_for`), else None."""
+        return stats.waiting_for() if stats.waiting_for is not None and not stats.done else None
 
     def _print(self, stats: LoopStats) -> None:
+        self._waited = self._waiting(stats)
         elapsed = time.monotonic() - self._started
         eta = (
             f" | eta {_clock(elapsed / stats.done * (stats.total - stats.done))}"
@@ -159,9 +167,12 @@ class _LogProgress:
         return self._every_s
 
     def start(self, stats: LoopStats, concurrency: int) -> None:
+        """The first line, at once: what the first runs wait for (loading the model, the first answers), if known."""
+        self._waited = self._waiting(stats)
+        waiting = f"{self._waited} | " if self._waited else ""
         self._console.print(
-            f"runs 0/{stats.total} | started, {min(concurrency, stats.total)} at a time; a progress line every "
-            f"{self._every_s:g} s",
+            f"runs 0/{stats.total} | {waiting}started, {min(concurrency, stats.total)} at a time; a progress line "
+            f"every {self._every_s:g} s",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -173,8 +184,9 @@ class _LogProgress:
             self._print(stats)
 
     def tick(self, stats: LoopStats) -> None:
-        """The heartbeat: a line if none was printed for `every_s` seconds."""
-        if time.monotonic() - self._last >= self._every_s:
+        """The heartbeat: a line if none was printed for `every_s` seconds, or if what the first runs wait for
+        changed (the model has loaded and works on the first requests)."""
+        if time.monotonic() - self._last >= self._every_s or self._waiting(stats) != self._waited:
             self._print(stats)
 
     def stop(self, stats: LoopStats) -> None:
@@ -318,5 +330,5 @@ class _Pass:
 
     async def _heartbeat(self, log: _LogProgress) -> None:
         while True:
-            await asyncio.sleep(log.every_s / 4)
+            await asyncio.sleep(min(log.every_s / 4, WAIT_CHECK_S))
             log.tick(self.stats)

@@ -19,7 +19,15 @@ from rich.console import Console
 
 from edsb.data.benchmark import Benchmark
 from edsb.errors import UsageError
-from edsb.llm import ChatModel, LocalChatModel, RetryPolicy, TranscriptWriter, build_model, transcripts_dir
+from edsb.llm import (
+    ChatModel,
+    LocalChatModel,
+    ReplayChatModel,
+    RetryPolicy,
+    TranscriptWriter,
+    build_model,
+    transcripts_dir,
+)
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
@@ -91,7 +99,7 @@ def run_benchmark(
     created = not out.exists()
     prepare_out_dir(out)
     limits = config.sandbox_limits
-    model = _open_model(config, benchmark, retry, out if created else None)
+    model = _open_model(config, benchmark, retry, out if created else None, keys)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
@@ -137,10 +145,13 @@ def _keys(config: RunConfig, benchmark: Benchmark) -> list[RunKey]:
     return keys
 
 
-def _open_model(config: RunConfig, benchmark: Benchmark, retry: RetryPolicy | None, created: Path | None) -> ChatModel:
-    """The model of the configuration; a model that refuses it removes the run directory just `created`."""
+def _open_model(
+    config: RunConfig, benchmark: Benchmark, retry: RetryPolicy | None, created: Path | None, keys: list[RunKey]
+) -> ChatModel:
+    """The model of the configuration; a model that refuses it (a replay that did not record these runs) removes the
+    run directory just `created`."""
     try:
-        return build_model(
+        model = build_model(
             config.model,
             base_url=config.base_url,
             api_key_env=config.api_key_env,
@@ -153,6 +164,9 @@ def _open_model(config: RunConfig, benchmark: Benchmark, retry: RetryPolicy | No
             data=benchmark.root,
             perturb=config.perturb,
         )
+        if isinstance(model, ReplayChatModel):
+            model.require_runs(keys)
+        return model
     except BaseException:
         if created is not None:
             created.rmdir()
