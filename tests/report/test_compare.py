@@ -207,3 +207,30 @@ def test_runs_sampled_by_different_pi_samplers_are_named_in_a_warning(tmp_path: 
     assert "different samplers (annealer: reference, optimiser: optimal)" in " ".join(err.split())
     _, _, err = edsb_in_process(["compare", str(other), str(other)], capsys)
     assert "different samplers" not in err
+
+
+def test_twelve_cases_get_the_clustered_interval_and_state_what_they_could_detect(tmp_path: Path, capsys) -> None:
+    """Twelve cases of two runs each (levels 0 and 1): from 10 cases on, the CR1 interval with t (11 df); the
+    detectable difference is (t_0.975 + t_0.8) · SE, and a row that finds nothing says how large a difference it
+    would have found."""
+    base_outcomes = {(c, level): "passed" if (c + level) % 3 else "failed" for c in range(12) for level in (0, 1)}
+    other_outcomes = {(c, level): "passed" if (c * level + c) % 4 else "failed" for c in range(12) for level in (0, 1)}
+    as_records = [
+        [result_record("ours", c, ["OA"], level, 0, status) for (c, level), status in outcomes.items()]
+        for outcomes in (base_outcomes, other_outcomes)
+    ]
+    base, other = write_run_dir(tmp_path / "base", as_records[0]), write_run_dir(tmp_path / "other", as_records[1])
+    success = rows_by_group(compare_json(capsys, base, other))[("ours", "Total", "Total")]["success"]
+    assert success["method"] == "clustered" and success["reason"] is None
+    assert success["detectable_difference"] == pytest.approx((2.2009852 + 0.8755300) * success["standard_error"])
+    assert success["p_value"] >= 0.05 and success["interval"][0] < 0 < success["interval"][1]
+    finding = f"no difference larger than {success['detectable_difference']:.2f} detected"
+    assert success["finding"] == finding
+    _, markdown, _ = edsb_in_process(["compare", str(base), str(other), "--format", "markdown"], capsys)
+    assert f"| ours | Total | success | {success['detectable_difference']:.2f} | {finding} |" in markdown
+    low, high = success["interval"]
+    assert f"[{low:+.2f}, {high:+.2f}] |" in markdown  # the clustered interval: no mark
+    _, out, _ = edsb_in_process(["compare", str(base), str(other), "--format", "csv"], capsys)
+    line = next(r for r in csv.DictReader(io.StringIO(out)) if r["run"] == "other" and r["metric"] == "success")
+    assert float(line["detectable_difference"]) == pytest.approx(success["detectable_difference"], abs=1e-4)
+    assert (line["interval_method"], line["difference_method"]) == ("clustered", "clustered")
