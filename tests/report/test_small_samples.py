@@ -101,3 +101,9 @@ def test_cases_with_equal_means_but_varying_pairs_flip_runs() -> None:
     d = paired_inference(np.zeros(16), np.tile([1.0, 0.0], 8), clusters)
     assert d.method == SIGN_FLIP_RUNS and d.p_value == pytest.approx(2 * 0.5**8)
     assert 0.0 < d.low < 0.5 < d.high < 1.0
+    # Table 1's size, every case +1 five times, −1 five times and 0 five times: 600 runs flipped, symmetric.
+    pattern = np.array([1.0] * 5 + [-1.0] * 5 + [0.0] * 5)
+    base, other = np.tile(pattern < 0, 40).astype(float), np.tile(pattern > 0, 40).astype(float)
+    wide = paired_inference(base, other, list(np.repeat(np.arange(40), 15)))
+    assert wide.method == SIGN_FLIP_RUNS and wide.p_value == 1.0 and wide.detectable is None
+    assert wide.low == pytest.approx(-wide.high) and 0.0 < wide.high < 0.1

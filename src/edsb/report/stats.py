@@ -14,7 +14,6 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
 from math import comb
 from statistics import NormalDist
 
@@ -292,31 +291,25 @@ def _flat(sums: Floats, sizes: Floats) -> bool:
     return bool(np.all(sums * sizes[0] == sums[0] * sizes))
 
 
-def _inverted_sign_flip(
-    thresholds: Floats, weights: Sequence[int], total: int, alpha: float
-) -> tuple[float, float, float]:
+def _inverted_sign_flip(thresholds: Floats, chances: Floats, unit: float, alpha: float) -> tuple[float, float, float]:
     """Invert the exact sign-flip test of `H0: the mean difference is δ`: (low, high, p-value at δ = 0).
 
-    Flipping a set S of units (cases, or runs) moves the sum of d − δ past its observed value exactly when the
-    mean of d over S is ≤ δ (≥ δ the other way), so the one-sided p-values at δ are (1 + weight of the subset
-    means ≤ δ) / total and (1 + weight of those ≥ δ) / total; the two-sided one is twice the smaller. The
-    interval is every δ the test keeps, and each bound a subset mean, so it excludes 0 exactly when p < alpha."""
-    values, inverse = np.unique(thresholds, return_inverse=True)
-    mass = [0] * len(values)
-    for index, weight in zip(inverse.tolist(), weights, strict=True):
-        mass[index] += weight
-    below = list(accumulate(mass))
-    above = [total - 1 - b + m for b, m in zip(below, mass, strict=True)]
-
-    def kept(weight: int) -> bool:
-        return 2 * (1 + weight) / total >= alpha
-
-    everything = kept(0)  # too few units for any subset to reject: every δ is kept
-    low = -1.0 if everything else float(values[next(i for i, w in enumerate(below) if kept(w))])
-    high = 1.0 if everything else float(values[max(i for i, w in enumerate(above) if kept(w))])
-    at_most = max((b for v, b in zip(values, below, strict=True) if v <= 0.0), default=0)
-    at_least = max((a for v, a in zip(values, above, strict=True) if v >= 0.0), default=0)
-    p = min(1.0, 2 * (1 + at_most) / total, 2 * (1 + at_least) / total)
+    Flipping a set S of units (cases, or runs) gives a sum of d − δ at least the observed one exactly when the mean
+    of d over S is ≤ δ (at most, when ≥ δ). So with `thresholds` the means of the nonempty sets, `chances` the share
+    of the sign patterns behind each and `unit` that of the empty set, the one-sided p-values at δ are unit + the
+    chance of a mean ≤ δ (≥ δ), the two-sided one twice the smaller. The interval is every δ the test keeps; both
+    read the same sums, so it excludes 0 exactly when p < alpha."""
+    order = np.argsort(thresholds, kind="stable")
+    values, starts = np.unique(thresholds[order], return_index=True)
+    mass = np.add.reduceat(chances[order], starts)
+    below = np.cumsum(mass)  # chance of a set mean ≤ values[i]
+    above = np.cumsum(mass[::-1])[::-1]  # ≥ values[i]
+    everything = 2 * unit >= alpha  # too few units for any sign pattern to be rare enough: every δ is kept
+    low = -1.0 if everything else float(values[np.argmax(2 * (unit + below) >= alpha)])
+    high = 1.0 if everything else float(values[len(values) - 1 - np.argmax((2 * (unit + above) >= alpha)[::-1])])
+    at_most = float(below[values <= 0.0][-1]) if values[0] <= 0.0 else 0.0
+    at_least = float(above[values >= 0.0][0]) if values[-1] >= 0.0 else 0.0
+    p = min(1.0, float(2 * (unit + at_most)), float(2 * (unit + at_least)))
     return low, high, p
 
 
@@ -327,16 +320,26 @@ def _case_subset_means(sums: Floats, sizes: Floats) -> Floats:
     return (members @ sums) / (members @ sizes)
 
 
-def _run_subset_means(d: Floats) -> tuple[Floats, list[int]]:
-    """The mean over every nonempty set of paired runs, grouped: d is −1, 0 or +1, so a set is (a, b, c) runs
-    of each, with comb(n−, a)·comb(n0, b)·comb(n+, c) sets behind it."""
-    counts = [int((d == v).sum()) for v in (-1.0, 0.0, 1.0)]
-    a, b, c = np.meshgrid(*(np.arange(n + 1) for n in counts), indexing="ij")
-    size = (a + b + c).ravel()[1:]
-    means = (c - a).ravel()[1:] / size
-    ways = [[comb(n, k) for k in range(n + 1)] for n in counts]
-    weights = [ways[0][i] * ways[1][j] * ways[2][k] for i, j, k in np.ndindex(*a.shape)][1:]
-    return means.astype(np.float64), weights
+def _run_subset_means(d: Floats) -> tuple[Floats, Floats, float]:
+    """The means over every nonempty set of paired runs, grouped: d is −1, 0 or +1, so a set of a, b and c runs of
+    each has mean (c − a) / (a + b + c) and a share Bin(n−, ½)(a) · Bin(n0, ½)(b) · Bin(n+, ½)(c) of the sign
+    patterns; the shares are gathered on the grid (c − a, a + b + c). Returns the means, their shares and the
+    empty set's."""
+    minus, zero, plus = (int((d == v).sum()) for v in (-1.0, 0.0, 1.0))
+    share_minus, share_zero, share_plus = (
+        np.array([comb(n, k) / 2**n for k in range(n + 1)]) for n in (minus, zero, plus)
+    )
+    signed = np.zeros((minus + plus + 1, minus + plus + 1))  # (c − a + n−, a + c)
+    a, c = np.arange(minus + 1)[:, None], np.arange(plus + 1)[None, :]
+    np.add.at(signed, (c - a + minus, a + c), np.outer(share_minus, share_plus))
+    grid = np.zeros((minus + plus + 1, minus + zero + plus + 1))  # (c − a + n−, a + b + c)
+    for b, share in enumerate(share_zero):
+        grid[:, b : b + minus + plus + 1] += share * signed
+    difference = np.arange(-minus, plus + 1)[:, None]
+    size = np.arange(1, grid.shape[1])[None, :]
+    means, chances = np.broadcast_to(difference / size, grid[:, 1:].shape).ravel(), grid[:, 1:].ravel()
+    possible = chances > 0
+    return means[possible], chances[possible], float(grid[minus, 0])
 
 
 def paired_inference(
@@ -372,20 +375,20 @@ def _sign_flip_inference(
     reachable = 2.0 ** (1 - count) < alpha  # can any difference reach p < alpha over these cases?
     method = SIGN_FLIP_CASES
     if flat and reachable and np.unique(d).size > 1:
-        thresholds, weights = _run_subset_means(d)
-        low, high, p = _inverted_sign_flip(thresholds, weights, 2 ** len(d), alpha)
+        low, high, p = _inverted_sign_flip(*_run_subset_means(d), alpha)
         method = SIGN_FLIP_RUNS
     elif flat:  # every subset of cases has the same mean
-        low, high, p = _inverted_sign_flip(np.array([mean]), [2**count - 1], 2**count, alpha)
+        low, high, p = _inverted_sign_flip(np.array([mean]), np.array([1 - 0.5**count]), 0.5**count, alpha)
     else:
-        low, high, p = _inverted_sign_flip(_case_subset_means(sums, sizes), [1] * (2**count - 1), 2**count, alpha)
+        means = _case_subset_means(sums, sizes)
+        low, high, p = _inverted_sign_flip(means, np.full(means.size, 0.5**count), 0.5**count, alpha)
     if count == 1:
         reason = "one case"
     elif flat:
         reason = "every case has the same mean difference: no variance between cases"
     else:
         reason = f"fewer than {MIN_CLUSTERS} cases"
-    se = None if count < 2 else math.sqrt(float(cr1_variance_of_mean(d, codes, count)))
+    se = None if count < 2 else 0.0 if flat else math.sqrt(float(cr1_variance_of_mean(d, codes, count)))
     detectable = power_multiplier(count, alpha, power) * se if se and reachable else None
     return Inference(mean, se, low, high, p, method, reason, detectable)
 
