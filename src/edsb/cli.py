@@ -926,7 +926,7 @@ def plan_power_command(
         float,
         typer.Option("--difference", metavar="D", help="The difference in success rate to detect, e.g. 0.1."),
     ],
-    power: Annotated[float, typer.Option("--power", help="The chance of detecting it.")] = 0.8,
+    power: Annotated[float, typer.Option("--power", metavar="P", help="The chance of detecting it.")] = 0.8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """How many cases and repeats a paired comparison needs to detect a difference in success, planned from a

@@ -80,6 +80,8 @@ def test_one_pilot_run_is_a_bound_and_says_so(tmp_path: Path, capsys) -> None:
 def test_bad_input_is_one_clear_error(tmp_path: Path, capsys) -> None:
     a = pilot(tmp_path, "a", 1)
     edsb_in_process(["plan-power", str(a), "--difference", "0"], capsys).assert_one_clear_error(2, contains="(0, 1]")
+    too_weak = ["plan-power", str(a), "--difference", "0.1", "--power", "0.3"]
+    edsb_in_process(too_weak, capsys).assert_one_clear_error(2, contains="--power must be in [0.5, 1)")
     three = ["plan-power", str(a), str(a), str(a), "--difference", "0.1"]
     edsb_in_process(three, capsys).assert_one_clear_error(2, contains="one pilot run directory, or two")
     flat = write_run_dir(tmp_path / "flat", [result_record("ours", c, ["OA"], 0, 0, "passed") for c in range(5)])

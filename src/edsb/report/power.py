@@ -158,6 +158,8 @@ def plan_power(paths: Sequence[Path], difference: float, power: float = POWER) -
     """Plan every variant of a pilot of one or two run directories for a paired comparison at `difference`."""
     if not 0 < difference <= 1:
         raise UsageError(f"--difference must be in (0, 1], a difference in success rate; got {difference}")
+    if not 0.5 <= power < 1:
+        raise UsageError(f"--power must be in [0.5, 1), the chance of detecting the difference; got {power}")
     if len(paths) not in (1, 2):
         raise UsageError("plan-power takes one pilot run directory, or two to pair")
     results, values, paired = _pilot_values(paths)
