@@ -927,6 +927,34 @@ def compare_command(
     err.print(f"comparison written to {output}", markup=False, highlight=False)
 
 
+@app.command("plan-power", cls=_Command)
+def plan_power_command(
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN_DIR...",
+            help="A pilot run directory, or two to pair (their correlation is then measured, not bounded).",
+        ),
+    ],
+    difference: Annotated[
+        float,
+        typer.Option("--difference", metavar="D", help="The difference in success rate to detect, e.g. 0.1."),
+    ],
+    power: Annotated[float, typer.Option("--power", metavar="P", help="The chance of detecting it.")] = 0.8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """How many cases and repeats a paired comparison needs to detect a difference in success, planned from a
+    pilot run; the benchmark has 40 cases, so beyond them only repeats help (docs/statistics.md)."""
+    from edsb.report.power import plan_blocks, plan_power
+    from edsb.report.tables import emit
+
+    plan = plan_power(run_dirs, difference, power)
+    if as_json:
+        sys.stdout.write(plan.model_dump_json(indent=2) + "\n")
+        return
+    emit(plan_blocks(plan), ReportFormat.TABLE, out)
+
+
 sandbox_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Which sandbox runs model code here, and a self-test.")
 app.add_typer(sandbox_app, name="sandbox")
 

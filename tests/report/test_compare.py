@@ -23,7 +23,6 @@ from tests.support.run_dir import result_record, write_run_dir
 TAGS = {0: ["OA"], 3: ["RC", "SS"], 5: ["RC", "SS"]}
 BASE = {(0, 0): "failed", (0, 1): "passed", (3, 0): "passed", (3, 1): "error", (5, 0): "passed", (5, 1): "failed"}
 OTHER = {(0, 0): "passed", (0, 1): "passed", (3, 0): "passed", (3, 1): "error", (5, 0): "failed", (5, 1): "passed"}
-T_975_2DF = 4.302652729749464
 
 
 def records(outcomes: dict[tuple[int, int], str], variant: str = "ours", **extra: Any) -> list[dict[str, Any]]:
@@ -59,16 +58,21 @@ def test_paired_difference_by_hand(runs: tuple[Path, Path], capsys) -> None:
     assert success["base_rate"] == pytest.approx(3 / 6) and success["run_rate"] == pytest.approx(4 / 6)
     assert success["difference"] == pytest.approx(mean)
     assert success["standard_error"] == pytest.approx(se)
-    assert success["interval"] == pytest.approx([mean - T_975_2DF * se, mean + T_975_2DF * se])
-    t = mean / se
-    assert success["p_value"] == pytest.approx(1 - t / math.sqrt(2 + t * t))  # t with 2 df, in closed form
+    # Three cases are too few for the clustered interval: the exact sign-flip test over cases. Of the 7 nonempty
+    # sets of cases, 3 have a mean difference ≤ 0 and all 7 one ≥ 0 (case sums +1, 0, 0), so p = 2 · 4/8 = 1;
+    # with 8 sign patterns none can reach p < 0.05, so the interval is every difference.
+    assert success["interval"] == [-1.0, 1.0] and success["p_value"] == 1.0
+    assert success["method"] == "sign-flip over cases" and success["reason"] == "fewer than 10 cases"
+    assert success["detectable_difference"] is None
+    assert success["finding"] == "nothing detectable: 3 cases cannot reach p < 0.05"
     assert (success["base_only"], success["run_only"]) == (1, 2)  # case 5 level 0; case 0 level 0, case 5 level 1
     # Execution: case 3 level 1 errs in both runs, so the difference is 0 and no pair is discordant.
     execution = total["execution"]
     assert execution["difference"] == 0.0 and (execution["base_only"], execution["run_only"]) == (0, 0)
     # Per tag: OA is case 0 alone (one cluster: no interval), RC and SS are cases 3 and 5.
     oa = rows_by_group(data)[("ours", "OA", "Total")]["success"]
-    assert oa["difference"] == pytest.approx(0.5) and oa["interval"] is None and oa["p_value"] is None
+    assert oa["difference"] == pytest.approx(0.5) and oa["interval"] == [-1.0, 1.0] and oa["p_value"] == 1.0
+    assert oa["reason"] == "one case" and oa["standard_error"] is None
     assert rows_by_group(data)[("ours", "RC", "Total")]["success"]["difference"] == pytest.approx(0.0)
     assert {
         (d["case"], tuple(d["base_only"]), tuple(d["run_only"])) for d in data["comparisons"][0]["discordant_cases"]
@@ -86,11 +90,13 @@ def test_a_run_compared_with_itself(runs: tuple[Path, Path], capsys) -> None:
         for metric in ("success", "execution"):
             d = row[metric]
             assert d["difference"] == 0.0 and (d["base_only"], d["run_only"]) == (0, 0)
-            assert d["interval"] in ([0.0, 0.0], None)  # None: OA has one case
-            assert d["p_value"] in (1.0, None)
+            # Three cases (one for OA) are too few to rule out any difference: the exact interval is [−1, 1].
+            assert d["interval"] == [-1.0, 1.0] and d["p_value"] == 1.0
     assert data["comparisons"][0]["discordant_cases"] == []
     _, out, err = edsb_in_process(["compare", str(base), str(base), "--format", "markdown"], capsys)
-    assert err == "" and "| ours | Total | success | 6 | 0.50 → 0.50 | +0.00 [+0.00, +0.00] | 1.000 | 0 / 0 |" in out
+    assert err == ""
+    assert "| ours | Total | success | 6 | 0.50 → 0.50 | +0.00 [-1.00, +1.00]* | 1.000 | 0 / 0 |" in out
+    assert "| ours | Total | success | - | nothing detectable: 3 cases cannot reach p < 0.05 |" in out
 
 
 def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) -> None:
@@ -112,7 +118,7 @@ def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) ->
     assert leader[("base", "Total")]["cell"] == "0.5 (0.83)" and leader[("other", "Total")]["cell"] == "0.67 (0.83)"
     _, markdown, _ = edsb_in_process(["compare", *map(str, runs), "--format", "markdown"], capsys)
     low, high = total["interval"]
-    assert f"| ours | Total | success | 6 | 0.50 → 0.67 | +0.17 [{low:+.2f}, {high:+.2f}] |" in markdown
+    assert f"| ours | Total | success | 6 | 0.50 → 0.67 | +0.17 [{low:+.2f}, {high:+.2f}]* |" in markdown
     assert "| base | 0.5 (0.83) [" in markdown and "| other | ours | 5 | d0-r0 | d1-r0 |" in markdown
     written = runs[0].parent / "compare.md"
     code, _, err = edsb_in_process(["compare", *map(str, runs), "--format", "markdown", "-o", str(written)], capsys)
@@ -204,3 +210,30 @@ def test_runs_sampled_by_different_pi_samplers_are_named_in_a_warning(tmp_path: 
     assert "different samplers (annealer: reference, optimiser: optimal)" in " ".join(err.split())
     _, _, err = edsb_in_process(["compare", str(other), str(other)], capsys)
     assert "different samplers" not in err
+
+
+def test_twelve_cases_get_the_clustered_interval_and_state_what_they_could_detect(tmp_path: Path, capsys) -> None:
+    """Twelve cases of two runs each (levels 0 and 1): from 10 cases on, the CR1 interval with t (11 df); the
+    detectable difference is (t_0.975 + t_0.8) · SE, and a row that finds nothing says how large a difference it
+    would have found."""
+    base_outcomes = {(c, level): "passed" if (c + level) % 3 else "failed" for c in range(12) for level in (0, 1)}
+    other_outcomes = {(c, level): "passed" if (c * level + c) % 4 else "failed" for c in range(12) for level in (0, 1)}
+    as_records = [
+        [result_record("ours", c, ["OA"], level, 0, status) for (c, level), status in outcomes.items()]
+        for outcomes in (base_outcomes, other_outcomes)
+    ]
+    base, other = write_run_dir(tmp_path / "base", as_records[0]), write_run_dir(tmp_path / "other", as_records[1])
+    success = rows_by_group(compare_json(capsys, base, other))[("ours", "Total", "Total")]["success"]
+    assert success["method"] == "clustered" and success["reason"] is None
+    assert success["detectable_difference"] == pytest.approx((2.2009852 + 0.8755300) * success["standard_error"])
+    assert success["p_value"] >= 0.05 and success["interval"][0] < 0 < success["interval"][1]
+    finding = f"no difference larger than {success['detectable_difference']:.2f} detected"
+    assert success["finding"] == finding
+    _, markdown, _ = edsb_in_process(["compare", str(base), str(other), "--format", "markdown"], capsys)
+    assert f"| ours | Total | success | {success['detectable_difference']:.2f} | {finding} |" in markdown
+    low, high = success["interval"]
+    assert f"[{low:+.2f}, {high:+.2f}] |" in markdown  # the clustered interval: no mark
+    _, out, _ = edsb_in_process(["compare", str(base), str(other), "--format", "csv"], capsys)
+    line = next(r for r in csv.DictReader(io.StringIO(out)) if r["run"] == "other" and r["metric"] == "success")
+    assert float(line["detectable_difference"]) == pytest.approx(success["detectable_difference"], abs=1e-4)
+    assert (line["interval_method"], line["difference_method"]) == ("clustered", "clustered")

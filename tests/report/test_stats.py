@@ -109,12 +109,16 @@ def test_paired_test_of_identical_and_of_opposite_runs() -> None:
     codes = np.repeat(np.arange(4), 3)
     runs = np.array([1, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1], dtype=float)
     same = paired_test(runs, runs, codes, 4)
-    assert (float(same.difference), float(same.low), float(same.high), float(same.p_value)) == (0.0, 0.0, 0.0, 1.0)
-    # Every case moves the same way by the same amount: no variance to estimate, so the interval is the point and
-    # the p-value the exact sign test over the 4 cases, 2 · 2⁻⁴.
+    # Four cases are too few for the exact sign-flip test to reject anything (2 · 2⁻⁴ > 0.05): every difference.
+    assert (float(same.difference), float(same.low), float(same.high), float(same.p_value)) == (0.0, -1.0, 1.0, 1.0)
+    # Every case moves the same way by the same amount: no variance to estimate, so the p-value is the exact sign
+    # test over the 4 cases, 2 · 2⁻⁴, and the interval, still, every difference.
     flipped = paired_test(np.ones(12), np.zeros(12), codes, 4)
-    assert (float(flipped.difference), float(flipped.low), float(flipped.high)) == (-1.0, -1.0, -1.0)
+    assert (float(flipped.difference), float(flipped.low), float(flipped.high)) == (-1.0, -1.0, 1.0)
     assert float(flipped.p_value) == pytest.approx(2 * 0.5**4)
+    # Six cases can: 2 · 2⁻⁶ < 0.05, and the interval is the point.
+    six = paired_test(np.ones(18), np.zeros(18), np.repeat(np.arange(6), 3), 6)
+    assert (float(six.low), float(six.high), float(six.p_value)) == (-1.0, -1.0, pytest.approx(2 * 0.5**6))
     one_case = paired_test(np.ones(3), np.zeros(3), np.zeros(3, dtype=np.intp), 1)
     assert float(one_case.difference) == -1.0 and np.isnan(one_case.p_value) and np.isnan(one_case.low)
 

@@ -118,7 +118,7 @@ def power_notes(summary: RunSummary) -> list[str]:
     for variant, data in summary.variants.items():
         if data.power is not None and data.power.note:
             by_note.setdefault(data.power.note, []).append(variant)
-    return [f"-: {', '.join(variants)}: {note}" for note, variants in by_note.items()]
+    return [POWER_BOUND_NOTE, *(f"-: {', '.join(variants)}: {note}" for note, variants in by_note.items())]
 
 
 def reason_block(
@@ -178,8 +178,13 @@ def tidy_csv(summary: RunSummary) -> str:
 
 
 POWER_TITLE = (
-    "Power: the smallest difference in success a paired comparison with another run of this design detects"
-    f" ({POWER:.0%} power, α = {ALPHA:g}; docs/statistics.md)"
+    "Power: an upper bound on the smallest difference in success a paired comparison with another run of this"
+    f" design detects ({POWER:.0%} power, α = {ALPHA:g}; docs/statistics.md)"
+)
+POWER_BOUND_NOTE = (
+    "MDD is a bound: it takes the other run's case-level luck as independent of this run's, while two models that"
+    " find the same cases hard covary, which shrinks the variance of their difference; `edsb compare` states what"
+    " a pair of runs actually detects, and `edsb plan-power` plans cases and repeats from a pilot"
 )
 
 

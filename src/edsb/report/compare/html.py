@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edsb.report.compare.paired import Board, ComparedRun, Difference
-from edsb.report.compare.render import difference_block, leaderboard
+from edsb.report.compare.render import difference_block, leaderboard, leaderboard_notes, power_block
 from edsb.report.html import load_template, run_anchor
 from edsb.results import RunKey
 from edsb.scoring.metrics import TOTAL
@@ -117,7 +117,7 @@ def build_board_page(board: Board, board_path: Path) -> str:
     page_dir = board_path.parent
     pages = _report_pages(board, page_dir, board_path)
     header, rows = leaderboard(board)
-    differences = [difference_block(board, comparison) for comparison in board.comparisons]
+    differences = [block for c in board.comparisons for block in (difference_block(board, c), power_block(board, c))]
     flips = [
         {
             "run": comparison.run.name,
@@ -152,6 +152,7 @@ def build_board_page(board: Board, board_path: Path) -> str:
         notes=board.notes,
         leaderboard_header=header,
         leaderboard_rows=rows,
+        leaderboard_notes=leaderboard_notes(board),
         forest=_forest(board),
         differences=differences,
         flips=flips,

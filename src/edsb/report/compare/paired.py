@@ -19,7 +19,7 @@ from edsb.data.perturb import perturbation_label
 from edsb.errors import UsageError
 from edsb.report.card import settings_note
 from edsb.report.formats import paper_order, plural, variant_rank
-from edsb.report.stats import ALPHA, cluster_codes, mean_interval, paired_test
+from edsb.report.stats import ALPHA, paired_inference, rate_inference
 from edsb.report.summary import TAG_COLUMNS, to_scored_run
 from edsb.results import RunKey, RunResult
 from edsb.results.rundir import ReportedConfig, RunDirectory
@@ -76,8 +76,10 @@ def pair_results(base: Iterable[RunResult], other: Iterable[RunResult]) -> Pairi
 
 @dataclass(frozen=True)
 class Difference:
-    """One metric's paired difference `other − base` over a group of pairs. Rates are unrounded; the interval
-    and p-value are None with fewer than two cases."""
+    """One metric's paired difference `other − base` over a group of pairs. Rates are unrounded. `method` says
+    how the interval and p-value were made (report.stats: CR1 with t, or an exact sign-flip test when the
+    clustered estimate is degenerate, `reason` says why); `detectable` is the difference this comparison finds
+    with 80% power (None: no variance to estimate it from, or too few cases to find any)."""
 
     metric: str
     pairs: int
@@ -91,31 +93,33 @@ class Difference:
     p_value: float | None
     base_only: int  # discordant pairs: the base run passed (executed), the other did not
     run_only: int  # and the reverse
-
-
-def _optional(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
+    method: str = "clustered"
+    reason: str | None = None
+    detectable: float | None = None
 
 
 def paired_difference(pairs: Sequence[tuple[RunResult, RunResult]], metric: str, alpha: float = ALPHA) -> Difference:
     """The paired difference of one metric over `pairs`, its standard error clustered by case."""
     base = np.array([_outcome(a, metric) for a, _ in pairs], dtype=np.float64)
     other = np.array([_outcome(b, metric) for _, b in pairs], dtype=np.float64)
-    codes, count = cluster_codes([a.case for a, _ in pairs])
-    test = paired_test(base, other, codes, count, alpha)
+    cases = [a.case for a, _ in pairs]
+    test = paired_inference(base, other, cases, alpha)
     return Difference(
         metric=metric,
         pairs=len(pairs),
-        cases=count,
+        cases=len(set(cases)),
         base_rate=float(base.mean()),
         run_rate=float(other.mean()),
-        difference=float(test.difference),
-        standard_error=_optional(float(test.standard_error)),
-        low=_optional(float(test.low)),
-        high=_optional(float(test.high)),
-        p_value=_optional(float(test.p_value)),
+        difference=test.estimate,
+        standard_error=test.standard_error,
+        low=test.low,
+        high=test.high,
+        p_value=test.p_value,
         base_only=int(((base == 1) & (other == 0)).sum()),
         run_only=int(((base == 0) & (other == 1)).sum()),
+        method=test.method,
+        reason=test.reason,
+        detectable=test.detectable,
     )
 
 
@@ -199,6 +203,8 @@ class Standing:
     success_interval: tuple[float, float] | None
     execution_rate: float
     execution_interval: tuple[float, float] | None
+    success_interval_method: str = "clustered"  # report.stats: `clustered`, `wilson`, or the wider of the two
+    execution_interval_method: str = "clustered"
 
 
 def standings(name: str, results: Iterable[RunResult], by_level: bool = False, alpha: float = ALPHA) -> list[Standing]:
@@ -207,14 +213,15 @@ def standings(name: str, results: Iterable[RunResult], by_level: bool = False, a
     entries = []
     for (variant, tag, level), members in _groups(judged, by_level).items():
         group = [judged[i] for i in members]
-        codes, count = cluster_codes([r.case for r in group])
-        rates: dict[str, tuple[float, tuple[float, float] | None]] = {}
-        for metric in METRICS:
-            mean, low, high = mean_interval([float(_outcome(r, metric)) for r in group], codes, count, alpha)
-            rates[metric] = (mean, None if low is None or high is None else (low, high))
+        cases = [r.case for r in group]
+        rates = {m: rate_inference([float(_outcome(r, m)) for r in group], cases, alpha) for m in METRICS}
         paper = summarize_cell([to_scored_run(r) for r in group])
         text = cell_text(paper.success_rate, paper.execution_rate)
-        entries.append(Standing(name, variant, tag, level, len(group), text, *rates["success"], *rates["execution"]))
+        success, execution = rates["success"], rates["execution"]
+        entries.append(
+            Standing(name, variant, tag, level, len(group), text, success.estimate, (success.low, success.high),
+                     execution.estimate, (execution.low, execution.high), success.method, execution.method)
+        )  # fmt: skip
     return entries
 
 
