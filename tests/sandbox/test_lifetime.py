@@ -67,13 +67,14 @@ def _start_run(
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_closing_the_pool_kills_the_children_running_code(sandbox: SandboxName, house: CodeContext) -> None:
     pool = _pool(sandbox)
-    with ThreadPoolExecutor(1) as threads:
-        call = _start_run(pool, threads, sandbox, house)
-        processes = descendants(_template(pool)[0]) | {_template(pool)}
-        pool.close()
-        assert poll(lambda: not running(processes), GONE_WITHIN_S) is not None, running(processes)
-        with pytest.raises(SandboxError, match="shut down"):  # edsb's: the run is redone, not judged
-            call.result(timeout=HANG_GUARD_S)
+    call = _start_run(pool, pool.threads, sandbox, house)
+    queued = pool.threads.submit(pool.execute, SET_A, house)  # the pool's one thread is busy
+    processes = descendants(_template(pool)[0]) | {_template(pool)}
+    pool.close()
+    assert poll(lambda: not running(processes), GONE_WITHIN_S) is not None, running(processes)
+    with pytest.raises(SandboxError, match="shut down"):  # edsb's: the run is redone, not judged
+        call.result(timeout=HANG_GUARD_S)
+    assert queued.cancelled()  # and a run still waiting for a thread never starts
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)

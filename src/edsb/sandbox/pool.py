@@ -44,8 +44,14 @@ from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied
 
 def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
     """Run the code of a model reply (or bare code) in a fresh sandbox process: what it set, or CodeError for the
-    model's failures (EdsbFault / SandboxError when edsb itself fails)."""
-    return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
+    model's failures (EdsbFault / SandboxError when edsb itself fails). Called from one of a pool's threads
+    (`sandbox_threads`), it runs on that pool, so a call that starts as the pool closes fails instead of starting
+    a new one."""
+    limits = limits or DEFAULT_LIMITS
+    pool: SandboxPool | None = getattr(_thread_pool, "pool", None)
+    if pool is None or pool.limits != limits:
+        pool = default_pool(limits)
+    return pool.execute(reply, context)
 
 
 def sandbox_threads(limits: SandboxLimits | None = None) -> ThreadPoolExecutor:
@@ -64,6 +70,7 @@ def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSou
 
 
 _pools: dict[SandboxLimits, SandboxPool] = {}
+_thread_pool = threading.local()  # in a pool's own threads, `.pool`: that pool
 _pools_lock = threading.Lock()
 
 
@@ -116,7 +123,9 @@ class SandboxPool:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
-        self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="edsb-sandbox")
+        self.threads = ThreadPoolExecutor(
+            self.size, thread_name_prefix="edsb-sandbox", initializer=setattr, initargs=(_thread_pool, "pool", self)
+        )
         # One thread forks children ahead (its requests to the template are serial anyway).
         self._forker = ThreadPoolExecutor(1, thread_name_prefix="edsb-fork")
         # One thread starts every template, and lives as long as the pool: a template dies with the thread that
@@ -196,7 +205,7 @@ class SandboxPool:
             self._closed = True
             idle, self._idle = self._idle, []
             templates, self._templates = self._templates, []
-        self.threads.shutdown(wait=False)
+        self.threads.shutdown(wait=False, cancel_futures=True)  # a call still queued never starts
         for template in templates:
             template.close()
         for child in idle:
