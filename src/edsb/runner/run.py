@@ -362,12 +362,15 @@ class _StopSignals:
             self.halted.set()
 
     def _on_second(self, signum: int, frame: object) -> None:
-        """In the main thread, wherever it was (so no lock is taken): the sandbox processes first, then exit."""
-        kill_sandboxes_now()
-        self._say(f"stopped: {self.kept()}")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(stop_status(signum))
+        """In the main thread, wherever it was (so no lock is taken): the sandbox processes first, then exit, whatever
+        fails on the way (the processes left would still die with edsb, by their parent-death signal)."""
+        try:
+            kill_sandboxes_now()
+            self._say(f"stopped: {self.kept()}")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(stop_status(signum))
 
     def _say(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
