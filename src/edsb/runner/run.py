@@ -277,7 +277,7 @@ class _Sweep:
                 sweep.cancel()  # before the loop hands any run the end of its killed child
                 await asyncio.gather(sweep, return_exceptions=True)  # the finished runs' lines reach the disk
                 return LoopStats(interrupted=True)
-            if starting.exception() is not None:
+            if starting.done() and starting.exception() is not None:
                 sweep.cancel()
                 await asyncio.gather(sweep, return_exceptions=True)
                 starting.result()  # the pool's own error
