@@ -34,6 +34,7 @@ SPIN = f"hold = np.ones({HOLD // 8})\nwhile True:\n    pass"
 GONE_WITHIN_S = 5.0
 STOPS = ("SIGTERM", "SIGHUP", "second SIGINT", "SIGKILL")
 EXIT_STATUS = {"SIGTERM": 143, "SIGHUP": 129, "second SIGINT": 130, "SIGKILL": -signal.SIGKILL}
+Popen = subprocess.Popen[bytes]
 
 
 def _sandbox(sandbox: SandboxName) -> SandboxName:
@@ -47,9 +48,6 @@ def _start(server: OpenAIServer, out: Path, tmp_path: Path, repeats: int, concur
         server.base_url, out, repeats, "--concurrency", str(concurrency), "--code-timeout", "120", sandbox=sandbox
     )
     return start_edsb(args, env=child_env(tmp_path / "cache"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-Popen = subprocess.Popen[bytes]
 
 
 def _holding(edsb: Popen) -> int:
