@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool
+from edsb.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool, execute_plan_code
+from edsb.sandbox import pool as pool_module
 from edsb.sandbox.limits import SANDBOXES, SandboxName
 from edsb.sandbox.wire import RawPlan
 from tests.support.edsb_cli import HANG_GUARD_S
@@ -101,3 +102,14 @@ def test_the_template_outlives_the_thread_that_started_it(house: CodeContext) ->
         [character] = pool.execute(SET_A, house).characters
         assert character.target_action == "idle"
         assert running({template}) and _template(pool) == template
+
+
+def test_a_call_on_a_pools_own_thread_runs_on_that_pool(house: CodeContext) -> None:
+    """So that a call starting as its pool closes fails, instead of starting a new pool that outlives the stop."""
+    limits = SandboxLimits(timeout=5.0, workers=1)
+    with SandboxPool(limits) as pool:
+        [character] = pool.threads.submit(execute_plan_code, SET_A, house, limits).result().characters
+        assert character.target_action == "idle"
+        assert pool.template_pid is not None and limits not in pool_module._pools  # no default pool was made
+    with pytest.raises(RuntimeError):  # and once it is closed, nothing more runs on its threads
+        pool.threads.submit(execute_plan_code, SET_A, house, limits)
