@@ -10,6 +10,10 @@ default one per core, whatever the runner's concurrency: a call waits for a free
 each one used is replaced in the background while the parent judges its run. The parent kills a child at its
 wall-clock timeout, reads bounded frames, and checks the answer as untrusted data (`_answer`). The public functions
 are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
+
+No process of a pool outlives it, nor edsb: the template is started from a thread that lives as long as the pool,
+and it and every child get a parent-death signal (SIGKILL); `close` kills the children running code too, and
+`kill_sandboxes_now` kills everything from a signal handler.
 """
 
 from __future__ import annotations
@@ -352,6 +356,9 @@ class SandboxPool:
                     return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
                     self._template.stop()
+                    with self._lock:
+                        if self._template in self._templates:
+                            self._templates.remove(self._template)
                     self._template = None
                     if self._closed:
                         raise SandboxError("the sandbox pool is closed") from None
