@@ -88,9 +88,16 @@ def default_pool(limits: SandboxLimits) -> SandboxPool:
 
 
 def shutdown_sandboxes() -> None:
-    """Stop every process of every pool, the children running code included (also registered to run at exit)."""
+    """Stop every process of every default pool, the children running code included."""
     with _pools_lock:
+        pools = list(_pools.values())
         _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
+def _close_every_pool() -> None:
+    """At exit: every pool still open, default or not."""
     for pool in list(_open_pools):
         pool.close()
 
@@ -105,7 +112,7 @@ def kill_sandboxes_now() -> None:
 
 _open_pools: set[SandboxPool] = set()  # every pool not closed yet, default or not
 
-atexit.register(shutdown_sandboxes)
+atexit.register(_close_every_pool)
 
 
 def default_workers() -> int:
