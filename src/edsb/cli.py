@@ -648,8 +648,8 @@ def run_command(
     # 3. The sweep, then its summary.
     outcome = run_benchmark(resolved, out, quiet=quiet or bool(session.get("quiet")), console=err)
     summary = write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
-    if outcome.interrupted:
-        raise KeyboardInterrupt
+    if outcome.interrupted:  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
+        raise typer.Exit(outcome.exit_status)
     # 4. The brief table and the closing lines; a sweep with holes exits non-zero.
     _close_run(summary, outcome, out)
 

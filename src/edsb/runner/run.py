@@ -35,7 +35,14 @@ from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
-from edsb.sandbox import SandboxError, SandboxLimits, SceneSource, check_sandbox, shutdown_sandboxes
+from edsb.sandbox import (
+    SandboxError,
+    SandboxLimits,
+    SceneSource,
+    check_sandbox,
+    kill_sandboxes_now,
+    shutdown_sandboxes,
+)
 
 # One thread starts sandbox pools while a sweep's first requests go out (see run_benchmark).
 _SANDBOX_STARTER = ThreadPoolExecutor(1, thread_name_prefix="edsb-sandbox-start")
@@ -49,10 +56,16 @@ class RunOutcome:
     stats: LoopStats
     results: list[RunResult]  # everything the directory holds now, this pass and earlier ones
     runs_planned: int  # the keys asked for by this and earlier passes
+    stopped_by: int = signal.SIGINT  # the signal that stopped the sweep, if `interrupted`
 
     @property
     def interrupted(self) -> bool:
         return self.stats.interrupted
+
+    @property
+    def exit_status(self) -> int:
+        """What edsb exits with once a signal stopped the sweep (`stop_status`)."""
+        return stop_status(self.stopped_by)
 
 
 def check_out_dir(out: Path) -> None:
@@ -121,7 +134,7 @@ def run_benchmark(
     if stats.interrupted:
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
     planned = {key.id for key in keys} | {result.key for result in results}
-    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned))
+    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
 
 
 def _secret_notes(config: RunConfig) -> list[str]:
@@ -222,12 +235,15 @@ class _Sweep:
     console: Console
     kept: Callable[[], str]
     sandbox: Future[None]
+    stopped_by: int = signal.SIGINT  # the first stop signal, once one came
 
     def run(self, out: Path, created: bool) -> LoopStats:
         """Execute the pending keys; whatever stops the sweep, the store and transcripts are closed first."""
-        discard = False
+        discard = finished = False
         try:
-            return asyncio.run(self._execute())
+            stats = asyncio.run(self._execute())
+            finished = True
+            return stats
         except SandboxError:
             # The pool cannot start: leave no directory behind that the fixed command would have to resume, unless
             # runs that needed no code already put results in it.
@@ -240,6 +256,8 @@ class _Sweep:
             hint = f"is the server up and the address right ({self.services.model.identity})?"
             raise EndpointUnreachable(f"{exc}; {hint} {self.kept()}") from None
         finally:
+            if not finished:  # nothing waits for the runs in flight any more: their code must not run on
+                shutdown_sandboxes()
             self.store.close()
             # runs that never got a result line (a stop, a refused endpoint) keep their records
             self.transcripts.close()
@@ -247,9 +265,10 @@ class _Sweep:
                 shutil.rmtree(out, ignore_errors=True)
 
     async def _execute(self) -> LoopStats:
-        """The sweep on the event loop, stopped with the pool's own error when the sandbox cannot start."""
+        """The sweep on the event loop, stopped with the pool's own error when the sandbox cannot start, or at once
+        (runs in flight dropped, their processes killed) by SIGTERM or SIGHUP."""
         stop = asyncio.Event()
-        _on_ctrl_c(stop, self.console, self.kept)
+        signals = _StopSignals(stop, self.console, self.kept)
         try:
             if not self.pending:
                 return LoopStats()
@@ -266,8 +285,12 @@ class _Sweep:
                 )
             )
             starting = asyncio.wrap_future(self.sandbox)
-            both: list[asyncio.Future[Any]] = [sweep, starting]
-            await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
+            if not await _until_halted(sweep, starting, signals.halted):
+                starting.cancel()  # its outcome no longer matters
+                shutdown_sandboxes()  # first: no model code runs a moment longer
+                sweep.cancel()  # before the loop hands any run the end of its killed child
+                await asyncio.gather(sweep, return_exceptions=True)  # the finished runs' lines reach the disk
+                return LoopStats(interrupted=True)
             if starting.done() and starting.exception() is not None:
                 sweep.cancel()
                 await asyncio.gather(sweep, return_exceptions=True)
@@ -276,9 +299,27 @@ class _Sweep:
             stats.interrupted = stop.is_set() and stats.done < len(self.pending)
             return stats
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            self.stopped_by = signals.first or signal.SIGINT
+            signals.remove()
             await self.services.model.aclose()
+
+
+async def _until_halted(
+    sweep: asyncio.Future[LoopStats], starting: asyncio.Future[None], halted: asyncio.Event
+) -> bool:
+    """Wait until the sweep is over (False if `halted` came first): it failed, the pool failed to start, or both
+    are done."""
+    halt = asyncio.ensure_future(halted.wait())
+    try:
+        while not halted.is_set():
+            failed = [job for job in (sweep, starting) if job.done() and job.exception() is not None]
+            if failed or (sweep.done() and starting.done()):
+                return True
+            waiting = [job for job in (sweep, starting, halt) if not job.done()]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        return False
+    finally:
+        halt.cancel()
 
 
 def waiting_for(model: ChatModel) -> Callable[[], str]:
@@ -290,25 +331,67 @@ def waiting_for(model: ChatModel) -> Callable[[], str]:
     return lambda: "waiting for the first answers…"
 
 
-def _on_ctrl_c(stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
-    """First Ctrl-C: start no new run and let the ones in flight finish (their results are kept). Second Ctrl-C:
-    stop now. Every result counted so far is already on disk, so exiting at once loses only the runs in flight,
-    exactly as a kill would, and the next pass redoes them."""
-    loop = asyncio.get_running_loop()
+# The signals that stop a sweep: Ctrl-C, a process manager's SIGTERM (systemd, Kubernetes, CI, `timeout`), and the
+# SIGHUP of a closed terminal.
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-    def second() -> None:
-        console.print(f"stopped: {kept()}", markup=False, highlight=False)
-        with contextlib.suppress(Exception):
-            shutdown_sandboxes()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
 
-    def first() -> None:
-        stop.set()
-        console.print("finishing in-flight requests; Ctrl-C again to stop now", markup=False, highlight=False)
-        loop.add_signal_handler(signal.SIGINT, second)
+def stop_status(signum: int) -> int:
+    """What edsb exits with when `signum` stopped it: 128 + its number, as a shell reports a process that signal
+    ended (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    return 128 + int(signum)
 
-    # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, first)
+
+class _StopSignals:
+    """First Ctrl-C: start no new run and let the ones in flight finish (their results are kept). First SIGTERM or
+    SIGHUP: stop now (`halted`): the runs in flight are dropped and their processes killed, every finished run is
+    kept. Any second signal: kill every sandbox process and exit at once. Every result counted so far is already on
+    disk, so any of them loses only the runs in flight, and the next pass redoes them."""
+
+    def __init__(self, stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
+        self.stop, self.console, self.kept = stop, console, kept
+        self.halted = asyncio.Event()
+        self.first: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self._installed: list[int] = []
+        self._previous: dict[int, Any] = {}
+        for signum in _STOP_SIGNALS:
+            # No loop signal handlers on Windows or off the main thread: Ctrl-C then interrupts at once.
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self._loop.add_signal_handler(signum, self._on_first, signum)
+                self._installed.append(signum)
+
+    def _on_first(self, signum: int) -> None:
+        """On the loop: stop the sweep as `signum` asks, and let a second signal stop edsb itself."""
+        self.first = signum
+        self.stop.set()
+        for other in self._installed:
+            self._loop.remove_signal_handler(other)
+            self._previous[other] = signal.signal(other, self._on_second)
+        self._installed = []
+        if signum == signal.SIGINT:
+            self._say("finishing in-flight requests; Ctrl-C again to stop now")
+        else:
+            self._say(f"{signal.Signals(signum).name}: stopping; the runs in flight are redone by the next pass")
+            self.halted.set()
+
+    def _on_second(self, signum: int, frame: object) -> None:
+        """In the main thread, wherever it was (so no lock is taken): the sandbox processes first, then exit, whatever
+        fails on the way (the processes left would still die with edsb, by their parent-death signal)."""
+        try:
+            kill_sandboxes_now()
+            self._say(f"stopped: {self.kept()}")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(stop_status(signum))
+
+    def _say(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False)
+
+    def remove(self) -> None:
+        """The handlers as they were before the sweep."""
+        for signum in self._installed:
+            self._loop.remove_signal_handler(signum)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)

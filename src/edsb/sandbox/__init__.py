@@ -35,11 +35,19 @@ if TYPE_CHECKING:
         SandboxPool,
         check_sandbox,
         execute_plan_code,
+        kill_sandboxes_now,
         sandbox_threads,
         shutdown_sandboxes,
     )
 
-_POOL = ("SandboxPool", "check_sandbox", "execute_plan_code", "sandbox_threads", "shutdown_sandboxes")
+_POOL = (
+    "SandboxPool",
+    "check_sandbox",
+    "execute_plan_code",
+    "kill_sandboxes_now",
+    "sandbox_threads",
+    "shutdown_sandboxes",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -75,6 +83,7 @@ __all__ = [
     "execute_plan_code",
     "extract_code",
     "fault_text",
+    "kill_sandboxes_now",
     "prepare_code",
     "sandbox_threads",
     "shutdown_sandboxes",

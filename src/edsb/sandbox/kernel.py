@@ -89,6 +89,7 @@ _FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_
 _IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B, 0x5421)
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_PDEATHSIG = 1
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _CAP_SETGID, _CAP_SETUID = 6, 7
@@ -608,6 +609,7 @@ class Containment:
     landlock: bool = True
     seccomp: bool = True
     close_fds: bool = True  # close all but keep_fds and put 0-2 on /dev/null
+    parent: int | None = None  # the process the child dies with (`die_with_parent`), armed again after the drop
 
 
 class ContainmentError(Exception):
@@ -640,6 +642,16 @@ def release() -> None:
     _prepared = None
 
 
+def die_with_parent(parent: int) -> None:
+    """Be killed (SIGKILL) when the thread that started this process ends, and exit now if `parent` is already
+    gone (it died before the request took effect: this process was then handed to another). Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), "set the parent-death signal")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def contain(containment: Containment) -> None:
     """Apply the layers in the calling (single-threaded, freshly forked) process; ContainmentError if one fails."""
     c = containment
@@ -661,6 +673,8 @@ def contain(containment: Containment) -> None:
             _set_rlimits(c)
         if c.drop_privileges:
             _drop_privileges(support, built.capabilities, c.max_tasks if c.rlimits else None)
+        if c.parent is not None:  # a change of user clears the parent-death signal; seccomp then refuses prctl
+            die_with_parent(c.parent)
         _prctl(_PR_SET_NO_NEW_PRIVS, 1, "set no_new_privs")
         if c.landlock:
             _restrict_landlock(built)

@@ -10,6 +10,10 @@ default one per core, whatever the runner's concurrency: a call waits for a free
 each one used is replaced in the background while the parent judges its run. The parent kills a child at its
 wall-clock timeout, reads bounded frames, and checks the answer as untrusted data (`_answer`). The public functions
 are thread-safe, so an asyncio runner can call them from a thread pool (`sandbox_threads`).
+
+No process of a pool outlives it, nor edsb: the template is started from a thread that lives as long as the pool,
+and it and every child get a parent-death signal (SIGKILL); `close` kills the children running code too, and
+`kill_sandboxes_now` kills everything from a signal handler.
 """
 
 from __future__ import annotations
@@ -44,8 +48,14 @@ from edsb.sandbox.wire import HEADER, Deadline, FrameReader, RawPlan, WorkerDied
 
 def execute_plan_code(reply: str, context: CodeContext, limits: SandboxLimits | None = None) -> RawPlan:
     """Run the code of a model reply (or bare code) in a fresh sandbox process: what it set, or CodeError for the
-    model's failures (EdsbFault / SandboxError when edsb itself fails)."""
-    return default_pool(limits or DEFAULT_LIMITS).execute(reply, context)
+    model's failures (EdsbFault / SandboxError when edsb itself fails). Called from one of a pool's threads
+    (`sandbox_threads`), it runs on that pool, so a call that starts as the pool closes fails instead of starting
+    a new one."""
+    limits = limits or DEFAULT_LIMITS
+    pool: SandboxPool | None = getattr(_thread_pool, "pool", None)
+    if pool is None or pool.limits != limits:
+        pool = default_pool(limits)
+    return pool.execute(reply, context)
 
 
 def sandbox_threads(limits: SandboxLimits | None = None) -> ThreadPoolExecutor:
@@ -64,6 +74,7 @@ def check_sandbox(limits: SandboxLimits | None = None, scenes: Iterable[SceneSou
 
 
 _pools: dict[SandboxLimits, SandboxPool] = {}
+_thread_pool = threading.local()  # in a pool's own threads, `.pool`: that pool
 _pools_lock = threading.Lock()
 
 
@@ -77,7 +88,7 @@ def default_pool(limits: SandboxLimits) -> SandboxPool:
 
 
 def shutdown_sandboxes() -> None:
-    """Stop every process of every default pool (also registered to run at exit)."""
+    """Stop every process of every default pool, the children running code included."""
     with _pools_lock:
         pools = list(_pools.values())
         _pools.clear()
@@ -85,7 +96,23 @@ def shutdown_sandboxes() -> None:
         pool.close()
 
 
-atexit.register(shutdown_sandboxes)
+def _close_every_pool() -> None:
+    """At exit: every pool still open, default or not."""
+    for pool in list(_open_pools):
+        pool.close()
+
+
+def kill_sandboxes_now() -> None:
+    """SIGKILL every process of every pool at once, without waiting for any (for a process about to exit: the
+    template's own exit reaps the children). Takes no lock, so that a signal handler can call it whatever the
+    interrupted code held."""
+    for pool in list(_open_pools):
+        pool.kill_now()
+
+
+_open_pools: set[SandboxPool] = set()  # every pool not closed yet, default or not
+
+atexit.register(_close_every_pool)
 
 
 def default_workers() -> int:
@@ -107,9 +134,15 @@ class SandboxPool:
         self.limits = limits
         self.size = limits.workers or default_workers()
         self._slots = threading.BoundedSemaphore(self.size)
-        self.threads = ThreadPoolExecutor(self.size, thread_name_prefix="edsb-sandbox")
+        self.threads = ThreadPoolExecutor(
+            self.size, thread_name_prefix="edsb-sandbox", initializer=setattr, initargs=(_thread_pool, "pool", self)
+        )
         # One thread forks children ahead (its requests to the template are serial anyway).
         self._forker = ThreadPoolExecutor(1, thread_name_prefix="edsb-fork")
+        # One thread starts every template, and lives as long as the pool: a template dies with the thread that
+        # started it (its parent-death signal), and a caller's thread may end first.
+        self._launcher = ThreadPoolExecutor(1, thread_name_prefix="edsb-template")
+        self._templates: list[_Template] = []  # every template started and not stopped by `close`
         self._forking = False
         self._idle: list[_Child] = []
         self._lock = threading.Lock()
@@ -129,6 +162,7 @@ class SandboxPool:
         }
         # Inline scenes, pickled once: id(scene) -> (scene, digest, pickle).
         self._blobs: dict[int, tuple[Scene | ApiScene, str, bytes]] = {}
+        _open_pools.add(self)
 
     def execute(self, reply: str, context: CodeContext) -> RawPlan:
         """What the reply's code set; CodeError for the model's failures, EdsbFault / SandboxError for edsb's."""
@@ -176,17 +210,25 @@ class SandboxPool:
         return None if template is None else template.process.pid
 
     def close(self) -> None:
-        self.threads.shutdown(wait=False)
+        """Stop every process of the pool, without waiting for any run: the children running code are killed (their
+        calls raise SandboxError), then the template kills and reaps the rest and exits (killed if it lingers)."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        self._forker.shutdown(wait=True)
+            templates, self._templates = self._templates, []
+        self.threads.shutdown(wait=False, cancel_futures=True)  # a call still queued never starts
+        for template in templates:
+            template.close()
         for child in idle:
-            child.stop()
-        with self._template_lock:
-            template, self._template = self._template, None
-        if template is not None:
-            template.stop()
+            child.retire()
+        self._forker.shutdown(wait=True)
+        self._launcher.shutdown(wait=True)
+        _open_pools.discard(self)
+
+    def kill_now(self) -> None:
+        """SIGKILL every child and template of the pool, waiting for none (`kill_sandboxes_now`)."""
+        for template in list(self._templates):
+            template.kill_now()
 
     def __enter__(self) -> SandboxPool:
         return self
@@ -316,15 +358,37 @@ class SandboxPool:
                 raise SandboxError("the sandbox pool is closed")
             for attempt in range(2):
                 if self._template is None or not self._template.alive:
-                    self._template = _Template.start(self.limits, _data_directories(sources))
+                    self._template = self._start_template(sources)
                 try:
                     return self._template.spawn(scenes, count, self._settings)
                 except _TemplateDied:
                     self._template.stop()
+                    with self._lock:
+                        if self._template in self._templates:
+                            self._templates.remove(self._template)
                     self._template = None
+                    if self._closed:
+                        raise SandboxError("the sandbox pool is closed") from None
                     if attempt:
                         raise SandboxError("the sandbox template process keeps dying") from None
         raise AssertionError("unreachable")
+
+    def _start_template(self, sources: list[SceneSource]) -> _Template:
+        """A new template, started from the pool's own thread (it dies with that thread) and known to `close` from
+        then on, even before it is ready."""
+        try:
+            template = self._launcher.submit(_Template.launch, self.limits, _data_directories(sources)).result()
+        except RuntimeError:  # the launcher is shut down: the pool is closing
+            raise SandboxError("the sandbox pool is closed") from None
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._templates.append(template)
+        if closed:
+            template.stop()
+            raise SandboxError("the sandbox pool is closed")
+        template.wait_until_ready()
+        return template
 
 
 # --- the parent's side of the template and the workers ----------------------------------------------------------------
@@ -332,6 +396,7 @@ class SandboxPool:
 _STARTUP_TIMEOUT = 120.0  # seconds for the template to import its modules
 _LOAD_TIMEOUT = 120.0  # seconds to load a scene and contain a child (or, in the template, to load and fork)
 _REAP_TIMEOUT = 5.0  # seconds for a killed child's exit status
+_CLOSE_GRACE = 1.0  # seconds for a closed template to kill and reap its children and exit
 _EXIT_GRACE = 0.5  # seconds (within the run's limit) for a child whose channel ended to exit on its own
 _WORKER_ENV = {
     "PYTHONHASHSEED": "0",  # set iteration in model code is reproducible from run to run
@@ -410,10 +475,12 @@ class _Template:
         self._done: list[int] = []  # children killed after their run, reaped with the next request
         self.unloadable: dict[tuple[str, ...], str] = {}  # scenes it could not load, and why
         self.sent: set[tuple[str, ...]] = set()  # scenes it was given (each pickle crosses once)
+        self.children: dict[int, _Child] = {}  # every child not killed yet, idle or running code
 
     @classmethod
-    def start(cls, limits: SandboxLimits, data: list[str]) -> _Template:
-        """The template, started; `data`: the data directories no Landlock read rule may cover."""
+    def launch(cls, limits: SandboxLimits, data: list[str]) -> _Template:
+        """The template process, started (`wait_until_ready` waits for its imports); `data`: the data directories no
+        Landlock read rule may cover. It dies with the calling thread."""
         if limits.sandbox == "exact":
             support = kernel.host_support()
             if not support.exact:
@@ -432,6 +499,7 @@ class _Template:
                     str(limits.memory_bytes),
                     json.dumps(data),
                     limits.sandbox,
+                    str(os.getpid()),  # its parent: a template that outlived this process exits at once
                 ],
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,
@@ -445,16 +513,18 @@ class _Template:
             raise SandboxError(f"cannot start the sandbox: {exc}") from None
         finally:
             theirs.close()
-        template = cls(process, ours)
+        return cls(process, ours)
+
+    def wait_until_ready(self) -> None:
+        """Wait for the template's first frame; SandboxError (and the template stopped) if it cannot start."""
         try:
-            ready = template._receive(_STARTUP_TIMEOUT)
-        except (WorkerDied, Deadline):
-            template.stop()
+            ready = self._receive(_STARTUP_TIMEOUT)
+        except (OSError, WorkerDied, Deadline):
+            self.stop()
             raise SandboxError("the sandbox failed to start (is edsb importable by the same Python?)") from None
         if ready.get("status") != "ready":
-            template.stop()
+            self.stop()
             raise SandboxError(f"the sandbox failed to start: {ready.get('message', ready)}")
-        return template
 
     def spawn(self, scenes: dict[tuple[str, ...], bytes], count: int, settings: dict[str, Any]) -> list[_Child]:
         """`count` new children (one request: the template's loop and this round trip are paid once), holding every
@@ -526,6 +596,7 @@ class _Template:
                 self._done.append(pid)
 
     def stop(self) -> None:
+        """Kill the template (its children die with it)."""
         if not self.alive:
             return
         self.alive = False
@@ -535,6 +606,34 @@ class _Template:
             self.control.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
+
+    def close(self) -> None:
+        """Kill the children running code, then end the template: told by the end of its input, it kills and reaps
+        the others and exits; killed if it has not within `_CLOSE_GRACE` (busy forking, say)."""
+        for child in list(self.children.values()):
+            child.kill_now()
+        if not self.alive:
+            return
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.control.shutdown(socket.SHUT_RDWR)  # also wakes a thread waiting for its answer
+        try:
+            self.process.wait(timeout=_CLOSE_GRACE)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self.control.close()
+
+    def kill_now(self) -> None:
+        """SIGKILL every child and the template, waiting for none and taking no lock."""
+        for child in list(self.children.values()):
+            child.kill_now()
+        if self.process.returncode is None:  # not reaped yet, so the id is still its own
+            with contextlib.suppress(OSError):
+                os.kill(self.process.pid, signal.SIGKILL)
 
     def _receive(self, timeout: float) -> dict[str, Any]:
         return self.answers.read(time.monotonic() + timeout, _CONTROL_ANSWER_BYTES)
@@ -558,6 +657,9 @@ class _Child:
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self.pidfd = os.pidfd_open(pid)
+        self.shut_down = False  # killed by the pool's `close`, not by its run
+        self._killing = threading.Lock()  # the run's thread and `close` may both kill it
+        template.children[pid] = self
 
     def idle_and_alive(self) -> bool:
         """Whether an idle child can take a run. It writes one frame once contained, then nothing until it has a
@@ -604,12 +706,17 @@ class _Child:
                 ErrorKind.CODE_TIMEOUT, f"TimeoutError: the code ran longer than {limits.timeout:g} s"
             ) from None
         except WorkerDied as died:
+            if self.shut_down:  # the pool closed during the run: no verdict on the model's code
+                self.stop()
+                raise SandboxError("the sandbox was shut down during the run") from None
             if died.args != ("end of output",):  # a frame that is no answer: the model's, written to the channel
                 raise CodeError(ErrorKind.CODE_CRASH, f"the sandbox process sent a malformed answer ({died})") from None
             lingering = not self._exits_within(min(_EXIT_GRACE, deadline - time.monotonic()))
             self.stop()
             if lingering:  # the parent's kill, not an out-of-memory one: say so
                 raise CodeError(ErrorKind.CODE_CRASH, "the code closed its answer channel and kept running") from None
+            if self.exit_status is None and not self.template.alive:  # it died with its template: edsb's failure
+                raise SandboxError("the sandbox template process died during the run") from None
             raise self._death_error(str(died)) from None
         return _answer(response, limits)
 
@@ -646,20 +753,33 @@ class _Child:
         if self._kill():
             self.exit_status = self.template.reap(self.pid)
 
-    def _kill(self) -> bool:
-        if not self.alive:
-            return False
-        self.alive = False
+    def kill_now(self) -> None:
+        """SIGKILL the child and nothing else (no lock, no descriptor closed): whoever runs it sees its end and
+        cleans up; used when the pool closes, and by a signal handler."""
+        self.shut_down = True
+        self._signal()
+
+    def _signal(self) -> None:
         with contextlib.suppress(OSError):
-            if self.pidfd is not None:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            pidfd = self.pidfd
+            if pidfd is not None:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             elif self.template.alive:  # its dead children stay unreaped until it reaps them: the id is still theirs
                 os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.channel.close()
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-        return True
+
+    def _kill(self) -> bool:
+        with self._killing:
+            if not self.alive:
+                return False
+            self.alive = False
+            self._signal()
+            self.template.children.pop(self.pid, None)
+            with contextlib.suppress(OSError):
+                self.channel.close()
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
+            return True
 
     def _death_error(self, detail: str) -> CodeError:
         code = self.exit_status

@@ -47,8 +47,11 @@ from edsb.sandbox.wire import (
 def template_main() -> None:
     """The template process, started by the pool (`pool._Template.start`): prepare once, then fork a child for each
     request on stdin (a Unix socket that also carries the child's socket) until stdin closes. It never runs model
-    code; each child serves one run and exits."""
-    # 1. The control socket, and standard streams that cannot corrupt it; 2. the preparation shared by every child.
+    code; each child serves one run and exits. It dies with the pool's thread that started it, and its children with
+    it; once stdin closes it kills and reaps the children still running."""
+    # 1. Death with the parent; the control socket, and standard streams that cannot corrupt it; 2. the preparation
+    # shared by every child.
+    kernel.die_with_parent(int(sys.argv[5]))
     control = _control_socket()
     if not _prepare(control):
         return
@@ -68,6 +71,7 @@ def template_main() -> None:
         held = [key for key in scenes if key[0] == "held"]
         spawned = {"status": "spawned", "pids": pids, "scenes": held, "unloadable": list(unloadable.items())}
         control.sendall(frame({**spawned, "message": failure} if failure else spawned))
+    _end_children()
 
 
 def _control_socket() -> socket.socket:
@@ -142,6 +146,7 @@ def _fork_children(
     told why."""
     pids: list[int | None] = []
     failure = ""
+    parent = os.getpid()
     for channel in fds:
         pid, failure = _fork() if not failure else (None, failure)
         if pid is None:
@@ -150,6 +155,7 @@ def _fork_children(
             continue
         if pid == 0:  # the child: one run, then exit
             try:
+                kernel.die_with_parent(parent)
                 control.close()
                 for other in fds:
                     if other != channel:
@@ -189,6 +195,14 @@ _MAX_BATCH = 64  # children forked per request at most (the pool asks for as man
 
 # Each live child's hard CPU limit (seconds), to tell the kernel's kill at that limit from any other SIGKILL.
 _cpu_limits: dict[int, int] = {}
+
+
+def _end_children() -> None:
+    """Kill and reap every child still running (the parent has closed: nobody waits for their answers)."""
+    for pid in list(_cpu_limits):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        _reap(pid)
 
 
 def _reap(pid: int) -> int | None:
@@ -264,6 +278,7 @@ def _containment(request: dict[str, Any], channel: int, exact: bool) -> kernel.C
         abi = support.landlock_abi
         layers = {"landlock": abi is not None and abi >= kernel.MIN_LANDLOCK_ABI, "seccomp": support.seccomp}
     return kernel.Containment(
+        parent=os.getppid(),
         memory_bytes=int(request["memory_bytes"]),
         cpu_seconds=math.ceil(float(request["cpu_seconds"])),
         keep_fds=(channel,),

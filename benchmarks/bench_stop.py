@@ -1,0 +1,103 @@
+"""Times how long sandbox processes outlive a stopped `edsb run` (prints one line per stop and sandbox; not a test).
+
+    EDSB_DATA=/path/to/edsb-data python benchmarks/bench_stop.py [--baseline-src DIR] [--code-timeout 60] [--cap 40]
+
+Each arm starts `edsb run` against a loopback model whose two Event Parser programs fill 160 MiB and then sleep
+(exact; `time` is refused under restricted) or spin, waits until both are running (two processes under edsb
+holding that memory), stops edsb (SIGTERM, SIGHUP, a second SIGINT, or SIGKILL) and polls /proc until every process
+that was under it is gone or a zombie, for at most `--cap` seconds. `--baseline-src` runs another checkout's `src`
+the same way (e.g. `git archive <commit> src | tar -x -C DIR`), arm by arm. A figure is the milliseconds until the
+last process was gone; its ratio is against the `--code-timeout` a run's code could otherwise keep running for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.support.edsb_cli import child_env, start_edsb  # noqa: E402
+from tests.support.openai_server import OpenAIServer  # noqa: E402
+from tests.support.processes import descendants, poll, resident_bytes, running  # noqa: E402
+from tests.support.scripted_programs import ProgramScript, program, run_args  # noqa: E402
+
+HOLD = 160 << 20
+SLEEP = f"hold = np.ones({HOLD // 8})\nimport time\ntime.sleep(10 ** 6)"
+SPIN = f"hold = np.ones({HOLD // 8})\nwhile True:\n    pass"
+STOPS = {"sigterm": "SIGTERM", "sighup": "SIGHUP", "second_sigint": "SIGINT", "sigkill": "SIGKILL"}
+
+
+def _holding(pid: int) -> int:
+    """How many processes under `pid` hold a program's memory: each is running model code."""
+    return sum(resident_bytes(below) >= HOLD for below, _ in descendants(pid))
+
+
+def _stop(edsb: subprocess.Popen[bytes], how: str) -> None:
+    if how == "second_sigint":
+        edsb.send_signal(signal.SIGINT)
+        seen = b""
+        assert edsb.stderr is not None
+        while b"Ctrl-C again" not in seen and edsb.poll() is None:
+            if select.select([edsb.stderr], [], [], 1)[0]:
+                seen += os.read(edsb.stderr.fileno(), 4096)
+    edsb.send_signal(signal.Signals[STOPS[how]])
+
+
+def lifetime(src: Path, sandbox: str, how: str, code_timeout: float, cap: float) -> float | None:
+    """Seconds from the stop until no process of the sweep remained; None if some were still running at `cap`."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        OpenAIServer(
+            ProgramScript([program("a", SLEEP if sandbox == "exact" else SPIN), program("b", SPIN)])
+        ) as server,
+    ):
+        env = {**child_env(Path(tmp) / "cache"), "PYTHONPATH": str(src)}
+        args = run_args(server.base_url, Path(tmp) / "out", 2, "--concurrency", "2", sandbox=sandbox)
+        edsb = start_edsb([*args, "--code-timeout", str(code_timeout)], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)  # fmt: skip
+        processes = set()
+        try:
+            if poll(lambda: _holding(edsb.pid) >= 2, 300) is None:
+                raise SystemExit(f"the programs never ran ({src}, {sandbox})")
+            processes = descendants(edsb.pid)
+            _stop(edsb, how)
+            return poll(lambda: not running(processes), cap)
+        finally:
+            for pid, _ in running(processes):  # only what this arm started
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if edsb.poll() is None:
+                edsb.kill()
+            edsb.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline-src", type=Path, default=None, help="another checkout's src directory")
+    parser.add_argument("--code-timeout", type=float, default=60.0)
+    parser.add_argument("--cap", type=float, default=40.0, help="seconds to wait for the processes to end")
+    parser.add_argument("--sandboxes", default="exact,restricted")
+    args = parser.parse_args()
+    arms = {"": ROOT / "src", **({"baseline_": args.baseline_src.resolve()} if args.baseline_src else {})}
+    load = os.getloadavg()[0]
+    for sandbox in args.sandboxes.split(","):
+        for how in STOPS:
+            for prefix, src in arms.items():
+                seconds = lifetime(src, sandbox, how, args.code_timeout, args.cap)
+                value = args.cap if seconds is None else seconds
+                above = " or more (still running at the cap)" if seconds is None else ""
+                print(f"{prefix}stop_{sandbox}_{how}_ms: {value * 1000:.1f} (ratio {value / args.code_timeout:.4f} "
+                      f"of the code timeout{above})", flush=True)  # fmt: skip
+    print(f"machine: {os.cpu_count()} cores, load average {load:.2f} at start, uid {os.getuid()}")
+
+
+if __name__ == "__main__":
+    main()
