@@ -3,7 +3,8 @@ resumed by this edsb through the one migration, and its report is byte for byte 
 
 `old_formats/oracle-0.1.0` is `edsb run --model oracle --cases 13,60 --sandbox restricted` as 0.1.0 wrote it (its
 `data` path set to null); `old_formats/oracle-0.1.0.report/` holds what 0.1.0's `edsb report` printed for it in each
-format, at 80 columns.
+format, at 80 columns, except the power table of the table and Markdown formats: its title and note now say that
+its figure is an upper bound (the one wording changed on purpose since 0.1.0).
 """
 
 from __future__ import annotations
