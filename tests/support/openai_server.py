@@ -40,6 +40,8 @@ CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 ANTHROPIC_PATH = "/v1/messages"
 GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent")
+# Azure OpenAI's classic deployment URL: the deployment in the path, the API version in the query.
+AZURE_PATH = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names lower-cased
     body: bytes
     received_at: float  # time.monotonic() when the request line arrived
+    query: str = ""  # the query string, without its `?`
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -290,7 +293,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
-        request = RecordedRequest(self.command, self.path.split("?")[0], headers, body, received_at)
+        path, _, query = self.path.partition("?")
+        request = RecordedRequest(self.command, path, headers, body, received_at, query)
         self.owner._record(request)
         return request
 
@@ -356,7 +360,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def dialect_of(path: str) -> Dialect | None:
-    if path == CHAT_PATH:
+    if path == CHAT_PATH or AZURE_PATH.fullmatch(path):
         return "openai"
     if path == ANTHROPIC_PATH:
         return "anthropic"

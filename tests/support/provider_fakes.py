@@ -15,6 +15,10 @@
   thinking; 2.5 Pro cannot turn thinking off).
 
 `no_json_mode(status)` plays a server without JSON mode (vLLM without guided decoding, a proxy that allows no POST).
+`REFUSALS` plays the other refusals of a request's shape, each in its provider's own error body: Azure's classic
+deployment without `api-version`, xAI's camelCase parameter, Ollama's reasoning value, OpenRouter relaying OpenAI's
+refusal in `metadata.raw`, a body that is no error object at all; `PROMPT_REFUSALS` the ones that blame the prompt
+(context too long, Azure's content filter, OpenRouter's moderation flag).
 The reply builders give each documented response shape: reasoning fields and content parts (OpenAI-compatible
 servers), thinking and redacted-thinking blocks and refusals (Anthropic), thought parts, safety blocks and
 `thoughtsTokenCount` (Gemini), and null content at the length limit.
@@ -141,6 +145,90 @@ def openai_reply(
     return Reply.json(payload)
 
 
+# Refusals of a request's shape, each in its provider's documented error body.
+
+
+def azure_classic(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """Azure OpenAI's classic deployment URL needs `?api-version=` and refuses a request without it
+    (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference#rest-api-versioning)."""
+    if "api-version=" in request.query:
+        return None
+    error = {"code": "BadRequest", "message": "Missing required query parameter: api-version"}
+    return Reply.json({"error": error}, status=400)
+
+
+def xai_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """xAI: only grok-3-mini takes `reasoning_effort`; the grok-4 models refuse it, naming it in camelCase, in xAI's
+    `{"code", "error"}` body (https://docs.x.ai/docs/guides/reasoning, https://docs.x.ai/docs/key-information/debugging)."""
+    body = request.json()
+    model = str(body.get("model", ""))
+    if "reasoning_effort" in body and not model.startswith("grok-3-mini"):
+        message = f"Model {model} does not support parameter reasoningEffort."
+        return Reply.json({"code": "Client specified an invalid argument", "error": message}, status=400)
+    return None
+
+
+def ollama_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """Ollama's OpenAI-compatible endpoint takes `reasoning_effort` high, medium, low or none, and refuses any other
+    value in OpenAI's error shape (https://docs.ollama.com/api/openai-compatibility)."""
+    effort = request.json().get("reasoning_effort")
+    if effort is None or effort in ("high", "medium", "low", "none"):
+        return None
+    message = f'invalid reasoning value: \'{effort}\' (must be "high", "medium", "low", or "none")'
+    return openai_error(message, None, "invalid_request_error")
+
+
+def openrouter_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """OpenRouter relays the upstream provider's refusal: its own message is `Provider returned error`, the provider's
+    body is in `error.metadata.raw` (https://openrouter.ai/docs/api/reference/errors-and-debugging). Here OpenAI
+    refuses a temperature for its reasoning models (`openai/o1-pro`, `openai/gpt-5`)."""
+    body = request.json()
+    upstream = _openai({**body, "model": str(body.get("model", "")).removeprefix("openai/")})
+    if upstream is None:
+        return None
+    metadata = {"raw": upstream.body.decode(), "provider_name": "OpenAI"}
+    return Reply.json({"error": {"code": 400, "message": "Provider returned error", "metadata": metadata}}, status=400)
+
+
+def malformed_error(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """A proxy's refusal whose body is no error object at all (an HTML page)."""
+    return Reply.text(
+        "<html><body><h1>400 Bad Request</h1>Request Header Or Cookie Too Large</body></html>", status=400
+    )
+
+
+# Refusals that blame the prompt: the model's `request_rejected`.
+CONTEXT_TOO_LONG = openai_error(
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    "messages",
+    "context_length_exceeded",
+)
+AZURE_CONTENT_FILTER = Reply.json(
+    {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+            "policy. Please modify your prompt and retry.",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {"code": "ResponsibleAIPolicyViolation"},
+        }
+    },
+    status=400,
+)
+OPENROUTER_FLAGGED = Reply.json(
+    {
+        "error": {
+            "code": 403,
+            "message": 'openai/gpt-4o requires moderation on OpenAI. Your input was flagged for "violence".',
+            "metadata": {"reasons": ["violence"], "flagged_input": "...", "provider_name": "OpenAI"},
+        }
+    },
+    status=403,
+)
+
+
 # Anthropic
 
 
@@ -255,6 +343,9 @@ def _gemini_thinking(model: str, thinking: dict[str, Any]) -> str | None:
         return "You can only set either thinkingBudget or thinkingLevel, not both."
     if level is not None and level not in GEMINI_LEVELS:
         return f"Invalid value at 'generation_config.thinking_config.thinking_level', \"{level}\""
+    if level == "MINIMAL" and model.startswith("gemini-3") and "-pro" in model:
+        # Gemini 3 Pro thinks at low or high only (https://ai.google.dev/gemini-api/docs/thinking#thinking-levels).
+        return f"Thinking level {level} is not supported for this model."
     if model.startswith("gemini-2.5"):
         if level is not None:
             return "thinkingLevel is not supported for this model: use thinkingBudget."

@@ -40,6 +40,7 @@ from edsb.llm.errors import ModelSpecError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
 from edsb.llm.reasoning import split_message
+from edsb.llm.refusals import read_error
 from edsb.llm.remote import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -91,19 +92,8 @@ def resolve_base_url(base_url: str | None = None, provider: Provider = OPENAI, m
 
 
 def error_message(body: bytes, status: int) -> str:
-    """The server's own words for a failed request: OpenAI's `{"error": {"message": ...}}`, else the body."""
-    text = body.decode("utf-8", "replace")
-    try:
-        data = from_json(body)
-    except ValueError:  # not JSON, too deep, a number too long to convert
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return flat(error["message"])
-        if isinstance(error, str):
-            return flat(error)
-    return flat(text) or f"HTTP {status} with an empty body"
+    """The server's own words for a failed request, in whichever provider's shape (`refusals.read_error`)."""
+    return read_error(body, status).message
 
 
 def _over_header_limits(exc: BaseException) -> bool:
@@ -374,7 +364,7 @@ class OpenAIChatModel(RemoteChatModel):
         self._reach.answered = True
         if not 200 <= status < 300:
             retry_after = retry_after_s(response.headers)
-            raise AttemptFailure("http", error_message(payload, status), status=status, retry_after=retry_after)
+            raise AttemptFailure.http(status, read_error(payload, status), retry_after)
         return payload, time.perf_counter() - started
 
     def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:

@@ -27,12 +27,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError, setting_fix
-from edsb.llm.openai_client import error_message
+from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 from edsb.llm.providers import PROVIDERS, Provider, anthropic_api
 from edsb.llm.reasoning import REDACTED, Split, split_think
-from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
+from edsb.llm.refusals import ServerError, read_error, refusal_fix
+from edsb.llm.remote import ProxyRoute, RemoteChatModel, carried, one_line, tls_context, token_count
 from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class SdkChatModel(RemoteChatModel):
 
 
 def _status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
-    return AttemptFailure("http", error_message(body, status), status=status, retry_after=retry_after)
+    return AttemptFailure.http(status, read_error(body, status), retry_after)
 
 
 class AnthropicChatModel(SdkChatModel):
@@ -410,7 +410,7 @@ class GoogleChatModel(SdkChatModel):
             )
         except ValueError as exc:  # a value the SDK's types refuse (a thinking level it does not know)
             message = one_line(f"the google-genai SDK refuses the settings: {exc}", 400)
-            fix = setting_fix(400, str(exc)) or "change the generation settings"
+            fix = refusal_fix(400, ServerError(str(exc)), carried(request)) or "change the generation settings"
             raise TransportError("rejected", message, attempts=0, fix=fix) from None
         arguments = {"model": self.model, "history": history, "config": generation}
         return arguments, turns[-1].content if turns else ""

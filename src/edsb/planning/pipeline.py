@@ -228,10 +228,11 @@ class EndpointRefused(EdsbError):
 def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     """(status, kind, message) of a run whose model gave no completion."""
     if exc.client_refused:
-        raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
+        fix = f"\nfix: {exc.fix}" if exc.fix else ""
+        raise EndpointRefused(f"the model endpoint refused the request: {exc}{fix}") from None
     if exc.setting_refused:  # configuration: every run would be refused alike
         raise EndpointRefused(f"the model endpoint refused a setting: {exc}\nfix: {exc.fix}") from None
-    if exc.request_rejected:  # an execution error, as any API failure is in the reference
+    if exc.request_rejected:  # this prompt refused (too long, blocked): an execution error, as in the reference
         kind = ErrorKind.REQUEST_REJECTED
         return RunStatus.ERROR, kind, f"{kind}: {exc}"
     kind = ErrorKind.transport(exc.kind)
