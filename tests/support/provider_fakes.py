@@ -123,10 +123,15 @@ def openai_reply(
     finish_reason: str = "stop",
     model: str = "test-model",
     reasoning_tokens_at_top: bool = False,
+    usage: dict[str, Any] | None = None,
 ) -> Reply:
     """A chat completion in any documented shape: `reasoning_content` (DeepSeek, vLLM, SGLang), `reasoning` (vLLM,
     Ollama, OpenRouter), `reasoning_details` (OpenRouter), content as a list of parts (Mistral), a `refusal`, and
-    the reasoning tokens as OpenAI (`completion_tokens_details`) or SGLang (`reasoning_tokens`) report them."""
+    the reasoning tokens as OpenAI (`completion_tokens_details`) or SGLang (`reasoning_tokens`) report them; `usage`
+    adds to the usage object: OpenAI's `prompt_tokens_details.cached_tokens`
+    (https://platform.openai.com/docs/guides/prompt-caching), OpenRouter's `cost`
+    (https://openrouter.ai/docs/use-cases/usage-accounting), xAI's `total_tokens` counting the reasoning tokens that
+    `completion_tokens` leaves out (https://docs.x.ai/docs/guides/reasoning)."""
     payload = completion_payload(None, 30, completion_tokens, finish_reason, model)
     message = payload["choices"][0]["message"]
     message["content"] = content
@@ -142,6 +147,7 @@ def openai_reply(
             payload["usage"]["reasoning_tokens"] = reasoning_tokens
         else:
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    payload["usage"].update(usage or {})
     return Reply.json(payload)
 
 
@@ -276,8 +282,12 @@ def anthropic_reply(
     output_tokens: int = 40,
     thinking_tokens: int | None = None,
     extra_blocks: list[dict[str, Any]] | None = None,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
 ) -> Reply:
-    """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them."""
+    """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them; the
+    prompt cache's `cache_read_input_tokens` and `cache_creation_input_tokens` apart from `input_tokens`
+    (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)."""
     content: list[dict[str, Any]] = []
     if thinking is not None:
         content.append({"type": "thinking", "thinking": thinking, "signature": "sig-test"})
@@ -289,6 +299,10 @@ def anthropic_reply(
     usage: dict[str, Any] = {"input_tokens": 30, "output_tokens": output_tokens}
     if thinking_tokens is not None:
         usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
     payload = {
         "id": "msg_test",
         "type": "message",
@@ -364,12 +378,15 @@ def gemini_reply(
     thoughts_tokens: int | None = None,
     finish: str = "STOP",
     block_reason: str | None = None,
+    cached_tokens: int | None = None,
 ) -> Reply:
     """A generateContent reply: thought parts (`"thought": true`) before the answer's part, `thoughtsTokenCount`
     apart from `candidatesTokenCount` (as the API reports them), a prompt blocked for safety (no candidates)."""
     usage: dict[str, Any] = {"promptTokenCount": 30, "candidatesTokenCount": answer_tokens}
     if thoughts_tokens is not None:
         usage["thoughtsTokenCount"] = thoughts_tokens
+    if cached_tokens is not None:  # inside promptTokenCount (https://ai.google.dev/gemini-api/docs/caching)
+        usage["cachedContentTokenCount"] = cached_tokens
     usage["totalTokenCount"] = 30 + answer_tokens + (thoughts_tokens or 0)
     if block_reason is not None:
         feedback = {"blockReason": block_reason, "blockReasonMessage": "The prompt was blocked."}

@@ -176,9 +176,7 @@ def parse_completion(
     refusal = message.get("refusal")
     return ChatResponse(
         **split_message(message).fields(),
-        prompt_tokens=_token_count(usage, "prompt_tokens"),
-        completion_tokens=_token_count(usage, "completion_tokens"),
-        reasoning_tokens=_reasoning_tokens(usage),
+        **billed_usage(usage),
         latency_s=latency_s,
         model=reported_model if isinstance(reported_model, str) and reported_model else requested_model,
         finish_reason=first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
@@ -186,6 +184,33 @@ def parse_completion(
         refusal=refusal if isinstance(refusal, str) and refusal else None,
         sent=sent or {},
     )
+
+
+def billed_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """The `ChatResponse` token fields of a chat completion's usage, as billed: the cached input tokens
+    (`prompt_tokens_details.cached_tokens`), OpenRouter's `cost`, and, where `total_tokens` exceeds prompt plus
+    completion (xAI leaves its reasoning tokens out of `completion_tokens` and bills them as output), the difference
+    as output reasoning."""
+    prompt = _token_count(usage, "prompt_tokens")
+    completion = _token_count(usage, "completion_tokens")
+    reasoning = _reasoning_tokens(usage)
+    total = usage.get("total_tokens")
+    hidden = token_count(total, "usage.total_tokens") - prompt - completion if total is not None else 0
+    if hidden > 0:
+        completion += hidden
+        reasoning = max(reasoning or 0, hidden)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cost = usage.get("cost")
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "reasoning_tokens": reasoning,
+        "cached_tokens": None if cached is None else token_count(cached, "usage.prompt_tokens_details.cached_tokens"),
+        "billed_usd": float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        else None,
+    }
 
 
 def _reasoning_tokens(usage: dict[str, Any]) -> int | None:

@@ -269,7 +269,7 @@ class AnthropicChatModel(SdkChatModel):
         thinking = getattr(details, "thinking_tokens", None)
         return ChatResponse(
             **split.fields(),
-            prompt_tokens=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
+            **_anthropic_input(usage),
             completion_tokens=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
             reasoning_tokens=None if thinking is None else token_count(thinking, "usage.output_tokens_details"),
             latency_s=latency_s,
@@ -289,6 +289,22 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
+
+
+def _anthropic_input(usage: Any) -> dict[str, Any]:
+    """Anthropic's input as billed: `input_tokens` counts only what follows the last cache breakpoint, so the prompt
+    is it plus the tokens read from the cache (`cache_read_input_tokens`) and written to it
+    (`cache_creation_input_tokens`), each billed at its own rate."""
+    read = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    cached = None if read is None else token_count(read, "usage.cache_read_input_tokens")
+    creation = None if written is None else token_count(written, "usage.cache_creation_input_tokens")
+    fresh = token_count(getattr(usage, "input_tokens", None), "usage.input_tokens")
+    return {
+        "prompt_tokens": fresh + (cached or 0) + (creation or 0),
+        "cached_tokens": cached,
+        "cache_write_tokens": creation,
+    }
 
 
 def _split_blocks(content: list[Any]) -> Split:
@@ -434,8 +450,11 @@ class GoogleChatModel(SdkChatModel):
         thoughts = getattr(usage, "thoughts_token_count", None)
         thought = None if thoughts is None else token_count(thoughts, "usageMetadata.thoughtsTokenCount")
         version = getattr(result, "model_version", None)
+        cached = getattr(usage, "cached_content_token_count", None)
         common: dict[str, Any] = {
             "prompt_tokens": token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
+            # inside promptTokenCount, billed at the cache's rate
+            "cached_tokens": None if cached is None else token_count(cached, "usageMetadata.cachedContentTokenCount"),
             "completion_tokens": answered + (thought or 0),  # thinking is billed as output
             "reasoning_tokens": thought,
             "latency_s": latency_s,

@@ -96,6 +96,7 @@ class RunTrace:
     repairs: TextRepairs = field(default_factory=TextRepairs)
     cut: list[str] = field(default_factory=list)  # modules whose reply stopped at the token cap
     cut_notes: list[str] = field(default_factory=list)  # how much of the cap thinking used, where a reply says
+    billed_usd: float | None = None  # what the provider billed, where its replies say
 
     def add(self, module: str, response: ChatResponse) -> None:
         if response.surrogates_replaced:
@@ -107,8 +108,15 @@ class RunTrace:
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
-        if response.reasoning_tokens:  # inside the completion count, as billed; recorded apart where reported
-            entry["reasoning"] = entry.get("reasoning", 0) + response.reasoning_tokens
+        for name, count in (
+            ("reasoning", response.reasoning_tokens),  # inside the completion count, as billed
+            ("cached", response.cached_tokens),  # inside the prompt count, billed at the cache's rates
+            ("cache_write", response.cache_write_tokens),
+        ):
+            if count:  # recorded apart where reported
+                entry[name] = entry.get(name, 0) + count
+        if response.billed_usd is not None:
+            self.billed_usd = (self.billed_usd or 0.0) + response.billed_usd
         self.latency_s += response.latency_s
         self.model = response.model
 
@@ -282,6 +290,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
         tokens=trace.tokens,
+        billed_usd=trace.billed_usd,
         latency_s=round(trace.latency_s, 3),
         wall_s=round(time.perf_counter() - started, 3),
         model=trace.model or services.model.identity,
