@@ -185,11 +185,20 @@ def ollama_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
 
 
 def openrouter_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
-    """OpenRouter relays the upstream provider's refusal: its own message is `Provider returned error`, the provider's
-    body is in `error.metadata.raw` (https://openrouter.ai/docs/api/reference/errors-and-debugging). Here OpenAI
-    refuses a temperature for its reasoning models (`openai/o1-pro`, `openai/gpt-5`)."""
+    """OpenRouter: a setting that no provider of the model lists is dropped without a word, unless the request asks
+    `provider.require_parameters`, which answers 404 `No endpoints found that can handle the requested parameters`
+    (https://openrouter.ai/docs/features/provider-routing#requiring-providers-to-support-all-parameters); here
+    OpenAI's gpt-5 lists no temperature. Where OpenRouter passes the request on (o1-pro), it relays the upstream
+    provider's refusal: its own message is `Provider returned error`, the provider's body is in `error.metadata.raw`
+    (https://openrouter.ai/docs/api/reference/errors-and-debugging)."""
     body = request.json()
-    upstream = _openai({**body, "model": str(body.get("model", "")).removeprefix("openai/")})
+    model = str(body.get("model", "")).removeprefix("openai/")
+    if model.startswith("gpt-5") and body.get("temperature", 1) != 1:
+        if (body.get("provider") or {}).get("require_parameters"):
+            error = {"code": 404, "message": "No endpoints found that can handle the requested parameters."}
+            return Reply.json({"error": error}, status=404)
+        return None  # dropped silently: the reason to ask require_parameters
+    upstream = _openai({**body, "model": model})
     if upstream is None:
         return None
     metadata = {"raw": upstream.body.decode(), "provider_name": "OpenAI"}

@@ -1,5 +1,5 @@
-"""`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
-that speaks the OpenAI chat completions API, over aiohttp.
+"""`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `openrouter`, `deepseek`, `xai`, `ollama`,
+...): any server that speaks the OpenAI chat completions API, over aiohttp.
 
 What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
 token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
@@ -348,6 +348,9 @@ class OpenAIChatModel(RemoteChatModel):
             value = getattr(request, name)
             if value is not None:
                 params[name] = value
+        if self.provider.effort_object and request.reasoning_effort is not None:
+            params["reasoning"] = {"effort": params.pop("reasoning_effort")}
+        params.update(self.provider.body)
         return params
 
     async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:

@@ -2,16 +2,19 @@
 it speaks and what it sends by default.
 
 The names, hosts, key variables and token caps are those of the official implementation's LLM client (Lim et al.,
-ICCV 2025), so a command written for it names the same models here. Five hosts speak OpenAI's chat completions API
-and share edsb's aiohttp client; Anthropic and Google are reached through their official SDKs (optional extras).
+ICCV 2025), so a command written for it names the same models here; today's hosts (OpenRouter, DeepSeek, xAI,
+Mistral, Together, Fireworks, Ollama) follow, each with the key variable and host its users know. The hosts that
+speak OpenAI's chat completions API share edsb's aiohttp client; Anthropic and Google are reached through their
+official SDKs (optional extras).
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 Api = Literal["openai", "anthropic", "google"]
 
@@ -19,7 +22,12 @@ Api = Literal["openai", "anthropic", "google"]
 @dataclass(frozen=True)
 class Provider:
     """One provider. `base_url` may hold `{model}` (Lepton serves each model at a host of its own); None: the SDK's
-    own default host. `max_tokens`: the cap sent when `--max-tokens` is not given (None: no cap is sent)."""
+    own default host. `max_tokens`: the cap sent when `--max-tokens` is not given (None: no cap is sent).
+
+    What an OpenAI-compatible host does apart from OpenAI's API: `body` is added to every request (OpenRouter's
+    `provider.require_parameters`, so that a setting a model does not take is refused, not dropped); `effort_object`
+    sends the effort as `reasoning: {effort}` (OpenRouter's form); `ignores_temperature` names the models (by name
+    prefix) whose thinking mode ignores the temperature without an error, so none is sent and the run says why."""
 
     name: str
     api: Api
@@ -28,9 +36,19 @@ class Provider:
     max_tokens: int | None = None
     takes_seed: bool = True  # whether the API has a sampling seed for `--model-seed`
     extra: str | None = None  # the pip extra that installs its SDK
+    keyless: bool = False  # a server on the user's own machine (Ollama): no key is needed at its default host
+    body: Mapping[str, Any] = field(default_factory=dict)
+    effort_object: bool = False
+    ignores_temperature: tuple[str, ...] = ()
 
     def url_for(self, model: str) -> str | None:
         return None if self.base_url is None else self.base_url.format(model=model)
+
+    def temperature_ignored(self, model: str) -> str | None:
+        """Why `model` gets no temperature from this provider, which would ignore it without an error."""
+        if model.lower().startswith(self.ignores_temperature) and self.ignores_temperature:
+            return f"{self.name}'s thinking mode ignores the temperature, without an error"
+        return None
 
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -55,6 +73,27 @@ PROVIDERS: dict[str, Provider] = {
             extra="anthropic",
         ),
         Provider("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
+        # Today's hosts, by name, with the key variable and host their users know.
+        Provider(
+            "openrouter",
+            "openai",
+            "OPENROUTER_API_KEY",
+            "https://openrouter.ai/api/v1",
+            body={"provider": {"require_parameters": True}},
+            effort_object=True,
+        ),
+        Provider(
+            "deepseek",
+            "openai",
+            "DEEPSEEK_API_KEY",
+            "https://api.deepseek.com/v1",
+            ignores_temperature=("deepseek-reasoner",),
+        ),
+        Provider("xai", "openai", "XAI_API_KEY", "https://api.x.ai/v1"),
+        Provider("mistral", "openai", "MISTRAL_API_KEY", "https://api.mistral.ai/v1"),
+        Provider("together", "openai", "TOGETHER_API_KEY", "https://api.together.xyz/v1"),
+        Provider("fireworks", "openai", "FIREWORKS_API_KEY", "https://api.fireworks.ai/inference/v1"),
+        Provider("ollama", "openai", "OLLAMA_API_KEY", "http://localhost:11434/v1", keyless=True),
     )
 }
 # The reference's `groq-native` calls Groq's own SDK, which posts the very same chat completion to the same host.

@@ -22,7 +22,7 @@ from pydantic_core import to_json
 from edsb.llm.errors import ApiKeyError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import PROVIDERS, Provider
-from edsb.llm.refusals import ServerError, Verdict, judge
+from edsb.llm.refusals import ServerError, Verdict, judge, refusal_fix
 from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, send_with_retries
 
 DEFAULT_TIMEOUT_S = 180.0
@@ -54,7 +54,7 @@ def resolve_api_key(
     value = os.environ.get(provider.key_env)
     if value:
         return value
-    if base_url == default_url:
+    if base_url == default_url and not provider.keyless:
         raise ApiKeyError(f"{provider.key_env} is not set: export it, or name the key variable with --api-key-env")
     return KEYLESS_PLACEHOLDER
 
@@ -271,9 +271,9 @@ class RemoteChatModel:
 
     def _describe(self, failure: AttemptFailure) -> str:
         """The failure's message, redacted; a 404 gets the hint of where the address may be wrong, unless the
-        server's own words show the address reached the API (`only supported in v1/responses`)."""
+        server's own words say what is (`only supported in v1/responses`: the address reached the API)."""
         message = whole_message(self._redact(failure.message))
-        if failure.status == 404 and self.not_found_hint and "v1/" not in message.lower():
+        if failure.status == 404 and self.not_found_hint and refusal_fix(404, ServerError(message)) is None:
             message += f" ({self.not_found_hint})"
         return message
 

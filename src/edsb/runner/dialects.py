@@ -34,6 +34,9 @@ def _api(model: str) -> str | None:
 
 def temperature_not_sent(model: str, settings: Mapping[str, Any]) -> str | None:
     """Why `model` gets no temperature when none is given (None: it gets the paper's)."""
+    spec = parse_model_spec(model)
+    if spec.remote and spec.target is not None and (why := get_provider(spec.kind).temperature_ignored(spec.target)):
+        return why
     if _api(model) != "anthropic":
         return None
     version, takes_temperature = anthropic_api()
@@ -59,6 +62,10 @@ def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
         return "--thinking-budget is Anthropic's and Gemini's setting; use --reasoning-effort here"
     if api == "google" and settings.reasoning_effort is not None:
         return "Gemini takes --thinking-budget (2.5) or --thinking-level (3), not --reasoning-effort"
+    spec = parse_model_spec(model)
+    ignored = get_provider(spec.kind).temperature_ignored(spec.target or "")
+    if ignored is not None and settings.temperature is not None:
+        return f"{ignored}: leave out --temperature or pass --temperature default"
     return _anthropic_refuses(settings) if api == "anthropic" else None
 
 
