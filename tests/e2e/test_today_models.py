@@ -33,6 +33,15 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
         ("--thinking-budget", "2048"),
         {"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}},
     ),
+    "claude 4.7, adaptive thinking": (
+        "anthropic:claude-opus-4-7",
+        ("--reasoning-effort", "high"),
+        {
+            "max_tokens": 2048 + 16_384,
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "high"},
+        },
+    ),
     "gemini 2.5": ("google:gemini-2.5-pro", (), {"temperature": 0.1, "responseMimeType": "application/json"}),
     "gemini 2.5, thinking budget": (
         "google:gemini-2.5-flash",
@@ -163,3 +172,19 @@ def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(edsb: Callabl
     (record,) = [json.loads(line) for line in Path("out/results.jsonl").read_text().splitlines()]
     assert "context window cut it" in record["error"] and "OLLAMA_CONTEXT_LENGTH" in record["error"]
     assert "--max-tokens" not in record["error"]
+
+
+def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_works(
+    edsb: Callable[..., Outcome],
+) -> None:
+    """Opus 4.7 and later take adaptive thinking only: a budget is a one-line error before any request, naming
+    --reasoning-effort; the fake refuses what the API refuses, should a budget reach it."""
+    model = "anthropic:claude-opus-4-7"
+    with OpenAIServer(validator=provider_rules) as server:
+        check = edsb("check-model", *_base(model, server), "--thinking-budget", "2048")
+        run = edsb("run", *_base(model, server), "--thinking-budget", "2048", *ONE_RUN, "--out", "out")
+        sent = len(server.requests)
+    for outcome in (check, run):
+        outcome.assert_one_clear_error(2, contains="--reasoning-effort")
+        assert "adaptive" in outcome.stderr
+    assert sent == 0

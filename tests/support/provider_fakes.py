@@ -9,7 +9,8 @@
   refuse `reasoning_effort`. The error bodies are OpenAI's (`unsupported_value`, `unsupported_parameter`).
 - Anthropic: the body is held to the installed SDK's own request type (`MessageCreateParamsNonStreaming`): a key the
   API version does not have is `<key>: Extra inputs are not permitted`; then the documented thinking rules (a budget
-  of at least 1,024 tokens, below `max_tokens`) and the request header's API version.
+  of at least 1,024 tokens, below `max_tokens`; adaptive thinking from Claude 4.6; no budget on Opus 4.7 and later)
+  and the request header's API version.
 - Gemini: `generationConfig` is held to the SDK's `GenerationConfig` (REST names, no unknown field); then the
   documented thinking rules per model (2.5: a budget, no level; 3: a level or a budget, not both; earlier models: no
   thinking; 2.5 Pro cannot turn thinking off).
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -271,6 +273,9 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
         where = ".".join(str(part) for part in error["loc"])
         return anthropic_error(f"{where}: {error['msg']}")
     thinking = body.get("thinking") or {}
+    refusal = _claude_thinking(str(body.get("model", "")), thinking.get("type"))
+    if refusal is not None:
+        return anthropic_error(refusal)
     if thinking.get("type") == "enabled":
         budget = thinking.get("budget_tokens", 0)
         if budget < ANTHROPIC_MIN_BUDGET:
@@ -279,6 +284,21 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
             )
         if body["max_tokens"] <= budget:
             return anthropic_error("`max_tokens` must be greater than `thinking.budget_tokens`")
+    return None
+
+
+def _claude_thinking(model: str, kind: Any) -> str | None:
+    """Claude's thinking per model (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking): Opus
+    4.7 and later refuse budget thinking; adaptive thinking came with Claude 4.6."""
+    match = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?(?:-\d{8})?$", model)
+    version = (int(match[2]), int(match[3] or 0)) if match else (0, 0)
+    if kind == "enabled" and match and match[1] == "opus" and version >= (4, 7):
+        return (
+            "thinking.type.enabled is not supported for this model. Use thinking.type.adaptive and "
+            "output_config.effort to control thinking behavior."
+        )
+    if kind == "adaptive" and version < (4, 6):
+        return "thinking.type.adaptive is not supported for this model."
     return None
 
 

@@ -11,6 +11,7 @@ official SDKs (optional extras).
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -115,3 +116,34 @@ def anthropic_api() -> tuple[str, frozenset[str]] | None:
     except ImportError:
         return None
     return str(version), frozenset(params.__required_keys__ | params.__optional_keys__)
+
+
+# Claude's thinking by model, as Anthropic's documentation gives it on 2026-12-01
+# (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking): Claude 4.6 and later take adaptive
+# thinking (`thinking: {type: adaptive}`, its depth set by `output_config.effort`); Opus 4.7 and later take nothing
+# else, and refuse a thinking budget. The SDK names the models but not what each takes, hence this table.
+ADAPTIVE_SINCE = (4, 6)
+BUDGET_REFUSED_SINCE = {"opus": (4, 7)}
+_CLAUDE = re.compile(r"claude-(?P<family>opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?")
+
+
+def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
+    """A Claude model's family and version (`claude-opus-4-7` is opus 4.7), under any `org/` or `anthropic.`
+    prefix; None for a name of another shape."""
+    match = _CLAUDE.search(model.lower())
+    if match is None:
+        return None
+    return match["family"], (int(match["major"]), int(match["minor"] or 0))
+
+
+def claude_adaptive(model: str) -> bool:
+    """Whether the model takes adaptive thinking."""
+    found = claude_version(model)
+    return found is not None and found[1] >= ADAPTIVE_SINCE
+
+
+def claude_refuses_budget(model: str) -> bool:
+    """Whether the model refuses a thinking budget (adaptive thinking only)."""
+    found = claude_version(model)
+    since = BUDGET_REFUSED_SINCE.get(found[0]) if found is not None else None
+    return found is not None and since is not None and found[1] >= since

@@ -2,8 +2,9 @@
 `google`), with every request built as the official implementation builds it, in the API's dialect of today.
 
 - Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are, `max_tokens`
-  (2,048 unless `--max-tokens`, plus the thinking budget); the temperature only where the installed SDK's API
-  version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for; no JSON mode (the API
+  (2,048 unless `--max-tokens`, plus the thinking budget or adaptive thinking's room); the temperature only where
+  the installed SDK's API version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked
+  for (an effort turns on adaptive thinking on Claude 4.6 and later); no JSON mode (the API
   has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the first text block the answer.
 - Google (google-genai): a chat whose history is every turn but the last, which is then sent; `system_instruction`,
   `max_output_tokens` (the answer's 2,048 unless `--max-tokens`, plus room for a thinking model's thinking), the
@@ -29,7 +30,7 @@ from urllib.parse import urlsplit
 
 from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
-from edsb.llm.providers import PROVIDERS, Provider, anthropic_api
+from edsb.llm.providers import PROVIDERS, Provider, anthropic_api, claude_adaptive
 from edsb.llm.reasoning import REDACTED, Split, split_think
 from edsb.llm.refusals import ServerError, read_error, refusal_fix
 from edsb.llm.remote import ProxyRoute, RemoteChatModel, carried, one_line, tls_context, token_count
@@ -48,6 +49,9 @@ SAFETY_STOPS = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "
 ANTHROPIC_URL = "https://api.anthropic.com"
 GOOGLE_URL = "https://generativelanguage.googleapis.com"
 _TOKEN_LIMIT = 2**53
+# The room Claude's adaptive thinking gets on top of the answer's, as a thinking budget would: its thinking shares
+# `max_tokens` with the answer, so without room it could cut the answer short.
+ADAPTIVE_ROOM = 16_384
 HEAD_LIMIT = 100 * 1024  # what httpcore's HTTP/1.1 parser holds of a response head
 
 
@@ -244,6 +248,9 @@ class AnthropicChatModel(SdkChatModel):
             params["thinking"] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}
         if request.reasoning_effort is not None:
             params["output_config"] = {"effort": request.reasoning_effort}
+            if budget is None and claude_adaptive(self.model):  # the effort sets how deep it thinks
+                params["thinking"] = {"type": "adaptive", "display": "summarized"}  # its thinking kept as reasoning
+                params["max_tokens"] += ADAPTIVE_ROOM
         return params
 
     def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -66,12 +66,17 @@ def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
     ignored = get_provider(spec.kind).temperature_ignored(spec.target or "")
     if ignored is not None and settings.temperature is not None:
         return f"{ignored}: leave out --temperature or pass --temperature default"
-    return _anthropic_refuses(settings) if api == "anthropic" else None
+    return _anthropic_refuses(parse_model_spec(model).target or "", settings) if api == "anthropic" else None
 
 
-def _anthropic_refuses(settings: GenerationSettings) -> str | None:
+def _anthropic_refuses(model: str, settings: GenerationSettings) -> str | None:
     version, takes_temperature = anthropic_api()
     thinking = settings.thinking_budget is not None
+    if thinking and settings.thinking_budget and providers.claude_refuses_budget(model):
+        return (
+            f"{model} takes no thinking budget, only adaptive thinking: "
+            "pass --reasoning-effort LEVEL instead of --thinking-budget"
+        )
     if settings.temperature is not None and not takes_temperature:
         return (
             f"Anthropic's Messages API version {version} (the installed anthropic SDK's) has no temperature: "
