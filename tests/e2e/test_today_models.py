@@ -42,6 +42,11 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
             "output_config": {"effort": "high"},
         },
     ),
+    "o3-pro, responses api": (
+        "openai-responses:o3-pro",
+        ("--temperature", "default", "--reasoning-effort", "high"),
+        {"text": {"format": {"type": "json_object"}}, "reasoning": {"summary": "auto", "effort": "high"}},
+    ),
     "gemini 2.5": ("google:gemini-2.5-pro", (), {"temperature": 0.1, "responseMimeType": "application/json"}),
     "gemini 2.5, thinking budget": (
         "google:gemini-2.5-flash",
@@ -187,4 +192,14 @@ def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_work
     for outcome in (check, run):
         outcome.assert_one_clear_error(2, contains="--reasoning-effort")
         assert "adaptive" in outcome.stderr
+    assert sent == 0
+
+
+def test_a_responses_only_model_on_chat_completions_names_the_route_that_serves_it(
+    edsb: Callable[..., Outcome],
+) -> None:
+    with OpenAIServer(validator=provider_rules) as server:
+        check = edsb("check-model", *_base("openai:o3-pro", server), "--temperature", "default")
+        sent = len(server.requests)
+    check.assert_one_clear_error(2, contains="--model openai-responses:o3-pro")
     assert sent == 0

@@ -4,6 +4,8 @@
         server.enqueue(anthropic_reply("answer", thinking="first, ..."))
 
 `provider_rules` checks every request before the queue or the handler sees it, in the provider's own protocol:
+- OpenAI's Responses API: the same reasoning rules, the effort as `reasoning.effort`; chat completions answers 404
+  for the models served only there (o3-pro, gpt-5-pro, the codex models).
 - OpenAI chat completions: the reasoning models (the gpt-5 family, o1, o3, o4-mini) refuse a temperature or top_p
   other than 1, `max_tokens` (they take `max_completion_tokens`) and an effort they do not have; the other models
   refuse `reasoning_effort`. The error bodies are OpenAI's (`unsupported_value`, `unsupported_parameter`).
@@ -50,6 +52,8 @@ def provider_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
     if dialect == "google":
         match = GEMINI_PATH.fullmatch(request.path)
         return _gemini(body, match["model"] if match else "")
+    if dialect == "responses":
+        return _responses(body)
     return _openai(body)
 
 
@@ -71,8 +75,35 @@ def _openai_efforts(model: str) -> tuple[str, ...] | None:
     return None
 
 
+def _responses_only(model: str) -> bool:
+    """The models OpenAI serves only through the Responses API: the -pro reasoning models, codex, deep research."""
+    name = model.rsplit("/", 1)[-1]
+    return (name.startswith(("o1-pro", "o3-pro", "gpt-5-pro", "gpt-5.")) and "-pro" in name) or "codex" in name
+
+
+def _responses(body: dict[str, Any]) -> Reply | None:
+    """The Responses API (https://platform.openai.com/docs/api-reference/responses/create): the reasoning models
+    refuse a temperature or top_p, and take the effort as `reasoning.effort`."""
+    model = str(body.get("model", ""))
+    efforts = _openai_efforts(model.replace("-pro", ""))
+    if efforts is None:
+        return None
+    for name in ("temperature", "top_p"):
+        if name in body:
+            message = f"Unsupported parameter: '{name}' is not supported with this model."
+            return openai_error(message, name, "unsupported_parameter")
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort is not None and effort not in efforts:
+        message = f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model."
+        return openai_error(message, "reasoning.effort", "unsupported_value")
+    return None
+
+
 def _openai(body: dict[str, Any]) -> Reply | None:
     model = str(body.get("model", ""))
+    if _responses_only(model):
+        message = "This model is only supported in v1/responses and not in v1/chat/completions."
+        return openai_error(message, "model", "", status=404)
     efforts = _openai_efforts(model)
     effort = body.get("reasoning_effort")
     if efforts is None:

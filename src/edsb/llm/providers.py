@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
-Api = Literal["openai", "anthropic", "google"]
+Api = Literal["openai", "anthropic", "google", "responses"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ PROVIDERS: dict[str, Provider] = {
             extra="anthropic",
         ),
         Provider("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
+        Provider("openai-responses", "responses", "OPENAI_API_KEY", OPENAI_URL, takes_seed=False, extra="openai"),
         # Today's hosts, by name, with the key variable and host their users know.
         Provider(
             "openrouter",

@@ -30,7 +30,8 @@ TOO_LARGE = 413  # the body is over the server's size: this prompt, too long
 METHOD_NOT_ALLOWED = 405
 METHOD_FIX = "check that --base-url ends in /v1; a server without JSON mode: pass --no-json-mode"
 RESPONSES_ONLY_FIX = (
-    "the model is served only by OpenAI's Responses API (v1/responses), not by chat completions: nothing was scored"
+    "the model is served only by OpenAI's Responses API (v1/responses), not by chat completions: "
+    "use --model openai-responses:<model>; nothing was scored"
 )
 UNHONOURED_FIX = (
     "no provider of this model on OpenRouter takes every setting sent (provider.require_parameters): drop the one "

@@ -185,7 +185,8 @@ class SdkChatModel(RemoteChatModel):
         return self._sdk_failure(exc) or _transport_failure(exc)
 
 
-def _status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
+def status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
+    """An HTTP status with the server's refusal as its body words it."""
     return AttemptFailure.http(status, read_error(body, status), retry_after)
 
 
@@ -292,7 +293,7 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIStatusError):
             response = exc.response
             headers = response.headers
-            return _status_failure(response.status_code, response.content, retry_after_s(headers))
+            return status_failure(response.status_code, response.content, retry_after_s(headers))
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
@@ -503,7 +504,7 @@ class GoogleChatModel(SdkChatModel):
             if wait is None:
                 wait = _retry_info_s(exc.details)
             body = json.dumps(exc.details).encode() if exc.details is not None else str(exc).encode()
-            return _status_failure(int(exc.code or 0), body, wait)
+            return status_failure(int(exc.code or 0), body, wait)
         if isinstance(exc, ValueError):  # a body that is not JSON, or not a response
             return AttemptFailure("invalid_response", one_line(f"the reply is not a response: {exc}"))
         return None

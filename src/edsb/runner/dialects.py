@@ -13,6 +13,7 @@ from typing import Any
 
 from edsb.llm import providers
 from edsb.llm.providers import get_provider
+from edsb.llm.responses_client import responses_only
 from edsb.llm.spec import parse_model_spec
 from edsb.planning.generation import GenerationSettings
 
@@ -58,11 +59,13 @@ def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
         return "pass --thinking-budget or --thinking-level, not both (Gemini takes one of them)"
     if settings.thinking_level is not None and api != "google":
         return "--thinking-level is Gemini 3's setting (google:<model>); use --reasoning-effort here"
-    if api == "openai" and settings.thinking_budget is not None:
+    if api in ("openai", "responses") and settings.thinking_budget is not None:
         return "--thinking-budget is Anthropic's and Gemini's setting; use --reasoning-effort here"
+    spec = parse_model_spec(model)
+    if spec.kind == "openai" and responses_only(spec.target or ""):
+        return f"{spec.target} is served only by OpenAI's Responses API: use --model openai-responses:{spec.target}"
     if api == "google" and settings.reasoning_effort is not None:
         return "Gemini takes --thinking-budget (2.5) or --thinking-level (3), not --reasoning-effort"
-    spec = parse_model_spec(model)
     ignored = get_provider(spec.kind).temperature_ignored(spec.target or "")
     if ignored is not None and settings.temperature is not None:
         return f"{ignored}: leave out --temperature or pass --temperature default"
