@@ -124,7 +124,7 @@ SHAPES: dict[str, tuple[str, str, tuple[str, ...], Validator, str, str]] = {
         "--reasoning-effort",
     ),
     "openrouter relayed error": (
-        "openai:openai/o1-pro",
+        "openai:openai/o3",
         "/v1",
         (),
         openrouter_rules,

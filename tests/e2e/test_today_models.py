@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.edsb_cli import Outcome, edsb_in_process, isolate_environment
 from tests.support.openai_server import OpenAIServer, Reply
-from tests.support.provider_fakes import no_json_mode, openrouter_rules, provider_rules
+from tests.support.provider_fakes import azure_classic, no_json_mode, openrouter_rules, provider_rules
 
 ONE_RUN = ("--cases", "13", "--distraction", "0", "--no-cache", "--max-retries", "0", "--quiet", "--concurrency", "1")
 JSON_MODE = {"response_format": {"type": "json_object"}}
@@ -203,3 +203,31 @@ def test_a_responses_only_model_on_chat_completions_names_the_route_that_serves_
         sent = len(server.requests)
     check.assert_one_clear_error(2, contains="--model openai-responses:o3-pro")
     assert sent == 0
+
+
+def test_an_azure_classic_deployment_gets_the_cap_its_model_takes(
+    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gpt-5-mini deployment named `eval-mini`: the api-version query, the key in `api-key`, and the cap as
+    `max_completion_tokens`, which the deployment's model takes, though its name is no model's."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "http://127.0.0.1:9")  # --base-url wins
+    options = ("--temperature", "default", "--max-tokens", "4000")
+    with OpenAIServer(validator=azure_classic) as server:
+        model = ("--model", "azure:eval-mini", "--base-url", server.root_url)
+        run = edsb("run", *model, *options, *ONE_RUN, "--out", "out")
+        first = server.requests[0]
+    assert run.returncode == 0, run.stderr
+    assert (first.path, first.query) == ("/openai/deployments/eval-mini/chat/completions", "api-version=2024-10-21")
+    assert first.headers["api-key"] == "not-a-secret" and "authorization" not in first.headers
+    (narrator,) = _narrator_wire(Path("out"))
+    assert narrator["max_completion_tokens"] == 4000 and "max_tokens" not in narrator
+    assert narrator["api-version"] == "2024-10-21"
+
+
+def test_azure_without_an_endpoint_says_which_variable(
+    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
+    edsb("check-model", "--model", "azure:eval-mini").assert_one_clear_error(contains="AZURE_OPENAI_ENDPOINT")

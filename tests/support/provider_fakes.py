@@ -37,7 +37,15 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tests.support.openai_server import GEMINI_PATH, Dialect, RecordedRequest, Reply, Validator, completion_payload
+from tests.support.openai_server import (
+    AZURE_PATH,
+    GEMINI_PATH,
+    Dialect,
+    RecordedRequest,
+    Reply,
+    Validator,
+    completion_payload,
+)
 
 ANTHROPIC_MIN_BUDGET = 1024
 GEMINI_MAX_OUTPUT = 65_536
@@ -187,13 +195,23 @@ def openai_reply(
 # Refusals of a request's shape, each in its provider's documented error body.
 
 
+# The fake's Azure deployments: a deployment's name is the user's, its model Azure's.
+AZURE_DEPLOYMENTS = {"eval-mini": "gpt-5-mini", "eval-4o": "gpt-4o"}
+
+
 def azure_classic(request: RecordedRequest, dialect: Dialect) -> Reply | None:
-    """Azure OpenAI's classic deployment URL needs `?api-version=` and refuses a request without it
-    (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference#rest-api-versioning)."""
-    if "api-version=" in request.query:
-        return None
-    error = {"code": "BadRequest", "message": "Missing required query parameter: api-version"}
-    return Reply.json({"error": error}, status=400)
+    """Azure OpenAI's classic deployment URL needs `?api-version=` and refuses a request without it; the key goes in
+    the `api-key` header (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference); the deployment's
+    model then refuses what OpenAI's refuses (a gpt-5-mini deployment refuses `max_tokens`, whatever its name)."""
+    if "api-version=" not in request.query:
+        error = {"code": "BadRequest", "message": "Missing required query parameter: api-version"}
+        return Reply.json({"error": error}, status=400)
+    if "api-key" not in request.headers:
+        message = "Access denied due to invalid subscription key or wrong API endpoint."
+        return Reply.json({"error": {"code": "401", "message": message}}, status=401)
+    match = AZURE_PATH.fullmatch(request.path)
+    model = AZURE_DEPLOYMENTS.get(match["deployment"], "") if match else ""
+    return _openai({**request.json(), "model": model})
 
 
 def xai_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
@@ -221,7 +239,7 @@ def openrouter_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None
     """OpenRouter: a setting that no provider of the model lists is dropped without a word, unless the request asks
     `provider.require_parameters`, which answers 404 `No endpoints found that can handle the requested parameters`
     (https://openrouter.ai/docs/features/provider-routing#requiring-providers-to-support-all-parameters); here
-    OpenAI's gpt-5 lists no temperature. Where OpenRouter passes the request on (o1-pro), it relays the upstream
+    OpenAI's gpt-5 lists no temperature. Where OpenRouter passes the request on (o3), it relays the upstream
     provider's refusal: its own message is `Provider returned error`, the provider's body is in `error.metadata.raw`
     (https://openrouter.ai/docs/api/reference/errors-and-debugging)."""
     body = request.json()

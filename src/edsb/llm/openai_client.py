@@ -87,7 +87,10 @@ if TYPE_CHECKING:
 def resolve_base_url(base_url: str | None = None, provider: Provider = OPENAI, model: str = "") -> str:
     """`--base-url`, else (for `openai:` only) `$OPENAI_BASE_URL`, else the provider's host; without a trailing slash
     so one server has one identity."""
-    url = base_url or (os.environ.get(BASE_URL_ENV) if provider is OPENAI else None) or provider.url_for(model) or ""
+    named = BASE_URL_ENV if provider is OPENAI else provider.base_url_env
+    url = base_url or (os.environ.get(named) if named else None) or provider.url_for(model) or ""
+    if not url.strip():
+        raise ModelSpecError(f"{provider.name}: set {named} to the endpoint, or pass --base-url")
     return url.strip().rstrip("/")
 
 
@@ -256,9 +259,11 @@ class OpenAIChatModel(RemoteChatModel):
 
     def __init__(self, model: str, *, base_url: str | None = None, provider: Provider = OPENAI, **options: Any) -> None:
         url = resolve_base_url(base_url, provider, model)
-        super().__init__(model, provider, url, default_url=provider.url_for(model) or DEFAULT_BASE_URL, **options)
+        own = provider.url_for(model) or os.environ.get(provider.base_url_env or "", "").strip().rstrip("/")
+        super().__init__(model, provider, url, default_url=own or DEFAULT_BASE_URL, **options)
+        key = {provider.key_header: self._api_key} if provider.key_header else {}
         self._headers = {
-            "Authorization": f"Bearer {self._api_key}",
+            **(key or {"Authorization": f"Bearer {self._api_key}"}),
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"edsb/{__version__}",
@@ -282,6 +287,11 @@ class OpenAIChatModel(RemoteChatModel):
         # Loading the trust store costs tens of milliseconds: only for https, once per model.
         self._tls: ssl.SSLContext | bool = tls_context() if parts.scheme == "https" else True
 
+    def api_version(self) -> str | None:
+        """The `api-version` query the host asks for (Azure's), from its variable else its default; None: none."""
+        named = self.provider.api_version_env
+        return (os.environ.get(named) if named else None) or self.provider.api_version
+
     def _resolve(self) -> None:
         """The endpoint's URL, parsed once, and its proxy with the proxy's credentials. They go on the tunnel's
         CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
@@ -289,7 +299,9 @@ class OpenAIChatModel(RemoteChatModel):
         import aiohttp
         from yarl import URL  # aiohttp's own URL type
 
-        self._url = URL(self.base_url + CHAT_PATH)
+        url = URL(self.base_url + self.provider.chat_path.format(model=self.model))
+        version = self.api_version()
+        self._url = url if version is None else url.with_query({"api-version": version})
         route = self.proxy()
         if route is None:
             return
@@ -323,7 +335,9 @@ class OpenAIChatModel(RemoteChatModel):
 
     def _prepare(self, request: ChatRequest) -> tuple[bytes, dict[str, Any]]:
         params = self.params(request)
-        sent = {name: value for name, value in params.items() if name not in ("model", "messages")}
+        version = self.api_version()
+        sent = {} if version is None else {"api-version": version}
+        sent.update((name, value) for name, value in params.items() if name not in ("model", "messages"))
         return to_json(params), sent  # pydantic's serialiser: a third of `json.dumps`'s time
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
@@ -343,7 +357,8 @@ class OpenAIChatModel(RemoteChatModel):
         if request.json_mode:
             params["response_format"] = {"type": "json_object"}
         if request.max_tokens is not None:
-            params["max_completion_tokens" if reasoning_model(self.model) else "max_tokens"] = request.max_tokens
+            cap = self.provider.cap_field or ("max_completion_tokens" if reasoning_model(self.model) else "max_tokens")
+            params[cap] = request.max_tokens
         for name in ("top_p", "seed", "reasoning_effort"):
             value = getattr(request, name)
             if value is not None:

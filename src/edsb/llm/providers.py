@@ -41,6 +41,15 @@ class Provider:
     body: Mapping[str, Any] = field(default_factory=dict)
     effort_object: bool = False
     ignores_temperature: tuple[str, ...] = ()
+    # Where the host is not OpenAI's shape (Azure's classic deployments): the variable naming the endpoint, the chat
+    # path (may hold `{model}`: the deployment), the header that carries the key (None: a bearer token), the
+    # `api-version` query (its variable, then its default), and a token-cap field every model takes.
+    base_url_env: str | None = None
+    chat_path: str = "/chat/completions"
+    key_header: str | None = None
+    api_version_env: str | None = None
+    api_version: str | None = None
+    cap_field: str | None = None
 
     def url_for(self, model: str) -> str | None:
         return None if self.base_url is None else self.base_url.format(model=model)
@@ -75,6 +84,21 @@ PROVIDERS: dict[str, Provider] = {
         ),
         Provider("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
         Provider("openai-responses", "responses", "OPENAI_API_KEY", OPENAI_URL, takes_seed=False, extra="openai"),
+        # Azure OpenAI's classic deployments: `azure:<deployment>`. The deployment's name is not a model name, so the
+        # token cap goes as `max_completion_tokens`, which every model takes from API version 2024-10-21
+        # (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference).
+        Provider(
+            "azure",
+            "openai",
+            "AZURE_OPENAI_API_KEY",
+            None,
+            base_url_env="AZURE_OPENAI_ENDPOINT",
+            chat_path="/openai/deployments/{model}/chat/completions",
+            key_header="api-key",
+            api_version_env="OPENAI_API_VERSION",
+            api_version="2024-10-21",
+            cap_field="max_completion_tokens",
+        ),
         # Today's hosts, by name, with the key variable and host their users know.
         Provider(
             "openrouter",

@@ -62,7 +62,8 @@ def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
     if api in ("openai", "responses") and settings.thinking_budget is not None:
         return "--thinking-budget is Anthropic's and Gemini's setting; use --reasoning-effort here"
     spec = parse_model_spec(model)
-    if spec.kind == "openai" and responses_only(spec.target or ""):
+    if spec.kind == "openai" and "/" not in (spec.target or "/") and responses_only(spec.target or ""):
+        # OpenAI's own name (a router's has an `org/` prefix, and may serve it through chat completions)
         return f"{spec.target} is served only by OpenAI's Responses API: use --model openai-responses:{spec.target}"
     if api == "google" and settings.reasoning_effort is not None:
         return "Gemini takes --thinking-budget (2.5) or --thinking-level (3), not --reasoning-effort"
