@@ -9,13 +9,31 @@ the start of a run and for the run card.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from edsb.llm import providers
 from edsb.llm.providers import get_provider
 from edsb.llm.responses_client import responses_only
 from edsb.llm.spec import parse_model_spec
-from edsb.planning.generation import GenerationSettings
+
+
+class GenerationSettings(Protocol):
+    """The run's generation settings as these rules read them (the planning layer's `GenerationSettings`)."""
+
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def json_mode(self) -> bool: ...
+    @property
+    def reasoning_effort(self) -> str | None: ...
+    @property
+    def thinking_budget(self) -> int | None: ...
+    @property
+    def thinking_level(self) -> str | None: ...
+    @property
+    def reasoning_sent(self) -> bool: ...
+    def model_dump(self) -> dict[str, Any]: ...
+
 
 ANTHROPIC_MIN_THINKING = 1024  # the smallest `budget_tokens` Anthropic's extended thinking accepts
 DEFAULT_EFFORT = "not sent: the provider's default effort applies"
