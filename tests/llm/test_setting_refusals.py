@@ -208,3 +208,9 @@ def test_a_404_from_the_responses_only_endpoint_gets_no_base_url_hint(openai_ser
         asyncio.run(run())
     assert "--base-url" not in str(caught.value) and caught.value.client_refused
     assert caught.value.fix is not None and "Responses API" in caught.value.fix
+
+
+def test_a_refusal_of_the_client_that_names_no_option_says_nothing_was_scored() -> None:
+    """OpenRouter's 402 (no credits left): configuration too, but not blamed on the request's shape."""
+    fix = setting_fix(402, "Insufficient credits. Add more using https://openrouter.ai/credits")
+    assert fix is not None and "HTTP 402" in fix and "nothing was scored" in fix and fix != SHAPE_FIX

@@ -28,6 +28,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 REFUSED_CLIENT_STATUSES = frozenset({401, 403, 404})
 TOO_LARGE = 413  # the body is over the server's size: this prompt, too long
 METHOD_NOT_ALLOWED = 405
+SHAPE_STATUSES = frozenset({400, 422})  # what a server answers a request whose shape it refuses
 METHOD_FIX = "check that --base-url ends in /v1; a server without JSON mode: pass --no-json-mode"
 RESPONSES_ONLY_FIX = (
     "the model is served only by OpenAI's Responses API (v1/responses), not by chat completions: "
@@ -256,6 +257,8 @@ def refusal_fix(status: int, error: ServerError, carried: Iterable[str] | None =
         return None
     if error.fields:
         return f"the server refused the field {error.fields[0]!r}, which no option of edsb sets: nothing was scored"
+    if status not in SHAPE_STATUSES:  # a 402 (no credits left), a 409 ...: not the request's shape, still no score
+        return f"the server refuses this client's requests (HTTP {status}): nothing was scored; see its message"
     return SHAPE_FIX
 
 
