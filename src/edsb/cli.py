@@ -21,6 +21,7 @@ from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError, hint
 from edsb.llm.factory import CHECK_TIMEOUT_S
+from edsb.llm.providers import PROVIDERS
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
@@ -74,8 +75,8 @@ def _one_of(choices: Iterable[Enum | str]) -> str:
 
 
 MODEL_HELP = (
-    "`local` (the embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER openai, "
-    "deepinfra, groq, cerebras, lepton, anthropic or google, `replay:<run dir>`, `oracle` or `oracle-wrong`."
+    "`local` (the embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER "
+    f"{_one_of(PROVIDERS)}, `replay:<run dir>`, `oracle` or `oracle-wrong`."
 )
 BASE_URL_HELP = "The provider's endpoint (default its own host; for openai, $OPENAI_BASE_URL if set)."
 API_KEY_ENV_HELP = "Environment variable holding the API key (default the provider's, e.g. OPENAI_API_KEY)."

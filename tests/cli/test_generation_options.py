@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from edsb.llm import read_transcripts
-from edsb.runner.dialects import DEFAULT_EFFORT, anthropic_api
+from edsb.llm.rules import DEFAULT_EFFORT, anthropic_api
 from tests.support.edsb_cli import Outcome
 from tests.support.openai_server import OpenAIServer, Reply
 

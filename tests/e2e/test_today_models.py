@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.support.edsb_cli import Outcome, edsb_in_process, isolate_environment
-from tests.support.openai_server import OpenAIServer
-from tests.support.provider_fakes import no_json_mode, provider_rules
+from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.provider_fakes import azure_classic, no_json_mode, openrouter_rules, provider_rules
 
 ONE_RUN = ("--cases", "13", "--distraction", "0", "--no-cache", "--max-retries", "0", "--quiet", "--concurrency", "1")
 JSON_MODE = {"response_format": {"type": "json_object"}}
@@ -32,6 +32,20 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
         "anthropic:claude-sonnet-4-5",
         ("--thinking-budget", "2048"),
         {"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048}},
+    ),
+    "claude 4.7, adaptive thinking": (
+        "anthropic:claude-opus-4-7",
+        ("--reasoning-effort", "high"),
+        {
+            "max_tokens": 2048 + 16_384,
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": "high"},
+        },
+    ),
+    "o3-pro, responses api": (
+        "openai-responses:o3-pro",
+        ("--temperature", "default", "--reasoning-effort", "high"),
+        {"text": {"format": {"type": "json_object"}}, "reasoning": {"summary": "auto", "effort": "high"}},
     ),
     "gemini 2.5": ("google:gemini-2.5-pro", (), {"temperature": 0.1, "responseMimeType": "application/json"}),
     "gemini 2.5, thinking budget": (
@@ -52,14 +66,15 @@ def edsb(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[Callable[..., Outcome]]:
     isolate_environment(monkeypatch, tmp_path / "cache")
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY"):
         monkeypatch.setenv(name, "not-a-secret")
     monkeypatch.chdir(tmp_path)
     yield lambda *args: edsb_in_process(args, capsys)
 
 
 def _base(model: str, server: OpenAIServer) -> tuple[str, ...]:
-    return ("--model", model, "--base-url", server.base_url if model.startswith("openai:") else server.root_url)
+    sdk = model.startswith(("anthropic:", "google:"))
+    return ("--model", model, "--base-url", server.root_url if sdk else server.base_url)
 
 
 def _narrator_wire(out: Path) -> list[dict[str, Any]]:
@@ -95,6 +110,12 @@ STOPS: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
     ),
     "a server without JSON mode (400)": ("openai:qwen3", (), no_json_mode(400), "--no-json-mode"),
     "a server without JSON mode (405)": ("openai:qwen3", (), no_json_mode(405), "--no-json-mode"),
+    "openrouter, a setting no provider takes": (
+        "openrouter:openai/gpt-5",
+        (),
+        openrouter_rules,
+        "--temperature default",
+    ),
 }
 
 
@@ -112,3 +133,101 @@ def test_a_refused_setting_stops_check_model_and_run_with_its_fix(
     assert sent == 2  # one each: the first refusal stopped the sweep
     results = Path("out/results.jsonl")
     assert not results.exists() or results.read_text() == ""  # nothing scored as the model's failure
+
+
+def test_openrouter_asks_every_setting_to_be_honoured_and_sends_effort_its_way(edsb: Callable[..., Outcome]) -> None:
+    """OpenRouter drops a setting no provider of the model lists, unless asked not to: edsb always asks
+    (`provider.require_parameters`), so what the record says was sent is what the model got."""
+    model, options = "openrouter:openai/gpt-5", ("--temperature", "default", "--reasoning-effort", "low")
+    with OpenAIServer(validator=openrouter_rules) as server:
+        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+    assert run.returncode == 0, run.stderr
+    (narrator,) = _narrator_wire(Path("out"))
+    assert narrator["provider"] == {"require_parameters": True}
+    assert narrator["reasoning"] == {"effort": "low"} and "reasoning_effort" not in narrator
+
+
+def test_deepseek_thinking_mode_gets_no_temperature_and_says_why(edsb: Callable[..., Outcome]) -> None:
+    """DeepSeek's thinking mode ignores the temperature without an error: none is sent, the run says so when it
+    starts, and config.json and the card do not present the paper's 0.1 as sent."""
+    model = "deepseek:deepseek-reasoner"
+    with OpenAIServer(validator=provider_rules) as server:
+        run = edsb("run", *_base(model, server), *ONE_RUN, "--out", "out")
+        before = len(server.requests)
+        refused = edsb("run", *_base(model, server), "--temperature", "0.1", *ONE_RUN, "--out", "again")
+        sent = len(server.requests) - before
+    assert run.returncode == 0, run.stderr
+    assert "no temperature sent: deepseek's thinking mode ignores the temperature" in run.stderr
+    (narrator,) = _narrator_wire(Path("out"))
+    assert "temperature" not in narrator
+    card = json.loads(Path("out/results.json").read_text())["run"]["sampling"]
+    assert card["temperature"] is None and "ignores the temperature" in card["not_sent"]["temperature"]
+    refused.assert_one_clear_error(2, contains="--temperature default")
+    assert sent == 0  # refused before any request
+
+
+def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(edsb: Callable[..., Outcome]) -> None:
+    """Ollama's default window is small; a reply it cuts stops at `length` though no cap was sent: the record says
+    the window cut it (and names OLLAMA_CONTEXT_LENGTH), not --max-tokens."""
+    with OpenAIServer(lambda request: Reply.completion('{"reasoning": "first', finish_reason="length")) as server:
+        run = edsb("run", "--model", "ollama:qwen3", "--base-url", server.base_url, *ONE_RUN, "--out", "out")
+        body = server.chat_requests[0].json()
+    assert run.returncode == 0, run.stderr
+    assert "max_tokens" not in body and "max_completion_tokens" not in body
+    (record,) = [json.loads(line) for line in Path("out/results.jsonl").read_text().splitlines()]
+    assert "context window cut it" in record["error"] and "OLLAMA_CONTEXT_LENGTH" in record["error"]
+    assert "--max-tokens" not in record["error"]
+
+
+def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_works(
+    edsb: Callable[..., Outcome],
+) -> None:
+    """Opus 4.7 and later take adaptive thinking only: a budget is a one-line error before any request, naming
+    --reasoning-effort; the fake refuses what the API refuses, should a budget reach it."""
+    model = "anthropic:claude-opus-4-7"
+    with OpenAIServer(validator=provider_rules) as server:
+        check = edsb("check-model", *_base(model, server), "--thinking-budget", "2048")
+        run = edsb("run", *_base(model, server), "--thinking-budget", "2048", *ONE_RUN, "--out", "out")
+        sent = len(server.requests)
+    for outcome in (check, run):
+        outcome.assert_one_clear_error(2, contains="--reasoning-effort")
+        assert "adaptive" in outcome.stderr
+    assert sent == 0
+
+
+def test_a_responses_only_model_on_chat_completions_names_the_route_that_serves_it(
+    edsb: Callable[..., Outcome],
+) -> None:
+    with OpenAIServer(validator=provider_rules) as server:
+        check = edsb("check-model", *_base("openai:o3-pro", server), "--temperature", "default")
+        sent = len(server.requests)
+    check.assert_one_clear_error(2, contains="--model openai-responses:o3-pro")
+    assert sent == 0
+
+
+def test_an_azure_classic_deployment_gets_the_cap_its_model_takes(
+    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gpt-5-mini deployment named `eval-mini`: the api-version query, the key in `api-key`, and the cap as
+    `max_completion_tokens`, which the deployment's model takes, though its name is no model's."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "http://127.0.0.1:9")  # --base-url wins
+    options = ("--temperature", "default", "--max-tokens", "4000")
+    with OpenAIServer(validator=azure_classic) as server:
+        model = ("--model", "azure:eval-mini", "--base-url", server.root_url)
+        run = edsb("run", *model, *options, *ONE_RUN, "--out", "out")
+        first = server.requests[0]
+    assert run.returncode == 0, run.stderr
+    assert (first.path, first.query) == ("/openai/deployments/eval-mini/chat/completions", "api-version=2024-10-21")
+    assert first.headers["api-key"] == "not-a-secret" and "authorization" not in first.headers
+    (narrator,) = _narrator_wire(Path("out"))
+    assert narrator["max_completion_tokens"] == 4000 and "max_tokens" not in narrator
+    assert narrator["api-version"] == "2024-10-21"
+
+
+def test_azure_without_an_endpoint_says_which_variable(
+    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
+    edsb("check-model", "--model", "azure:eval-mini").assert_one_clear_error(contains="AZURE_OPENAI_ENDPOINT")

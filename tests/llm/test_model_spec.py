@@ -56,7 +56,7 @@ def test_specs_parse_and_print_back(text: str, spec: ModelSpec) -> None:
         ("openai:", "needs a model name"),
         ("replay:", "needs a run directory"),
         ("local:", "names no GGUF file"),
-        ("mistral:large", "unknown model spec"),
+        ("mistrel:large", "did you mean"),
         ("anthropic:", "needs a model name"),
     ],
 )

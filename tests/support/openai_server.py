@@ -14,7 +14,8 @@ provider's API refuses, before the queue and the handler see the request.
 
 The same server speaks two more wire protocols, so that one scripted model answers every provider alike:
 Anthropic's Messages API (`POST /v1/messages`; point the SDK's `base_url` at `server.root_url`) and Gemini's
-`POST /v1beta/models/<model>:generateContent` (google-genai's `HttpOptions(base_url=server.root_url)`). A request in
+`POST /v1beta/models/<model>:generateContent` (google-genai's `HttpOptions(base_url=server.root_url)`), and
+OpenAI's Responses API (`POST /v1/responses`). A request in
 either is recorded as sent (`native_requests`), shown to the queue and the handler as the chat completion it amounts
 to, and the chat-shaped reply (a completion or an `{"error": ...}`) is sent back in the protocol's own shape; any
 other reply body (a native payload, text, an oversized body) goes out as it is.
@@ -35,11 +36,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
 Fault = Literal["reset", "hang", "truncate"]
-Dialect = Literal["openai", "anthropic", "google"]
+Dialect = Literal["openai", "anthropic", "google", "responses"]
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 ANTHROPIC_PATH = "/v1/messages"
+RESPONSES_PATH = "/v1/responses"
 GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent")
+# Azure OpenAI's classic deployment URL: the deployment in the path, the API version in the query.
+AZURE_PATH = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names lower-cased
     body: bytes
     received_at: float  # time.monotonic() when the request line arrived
+    query: str = ""  # the query string, without its `?`
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -290,7 +295,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
-        request = RecordedRequest(self.command, self.path.split("?")[0], headers, body, received_at)
+        path, _, query = self.path.partition("?")
+        request = RecordedRequest(self.command, path, headers, body, received_at, query)
         self.owner._record(request)
         return request
 
@@ -356,10 +362,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 def dialect_of(path: str) -> Dialect | None:
-    if path == CHAT_PATH:
+    if path == CHAT_PATH or AZURE_PATH.fullmatch(path):
         return "openai"
     if path == ANTHROPIC_PATH:
         return "anthropic"
+    if path == RESPONSES_PATH:
+        return "responses"
     if GEMINI_PATH.fullmatch(path):
         return "google"
     return None
@@ -380,7 +388,12 @@ def as_chat(request: RecordedRequest, dialect: Dialect) -> RecordedRequest:
     body = request.json()
     messages: list[dict[str, str]] = []
     chat: dict[str, Any] = {}
-    if dialect == "anthropic":
+    if dialect == "responses":
+        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in body.get("input", [])]
+        chat.update(model=body.get("model"), temperature=body.get("temperature"))
+        if ((body.get("text") or {}).get("format") or {}).get("type") == "json_object":
+            chat["response_format"] = {"type": "json_object"}
+    elif dialect == "anthropic":
         if body.get("system"):
             messages.append({"role": "system", "content": _text_of(body["system"])})
         messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in body.get("messages", [])]
@@ -422,6 +435,34 @@ _GEMINI_STATUS = {
 }
 
 
+def responses_payload(
+    text: str, usage: dict[str, Any], model: str, reasoning: str | None = None, reasoning_tokens: int = 0
+) -> dict[str, Any]:
+    """A Responses API reply: a reasoning item with its summary, then the message's output text
+    (https://platform.openai.com/docs/api-reference/responses/object)."""
+    output: list[dict[str, Any]] = []
+    if reasoning is not None:
+        output.append({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": reasoning}]})
+    content = [{"type": "output_text", "text": text, "annotations": []}]
+    output.append({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": content})
+    prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+    return {
+        "id": "resp_test",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "completed",
+        "output": output,
+        "usage": {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
 def in_dialect(reply: Reply, dialect: Dialect) -> Reply:
     """A chat-shaped reply in the protocol's own shape; faults, and bodies that are neither a completion nor an
     error object, unchanged."""
@@ -438,8 +479,10 @@ def in_dialect(reply: Reply, dialect: Dialect) -> Reply:
         choice = payload["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
         usage = payload.get("usage") or {}
-        if dialect == "anthropic":
-            native: dict[str, Any] = {
+        if dialect == "responses":
+            native: dict[str, Any] = responses_payload(text, usage, payload.get("model", "test-model"))
+        elif dialect == "anthropic":
+            native = {
                 "id": "msg_test",
                 "type": "message",
                 "role": "assistant",
@@ -469,7 +512,7 @@ def in_dialect(reply: Reply, dialect: Dialect) -> Reply:
                 },
                 "modelVersion": payload.get("model", "test-model"),
             }
-    elif isinstance(payload.get("error"), dict) and set(payload) == {"error"}:
+    elif isinstance(payload.get("error"), dict) and set(payload) == {"error"} and dialect != "responses":
         message = payload["error"].get("message", "")
         if dialect == "anthropic":
             kind = _ANTHROPIC_ERRORS.get(reply.status, "api_error")

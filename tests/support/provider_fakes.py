@@ -4,17 +4,24 @@
         server.enqueue(anthropic_reply("answer", thinking="first, ..."))
 
 `provider_rules` checks every request before the queue or the handler sees it, in the provider's own protocol:
+- OpenAI's Responses API: the same reasoning rules, the effort as `reasoning.effort`; chat completions answers 404
+  for the models served only there (o3-pro, gpt-5-pro, the codex models).
 - OpenAI chat completions: the reasoning models (the gpt-5 family, o1, o3, o4-mini) refuse a temperature or top_p
   other than 1, `max_tokens` (they take `max_completion_tokens`) and an effort they do not have; the other models
   refuse `reasoning_effort`. The error bodies are OpenAI's (`unsupported_value`, `unsupported_parameter`).
 - Anthropic: the body is held to the installed SDK's own request type (`MessageCreateParamsNonStreaming`): a key the
   API version does not have is `<key>: Extra inputs are not permitted`; then the documented thinking rules (a budget
-  of at least 1,024 tokens, below `max_tokens`) and the request header's API version.
+  of at least 1,024 tokens, below `max_tokens`; adaptive thinking from Claude 4.6; no budget on Opus 4.7 and later)
+  and the request header's API version.
 - Gemini: `generationConfig` is held to the SDK's `GenerationConfig` (REST names, no unknown field); then the
   documented thinking rules per model (2.5: a budget, no level; 3: a level or a budget, not both; earlier models: no
   thinking; 2.5 Pro cannot turn thinking off).
 
 `no_json_mode(status)` plays a server without JSON mode (vLLM without guided decoding, a proxy that allows no POST).
+`REFUSALS` plays the other refusals of a request's shape, each in its provider's own error body: Azure's classic
+deployment without `api-version`, xAI's camelCase parameter, Ollama's reasoning value, OpenRouter relaying OpenAI's
+refusal in `metadata.raw`, a body that is no error object at all; `PROMPT_REFUSALS` the ones that blame the prompt
+(context too long, Azure's content filter, OpenRouter's moderation flag).
 The reply builders give each documented response shape: reasoning fields and content parts (OpenAI-compatible
 servers), thinking and redacted-thinking blocks and refusals (Anthropic), thought parts, safety blocks and
 `thoughtsTokenCount` (Gemini), and null content at the length limit.
@@ -24,12 +31,21 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tests.support.openai_server import GEMINI_PATH, Dialect, RecordedRequest, Reply, Validator, completion_payload
+from tests.support.openai_server import (
+    AZURE_PATH,
+    GEMINI_PATH,
+    Dialect,
+    RecordedRequest,
+    Reply,
+    Validator,
+    completion_payload,
+)
 
 ANTHROPIC_MIN_BUDGET = 1024
 GEMINI_MAX_OUTPUT = 65_536
@@ -44,6 +60,8 @@ def provider_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
     if dialect == "google":
         match = GEMINI_PATH.fullmatch(request.path)
         return _gemini(body, match["model"] if match else "")
+    if dialect == "responses":
+        return _responses(body)
     return _openai(body)
 
 
@@ -65,8 +83,35 @@ def _openai_efforts(model: str) -> tuple[str, ...] | None:
     return None
 
 
+def _responses_only(model: str) -> bool:
+    """The models OpenAI serves only through the Responses API: the -pro reasoning models, codex, deep research."""
+    name = model.rsplit("/", 1)[-1]
+    return (name.startswith(("o1-pro", "o3-pro", "gpt-5-pro", "gpt-5.")) and "-pro" in name) or "codex" in name
+
+
+def _responses(body: dict[str, Any]) -> Reply | None:
+    """The Responses API (https://platform.openai.com/docs/api-reference/responses/create): the reasoning models
+    refuse a temperature or top_p, and take the effort as `reasoning.effort`."""
+    model = str(body.get("model", ""))
+    efforts = _openai_efforts(model.replace("-pro", ""))
+    if efforts is None:
+        return None
+    for name in ("temperature", "top_p"):
+        if name in body:
+            message = f"Unsupported parameter: '{name}' is not supported with this model."
+            return openai_error(message, name, "unsupported_parameter")
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort is not None and effort not in efforts:
+        message = f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this model."
+        return openai_error(message, "reasoning.effort", "unsupported_value")
+    return None
+
+
 def _openai(body: dict[str, Any]) -> Reply | None:
     model = str(body.get("model", ""))
+    if _responses_only(model):
+        message = "This model is only supported in v1/responses and not in v1/chat/completions."
+        return openai_error(message, "model", "", status=404)
     efforts = _openai_efforts(model)
     effort = body.get("reasoning_effort")
     if efforts is None:
@@ -119,10 +164,15 @@ def openai_reply(
     finish_reason: str = "stop",
     model: str = "test-model",
     reasoning_tokens_at_top: bool = False,
+    usage: dict[str, Any] | None = None,
 ) -> Reply:
     """A chat completion in any documented shape: `reasoning_content` (DeepSeek, vLLM, SGLang), `reasoning` (vLLM,
     Ollama, OpenRouter), `reasoning_details` (OpenRouter), content as a list of parts (Mistral), a `refusal`, and
-    the reasoning tokens as OpenAI (`completion_tokens_details`) or SGLang (`reasoning_tokens`) report them."""
+    the reasoning tokens as OpenAI (`completion_tokens_details`) or SGLang (`reasoning_tokens`) report them; `usage`
+    adds to the usage object: OpenAI's `prompt_tokens_details.cached_tokens`
+    (https://platform.openai.com/docs/guides/prompt-caching), OpenRouter's `cost`
+    (https://openrouter.ai/docs/use-cases/usage-accounting), xAI's `total_tokens` counting the reasoning tokens that
+    `completion_tokens` leaves out (https://docs.x.ai/docs/guides/reasoning)."""
     payload = completion_payload(None, 30, completion_tokens, finish_reason, model)
     message = payload["choices"][0]["message"]
     message["content"] = content
@@ -138,7 +188,111 @@ def openai_reply(
             payload["usage"]["reasoning_tokens"] = reasoning_tokens
         else:
             payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    payload["usage"].update(usage or {})
     return Reply.json(payload)
+
+
+# Refusals of a request's shape, each in its provider's documented error body.
+
+
+# The fake's Azure deployments: a deployment's name is the user's, its model Azure's.
+AZURE_DEPLOYMENTS = {"eval-mini": "gpt-5-mini", "eval-4o": "gpt-4o"}
+
+
+def azure_classic(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """Azure OpenAI's classic deployment URL needs `?api-version=` and refuses a request without it; the key goes in
+    the `api-key` header (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference); the deployment's
+    model then refuses what OpenAI's refuses (a gpt-5-mini deployment refuses `max_tokens`, whatever its name)."""
+    if "api-version=" not in request.query:
+        error = {"code": "BadRequest", "message": "Missing required query parameter: api-version"}
+        return Reply.json({"error": error}, status=400)
+    if "api-key" not in request.headers:
+        message = "Access denied due to invalid subscription key or wrong API endpoint."
+        return Reply.json({"error": {"code": "401", "message": message}}, status=401)
+    match = AZURE_PATH.fullmatch(request.path)
+    model = AZURE_DEPLOYMENTS.get(match["deployment"], "") if match else ""
+    return _openai({**request.json(), "model": model})
+
+
+def xai_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """xAI: only grok-3-mini takes `reasoning_effort`; the grok-4 models refuse it, naming it in camelCase, in xAI's
+    `{"code", "error"}` body (https://docs.x.ai/docs/guides/reasoning, https://docs.x.ai/docs/key-information/debugging)."""
+    body = request.json()
+    model = str(body.get("model", ""))
+    if "reasoning_effort" in body and not model.startswith("grok-3-mini"):
+        message = f"Model {model} does not support parameter reasoningEffort."
+        return Reply.json({"code": "Client specified an invalid argument", "error": message}, status=400)
+    return None
+
+
+def ollama_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """Ollama's OpenAI-compatible endpoint takes `reasoning_effort` high, medium, low or none, and refuses any other
+    value in OpenAI's error shape (https://docs.ollama.com/api/openai-compatibility)."""
+    effort = request.json().get("reasoning_effort")
+    if effort is None or effort in ("high", "medium", "low", "none"):
+        return None
+    message = f'invalid reasoning value: \'{effort}\' (must be "high", "medium", "low", or "none")'
+    return openai_error(message, None, "invalid_request_error")
+
+
+def openrouter_rules(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """OpenRouter: a setting that no provider of the model lists is dropped without a word, unless the request asks
+    `provider.require_parameters`, which answers 404 `No endpoints found that can handle the requested parameters`
+    (https://openrouter.ai/docs/features/provider-routing#requiring-providers-to-support-all-parameters); here
+    OpenAI's gpt-5 lists no temperature. Where OpenRouter passes the request on (o3), it relays the upstream
+    provider's refusal: its own message is `Provider returned error`, the provider's body is in `error.metadata.raw`
+    (https://openrouter.ai/docs/api/reference/errors-and-debugging)."""
+    body = request.json()
+    model = str(body.get("model", "")).removeprefix("openai/")
+    if model.startswith("gpt-5") and body.get("temperature", 1) != 1:
+        if (body.get("provider") or {}).get("require_parameters"):
+            error = {"code": 404, "message": "No endpoints found that can handle the requested parameters."}
+            return Reply.json({"error": error}, status=404)
+        return None  # dropped silently: the reason to ask require_parameters
+    upstream = _openai({**body, "model": model})
+    if upstream is None:
+        return None
+    metadata = {"raw": upstream.body.decode(), "provider_name": "OpenAI"}
+    return Reply.json({"error": {"code": 400, "message": "Provider returned error", "metadata": metadata}}, status=400)
+
+
+def malformed_error(request: RecordedRequest, dialect: Dialect) -> Reply | None:
+    """A proxy's refusal whose body is no error object at all (an HTML page)."""
+    return Reply.text(
+        "<html><body><h1>400 Bad Request</h1>Request Header Or Cookie Too Large</body></html>", status=400
+    )
+
+
+# Refusals that blame the prompt: the model's `request_rejected`.
+CONTEXT_TOO_LONG = openai_error(
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    "messages",
+    "context_length_exceeded",
+)
+AZURE_CONTENT_FILTER = Reply.json(
+    {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+            "policy. Please modify your prompt and retry.",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {"code": "ResponsibleAIPolicyViolation"},
+        }
+    },
+    status=400,
+)
+OPENROUTER_FLAGGED = Reply.json(
+    {
+        "error": {
+            "code": 403,
+            "message": 'openai/gpt-4o requires moderation on OpenAI. Your input was flagged for "violence".',
+            "metadata": {"reasons": ["violence"], "flagged_input": "...", "provider_name": "OpenAI"},
+        }
+    },
+    status=403,
+)
 
 
 # Anthropic
@@ -168,6 +322,9 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
         where = ".".join(str(part) for part in error["loc"])
         return anthropic_error(f"{where}: {error['msg']}")
     thinking = body.get("thinking") or {}
+    refusal = _claude_thinking(str(body.get("model", "")), thinking.get("type"))
+    if refusal is not None:
+        return anthropic_error(refusal)
     if thinking.get("type") == "enabled":
         budget = thinking.get("budget_tokens", 0)
         if budget < ANTHROPIC_MIN_BUDGET:
@@ -176,6 +333,21 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
             )
         if body["max_tokens"] <= budget:
             return anthropic_error("`max_tokens` must be greater than `thinking.budget_tokens`")
+    return None
+
+
+def _claude_thinking(model: str, kind: Any) -> str | None:
+    """Claude's thinking per model (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking): Opus
+    4.7 and later refuse budget thinking; adaptive thinking came with Claude 4.6."""
+    match = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?(?:-\d{8})?$", model)
+    version = (int(match[2]), int(match[3] or 0)) if match else (0, 0)
+    if kind == "enabled" and match and match[1] == "opus" and version >= (4, 7):
+        return (
+            "thinking.type.enabled is not supported for this model. Use thinking.type.adaptive and "
+            "output_config.effort to control thinking behavior."
+        )
+    if kind == "adaptive" and version < (4, 6):
+        return "thinking.type.adaptive is not supported for this model."
     return None
 
 
@@ -188,8 +360,12 @@ def anthropic_reply(
     output_tokens: int = 40,
     thinking_tokens: int | None = None,
     extra_blocks: list[dict[str, Any]] | None = None,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
 ) -> Reply:
-    """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them."""
+    """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them; the
+    prompt cache's `cache_read_input_tokens` and `cache_creation_input_tokens` apart from `input_tokens`
+    (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)."""
     content: list[dict[str, Any]] = []
     if thinking is not None:
         content.append({"type": "thinking", "thinking": thinking, "signature": "sig-test"})
@@ -201,6 +377,10 @@ def anthropic_reply(
     usage: dict[str, Any] = {"input_tokens": 30, "output_tokens": output_tokens}
     if thinking_tokens is not None:
         usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
     payload = {
         "id": "msg_test",
         "type": "message",
@@ -255,6 +435,9 @@ def _gemini_thinking(model: str, thinking: dict[str, Any]) -> str | None:
         return "You can only set either thinkingBudget or thinkingLevel, not both."
     if level is not None and level not in GEMINI_LEVELS:
         return f"Invalid value at 'generation_config.thinking_config.thinking_level', \"{level}\""
+    if level == "MINIMAL" and model.startswith("gemini-3") and "-pro" in model:
+        # Gemini 3 Pro thinks at low or high only (https://ai.google.dev/gemini-api/docs/thinking#thinking-levels).
+        return f"Thinking level {level} is not supported for this model."
     if model.startswith("gemini-2.5"):
         if level is not None:
             return "thinkingLevel is not supported for this model: use thinkingBudget."
@@ -273,12 +456,15 @@ def gemini_reply(
     thoughts_tokens: int | None = None,
     finish: str = "STOP",
     block_reason: str | None = None,
+    cached_tokens: int | None = None,
 ) -> Reply:
     """A generateContent reply: thought parts (`"thought": true`) before the answer's part, `thoughtsTokenCount`
     apart from `candidatesTokenCount` (as the API reports them), a prompt blocked for safety (no candidates)."""
     usage: dict[str, Any] = {"promptTokenCount": 30, "candidatesTokenCount": answer_tokens}
     if thoughts_tokens is not None:
         usage["thoughtsTokenCount"] = thoughts_tokens
+    if cached_tokens is not None:  # inside promptTokenCount (https://ai.google.dev/gemini-api/docs/caching)
+        usage["cachedContentTokenCount"] = cached_tokens
     usage["totalTokenCount"] = 30 + answer_tokens + (thoughts_tokens or 0)
     if block_reason is not None:
         feedback = {"blockReason": block_reason, "blockReasonMessage": "The prompt was blocked."}

@@ -2,9 +2,9 @@
 
 User errors (a bad model spec, a missing key variable, a replay directory that lacks a request) are `EdsbError`s
 with one-line messages. A `TransportError` is different in kind: the model gave no completion (retries exhausted, or
-a request the server refused). The pipeline then leaves the run `incomplete`, to be asked again on resume; a request
-refused for what it says (too long for the context) is the model's `request_rejected`; a refused client (a bad key,
-an unknown model) stops the sweep.
+a request the server refused). The pipeline then leaves the run `incomplete`, to be asked again on resume; a prompt
+the provider refuses for what it says (too long for the context, content blocked) is the model's `request_rejected`;
+any other refusal (a setting, a field, a bad key, an unknown model) stops the sweep (`refusals.py` judges which).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 from edsb.errors import EdsbError, UsageError
+from edsb.llm.refusals import REFUSED_CLIENT_STATUSES, ServerError, judge
 from edsb.results.kinds import ErrorKind
 
 # The transport kinds are the `transport_*` error kinds without their prefix (`ErrorKind.transport` adds it back):
@@ -53,72 +54,14 @@ class ReplayError(EdsbError):
     """A replay directory without usable transcripts, or a request that was never recorded."""
 
 
-# HTTP statuses that refuse the request itself (too long for the context, invalid for this model): asking again
-# cannot help, so the model's answer is as good as an execution error.
-REJECTED_REQUEST_STATUSES = frozenset({400, 413, 422})
-# Statuses that refuse the client (bad key, forbidden, unknown model or endpoint): no request of this run can succeed.
-REFUSED_CLIENT_STATUSES = frozenset({401, 403, 404})
-# Statuses whose message may refuse a setting of the request (a parameter, or a value of one): the same for every run.
-SETTING_STATUSES = frozenset({400, 422})
-# A refusal of one prompt for its length: the model's `request_rejected`, as in the reference, whatever it names.
-_TOO_LONG = ("context", "prompt is too long", "input is too long", "too many tokens", "too many input tokens")
-# The settings a server may name when it refuses one, each with the fix (the option that changes it), as a word of
-# the message: the API's own names, in the OpenAI, Anthropic and Gemini (REST and SDK) spellings.
-_FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("temperature",), "the model takes no temperature but its default: pass --temperature default"),
-    (("top_p", "topP"), "the model takes no top_p: leave it unset"),
-    (
-        ("max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"),
-        "the model refuses this token cap or its name: change or drop --max-tokens",
-    ),
-    (("reasoning_effort", "effort"), "the model refuses this reasoning effort: change or drop --reasoning-effort"),
-    (("thinking_level", "thinkingLevel"), "the model refuses this thinking level: change or drop --thinking-level"),
-    (
-        ("budget_tokens", "thinking_budget", "thinkingBudget", "thinking"),
-        "the model refuses this thinking budget: change or drop --thinking-budget",
-    ),
-    (
-        ("response_format", "json_object", "response_mime_type", "responseMimeType", "JSON mode"),
-        "the server has no JSON mode: pass --no-json-mode",
-    ),
-    (("seed",), "the model takes no seed: drop --model-seed"),
-)
-METHOD_NOT_ALLOWED = 405
-_METHOD_FIX = "check that --base-url ends in /v1; a server without JSON mode: pass --no-json-mode"
-
-
-def setting_fix(status: int | None, message: str) -> str | None:
-    """The one-line fix when a server refused a setting of the request (a parameter, or a value of one), which is
-    configuration: every run would be refused alike. None for anything else, a prompt too long for the context
-    included. The setting is the first one the message names."""
-    if status == METHOD_NOT_ALLOWED:
-        return _METHOD_FIX
-    lowered = message.lower()
-    if status not in SETTING_STATUSES or any(phrase in lowered for phrase in _TOO_LONG):
-        return None
-    named = [(at, fix) for names, fix in _FIXES for name in names if (at := _word_at(lowered, name.lower())) >= 0]
-    return min(named)[1] if named else None
-
-
-def _word_at(text: str, word: str) -> int:
-    """Where `word` first stands as a word of `text` (not inside a longer name such as `reasoning_effort`), or -1."""
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-            return start
-        start = text.find(word, start + 1)
-    return -1
-
-
 class TransportError(Exception):
     """The model gave no completion: timeouts, refused connections, HTTP errors, bodies that are not completions.
 
     `kind` says which, `status` carries the HTTP status for kind `http`, `attempts` how many requests were sent (0:
-    refused before sending). `fix` names the option that fixes a refused setting (`setting_fix` of the server's
-    message, unless given).
+    refused before sending). A refused request is judged (`refusals.judge`) where the server's structured error and
+    the request are known, and `prompt_fault` and `fix` given; else from the message's words here. `prompt_fault`:
+    the provider says this prompt is at fault (too long, content blocked), the model's `request_rejected`; `fix`:
+    the refusal is configuration, and this is what to change.
     """
 
     def __init__(
@@ -129,29 +72,34 @@ class TransportError(Exception):
         attempts: int,
         status: int | None = None,
         fix: str | None = None,
+        prompt_fault: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: TransportKind = transport_kind(kind)
         self.message = message
         self.attempts = attempts
         self.status = status
-        self.fix = fix if fix is not None else setting_fix(status, message) if self.kind == "http" else None
+        if prompt_fault is None and fix is None and self.kind == "http":
+            prompt_fault, fix = judge(status, ServerError(message))
+        self.prompt_fault = bool(prompt_fault)
+        self.fix = fix
 
     @property
     def setting_refused(self) -> bool:
-        """A parameter or a value the endpoint refuses: configuration, the same for every run, so the sweep stops."""
+        """The request's shape is refused (a parameter, a value, a field, the address): configuration, the same for
+        every run, so the sweep stops."""
         return self.fix is not None
 
     @property
     def request_rejected(self) -> bool:
-        """The endpoint refused this one request (too long for the context): the model's execution error."""
-        if self.setting_refused:
-            return False
-        return self.kind == "rejected" or (self.kind == "http" and self.status in REJECTED_REQUEST_STATUSES)
+        """The endpoint refused this one prompt (too long for the context, its content blocked): the model's
+        execution error. A local model's overflow (`rejected` without a fix) is one too."""
+        return self.prompt_fault or (self.kind == "rejected" and self.fix is None)
 
     @property
     def client_refused(self) -> bool:
-        return self.kind == "http" and self.status in REFUSED_CLIENT_STATUSES
+        """A refused client (bad key, forbidden, unknown model or endpoint): no request of this run can succeed."""
+        return self.kind == "http" and self.status in REFUSED_CLIENT_STATUSES and not self.prompt_fault
 
     def __str__(self) -> str:
         status = f" {self.status}" if self.status is not None else ""

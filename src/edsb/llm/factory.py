@@ -93,6 +93,10 @@ def build_model(
             model = AnthropicChatModel(parsed.target, **options)
         elif provider.api == "google":
             model = GoogleChatModel(parsed.target, **options)
+        elif provider.api == "responses":
+            from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
+
+            model = OpenAIResponsesModel(parsed.target, **options)
         else:
             model = OpenAIChatModel(parsed.target, provider=provider, **options)
     else:

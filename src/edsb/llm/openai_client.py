@@ -1,5 +1,5 @@
-"""`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `groq`, `cerebras`, `lepton`): any server
-that speaks the OpenAI chat completions API, over aiohttp.
+"""`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `openrouter`, `deepseek`, `xai`, `ollama`,
+...): any server that speaks the OpenAI chat completions API, over aiohttp.
 
 What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
 token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
@@ -40,6 +40,7 @@ from edsb.llm.errors import ModelSpecError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
 from edsb.llm.reasoning import split_message
+from edsb.llm.refusals import read_error
 from edsb.llm.remote import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -86,24 +87,16 @@ if TYPE_CHECKING:
 def resolve_base_url(base_url: str | None = None, provider: Provider = OPENAI, model: str = "") -> str:
     """`--base-url`, else (for `openai:` only) `$OPENAI_BASE_URL`, else the provider's host; without a trailing slash
     so one server has one identity."""
-    url = base_url or (os.environ.get(BASE_URL_ENV) if provider is OPENAI else None) or provider.url_for(model) or ""
+    named = BASE_URL_ENV if provider is OPENAI else provider.base_url_env
+    url = base_url or (os.environ.get(named) if named else None) or provider.url_for(model) or ""
+    if not url.strip():
+        raise ModelSpecError(f"{provider.name}: set {named} to the endpoint, or pass --base-url")
     return url.strip().rstrip("/")
 
 
 def error_message(body: bytes, status: int) -> str:
-    """The server's own words for a failed request: OpenAI's `{"error": {"message": ...}}`, else the body."""
-    text = body.decode("utf-8", "replace")
-    try:
-        data = from_json(body)
-    except ValueError:  # not JSON, too deep, a number too long to convert
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return flat(error["message"])
-        if isinstance(error, str):
-            return flat(error)
-    return flat(text) or f"HTTP {status} with an empty body"
+    """The server's own words for a failed request, in whichever provider's shape (`refusals.read_error`)."""
+    return read_error(body, status).message
 
 
 def _over_header_limits(exc: BaseException) -> bool:
@@ -186,9 +179,7 @@ def parse_completion(
     refusal = message.get("refusal")
     return ChatResponse(
         **split_message(message).fields(),
-        prompt_tokens=_token_count(usage, "prompt_tokens"),
-        completion_tokens=_token_count(usage, "completion_tokens"),
-        reasoning_tokens=_reasoning_tokens(usage),
+        **billed_usage(usage),
         latency_s=latency_s,
         model=reported_model if isinstance(reported_model, str) and reported_model else requested_model,
         finish_reason=first.get("finish_reason") if isinstance(first.get("finish_reason"), str) else None,
@@ -196,6 +187,33 @@ def parse_completion(
         refusal=refusal if isinstance(refusal, str) and refusal else None,
         sent=sent or {},
     )
+
+
+def billed_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """The `ChatResponse` token fields of a chat completion's usage, as billed: the cached input tokens
+    (`prompt_tokens_details.cached_tokens`), OpenRouter's `cost`, and, where `total_tokens` exceeds prompt plus
+    completion (xAI leaves its reasoning tokens out of `completion_tokens` and bills them as output), the difference
+    as output reasoning."""
+    prompt = _token_count(usage, "prompt_tokens")
+    completion = _token_count(usage, "completion_tokens")
+    reasoning = _reasoning_tokens(usage)
+    total = usage.get("total_tokens")
+    hidden = token_count(total, "usage.total_tokens") - prompt - completion if total is not None else 0
+    if hidden > 0:
+        completion += hidden
+        reasoning = max(reasoning or 0, hidden)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cost = usage.get("cost")
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "reasoning_tokens": reasoning,
+        "cached_tokens": None if cached is None else token_count(cached, "usage.prompt_tokens_details.cached_tokens"),
+        "billed_usd": float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        else None,
+    }
 
 
 def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
@@ -241,9 +259,11 @@ class OpenAIChatModel(RemoteChatModel):
 
     def __init__(self, model: str, *, base_url: str | None = None, provider: Provider = OPENAI, **options: Any) -> None:
         url = resolve_base_url(base_url, provider, model)
-        super().__init__(model, provider, url, default_url=provider.url_for(model) or DEFAULT_BASE_URL, **options)
+        own = provider.url_for(model) or os.environ.get(provider.base_url_env or "", "").strip().rstrip("/")
+        super().__init__(model, provider, url, default_url=own or DEFAULT_BASE_URL, **options)
+        key = {provider.key_header: self._api_key} if provider.key_header else {}
         self._headers = {
-            "Authorization": f"Bearer {self._api_key}",
+            **(key or {"Authorization": f"Bearer {self._api_key}"}),
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"edsb/{__version__}",
@@ -267,6 +287,11 @@ class OpenAIChatModel(RemoteChatModel):
         # Loading the trust store costs tens of milliseconds: only for https, once per model.
         self._tls: ssl.SSLContext | bool = tls_context() if parts.scheme == "https" else True
 
+    def api_version(self) -> str | None:
+        """The `api-version` query the host asks for (Azure's), from its variable else its default; None: none."""
+        named = self.provider.api_version_env
+        return (os.environ.get(named) if named else None) or self.provider.api_version
+
     def _resolve(self) -> None:
         """The endpoint's URL, parsed once, and its proxy with the proxy's credentials. They go on the tunnel's
         CONNECT for https, on each request for http (which aiohttp only does itself for its deprecated
@@ -274,7 +299,9 @@ class OpenAIChatModel(RemoteChatModel):
         import aiohttp
         from yarl import URL  # aiohttp's own URL type
 
-        self._url = URL(self.base_url + CHAT_PATH)
+        url = URL(self.base_url + self.provider.chat_path.format(model=self.model))
+        version = self.api_version()
+        self._url = url if version is None else url.with_query({"api-version": version})
         route = self.proxy()
         if route is None:
             return
@@ -308,7 +335,9 @@ class OpenAIChatModel(RemoteChatModel):
 
     def _prepare(self, request: ChatRequest) -> tuple[bytes, dict[str, Any]]:
         params = self.params(request)
-        sent = {name: value for name, value in params.items() if name not in ("model", "messages")}
+        version = self.api_version()
+        sent = {} if version is None else {"api-version": version}
+        sent.update((name, value) for name, value in params.items() if name not in ("model", "messages"))
         return to_json(params), sent  # pydantic's serialiser: a third of `json.dumps`'s time
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
@@ -328,11 +357,15 @@ class OpenAIChatModel(RemoteChatModel):
         if request.json_mode:
             params["response_format"] = {"type": "json_object"}
         if request.max_tokens is not None:
-            params["max_completion_tokens" if reasoning_model(self.model) else "max_tokens"] = request.max_tokens
+            cap = self.provider.cap_field or ("max_completion_tokens" if reasoning_model(self.model) else "max_tokens")
+            params[cap] = request.max_tokens
         for name in ("top_p", "seed", "reasoning_effort"):
             value = getattr(request, name)
             if value is not None:
                 params[name] = value
+        if self.provider.effort_object and request.reasoning_effort is not None:
+            params["reasoning"] = {"effort": params.pop("reasoning_effort")}
+        params.update(self.provider.body)
         return params
 
     async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
@@ -374,7 +407,7 @@ class OpenAIChatModel(RemoteChatModel):
         self._reach.answered = True
         if not 200 <= status < 300:
             retry_after = retry_after_s(response.headers)
-            raise AttemptFailure("http", error_message(payload, status), status=status, retry_after=retry_after)
+            raise AttemptFailure.http(status, read_error(payload, status), retry_after)
         return payload, time.perf_counter() - started
 
     def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:

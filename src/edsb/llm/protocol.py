@@ -73,6 +73,13 @@ class ChatResponse(_Frozen):
     reasoning: str = ""
     reasoning_source: str | None = None  # where the reasoning was split off (e.g. `think_tags`); None: it had none
     reasoning_tokens: int | None = None
+    # Input tokens billed at their own rate, inside `prompt_tokens`: read from the provider's prompt cache, and written
+    # to it (Anthropic); None where the reply does not say.
+    # Left out of the cache's and the transcripts' records while unset, so those read and hash as before.
+    cached_tokens: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    cache_write_tokens: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    # What the provider says it billed for this request (OpenRouter's usage.cost).
+    billed_usd: float | None = Field(default=None, exclude_if=lambda value: value is None)
     refusal: str | None = None  # the provider's refusal text (OpenAI's message.refusal, a stop for safety)
     # The generation settings as they went over the wire, under the API's own names (e.g. max_completion_tokens);
     # a setting absent here was not sent.

@@ -22,6 +22,7 @@ from pydantic_core import to_json
 from edsb.llm.errors import ApiKeyError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import PROVIDERS, Provider
+from edsb.llm.refusals import ServerError, Verdict, judge, refusal_fix
 from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, send_with_retries
 
 DEFAULT_TIMEOUT_S = 180.0
@@ -53,7 +54,7 @@ def resolve_api_key(
     value = os.environ.get(provider.key_env)
     if value:
         return value
-    if base_url == default_url:
+    if base_url == default_url and not provider.keyless:
         raise ApiKeyError(f"{provider.key_env} is not set: export it, or name the key variable with --api-key-env")
     return KEYLESS_PLACEHOLDER
 
@@ -140,6 +141,16 @@ def tls_context() -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def carried(request: ChatRequest) -> frozenset[str]:
+    """The run's settings a request carries, by `ChatRequest` field name (`json_mode` when JSON mode is asked): a
+    refusal's fix names the option among them."""
+    names = {name for name in _SETTINGS if getattr(request, name) is not None}
+    return frozenset(names | ({"json_mode"} if request.json_mode else set()))
+
+
+_SETTINGS = ("temperature", "top_p", "max_tokens", "reasoning_effort", "thinking_budget", "thinking_level", "seed")
 
 
 class RemoteChatModel:
@@ -252,11 +263,17 @@ class RemoteChatModel:
             self._reach.answered = True
             return self._parse(payload, latency_s, number, prepared)
 
-        return await send_with_retries(attempt, self.retry, self._reach, self._describe)
+        def judged(failure: AttemptFailure) -> Verdict:
+            error = failure.error or ServerError(failure.message)
+            return judge(failure.status if failure.kind == "http" else None, error, carried(request))
+
+        return await send_with_retries(attempt, self.retry, self._reach, self._describe, judged)
 
     def _describe(self, failure: AttemptFailure) -> str:
+        """The failure's message, redacted; a 404 gets the hint of where the address may be wrong, unless the
+        server's own words say what is (`only supported in v1/responses`: the address reached the API)."""
         message = whole_message(self._redact(failure.message))
-        if failure.status == 404 and self.not_found_hint:
+        if failure.status == 404 and self.not_found_hint and refusal_fix(404, ServerError(message)) is None:
             message += f" ({self.not_found_hint})"
         return message
 

@@ -13,6 +13,7 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from edsb.llm.errors import TransportError, TransportKind, transport_kind
+from edsb.llm.refusals import ServerError, Verdict
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Connection failures before the endpoint has answered even once are most likely a wrong address or a server that is
@@ -119,16 +120,27 @@ def rate_limit_reset_s(lowered: Mapping[str, str], now: datetime | None = None) 
 
 class AttemptFailure(Exception):
     """One failed attempt, before the retry loop decides whether it was the last. `retry_after`: seconds the server
-    asked for (a header, or Google's RetryInfo)."""
+    asked for (a header, or Google's RetryInfo); `error`: the server's refusal as its body worded it."""
 
     def __init__(
-        self, kind: TransportKind, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        kind: TransportKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        error: ServerError | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: TransportKind = transport_kind(kind)
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.error = error
+
+    @classmethod
+    def http(cls, status: int, error: ServerError, retry_after: float | None = None) -> AttemptFailure:
+        return cls("http", error.message, status=status, retry_after=retry_after, error=error)
 
     @property
     def retryable(self) -> bool:
@@ -150,9 +162,11 @@ async def send_with_retries(
     policy: RetryPolicy,
     reach: Reach,
     describe: Callable[[AttemptFailure], str],
+    judge: Callable[[AttemptFailure], Verdict] | None = None,
 ) -> T:
     """`attempt(number)` (1-based) until it succeeds, or a `TransportError` once the failure is final. `describe`
-    makes the final failure's one-line message (redacted, with hints)."""
+    makes the final failure's one-line message (redacted, with hints); `judge` says whose fault a refusal is (by
+    default, the message's words)."""
     number = 0
     while True:
         number += 1
@@ -166,5 +180,13 @@ async def send_with_retries(
                 max_retries = min(max_retries, UNREACHED_MAX_RETRIES)
             if not failure.retryable or number > max_retries:
                 message = describe(failure)
-                raise TransportError(failure.kind, message, attempts=number, status=failure.status) from None
+                verdict = judge(failure) if judge is not None else Verdict(False, None)
+                raise TransportError(
+                    failure.kind,
+                    message,
+                    attempts=number,
+                    status=failure.status,
+                    fix=verdict.fix,
+                    prompt_fault=verdict.prompt_fault if judge is not None else None,
+                ) from None
             await asyncio.sleep(policy.delay_s(number, failure.retry_after))

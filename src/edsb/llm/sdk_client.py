@@ -2,8 +2,9 @@
 `google`), with every request built as the official implementation builds it, in the API's dialect of today.
 
 - Anthropic (Messages API): the system message goes apart as `system`, the other turns as they are, `max_tokens`
-  (2,048 unless `--max-tokens`, plus the thinking budget); the temperature only where the installed SDK's API
-  version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for; no JSON mode (the API
+  (2,048 unless `--max-tokens`, plus the thinking budget or adaptive thinking's room); the temperature only where
+  the installed SDK's API version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked
+  for (an effort turns on adaptive thinking on Claude 4.6 and later); no JSON mode (the API
   has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the first text block the answer.
 - Google (google-genai): a chat whose history is every turn but the last, which is then sent; `system_instruction`,
   `max_output_tokens` (the answer's 2,048 unless `--max-tokens`, plus room for a thinking model's thinking), the
@@ -27,12 +28,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError, setting_fix
-from edsb.llm.openai_client import error_message
+from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
-from edsb.llm.providers import PROVIDERS, Provider, anthropic_api
+from edsb.llm.providers import PROVIDERS, Provider, anthropic_api, claude_adaptive
 from edsb.llm.reasoning import REDACTED, Split, split_think
-from edsb.llm.remote import ProxyRoute, RemoteChatModel, one_line, tls_context, token_count
+from edsb.llm.refusals import ServerError, read_error, refusal_fix
+from edsb.llm.remote import ProxyRoute, RemoteChatModel, carried, one_line, tls_context, token_count
 from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ SAFETY_STOPS = frozenset({"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "
 ANTHROPIC_URL = "https://api.anthropic.com"
 GOOGLE_URL = "https://generativelanguage.googleapis.com"
 _TOKEN_LIMIT = 2**53
+# The room Claude's adaptive thinking gets on top of the answer's, as a thinking budget would: its thinking shares
+# `max_tokens` with the answer, so without room it could cut the answer short.
+ADAPTIVE_ROOM = 16_384
 HEAD_LIMIT = 100 * 1024  # what httpcore's HTTP/1.1 parser holds of a response head
 
 
@@ -181,8 +185,9 @@ class SdkChatModel(RemoteChatModel):
         return self._sdk_failure(exc) or _transport_failure(exc)
 
 
-def _status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
-    return AttemptFailure("http", error_message(body, status), status=status, retry_after=retry_after)
+def status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
+    """An HTTP status with the server's refusal as its body words it."""
+    return AttemptFailure.http(status, read_error(body, status), retry_after)
 
 
 class AnthropicChatModel(SdkChatModel):
@@ -244,6 +249,9 @@ class AnthropicChatModel(SdkChatModel):
             params["thinking"] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}
         if request.reasoning_effort is not None:
             params["output_config"] = {"effort": request.reasoning_effort}
+            if budget is None and claude_adaptive(self.model):  # the effort sets how deep it thinks
+                params["thinking"] = {"type": "adaptive", "display": "summarized"}  # its thinking kept as reasoning
+                params["max_tokens"] += ADAPTIVE_ROOM
         return params
 
     def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -269,7 +277,7 @@ class AnthropicChatModel(SdkChatModel):
         thinking = getattr(details, "thinking_tokens", None)
         return ChatResponse(
             **split.fields(),
-            prompt_tokens=token_count(getattr(usage, "input_tokens", None), "usage.input_tokens"),
+            **_anthropic_input(usage),
             completion_tokens=token_count(getattr(usage, "output_tokens", None), "usage.output_tokens"),
             reasoning_tokens=None if thinking is None else token_count(thinking, "usage.output_tokens_details"),
             latency_s=latency_s,
@@ -285,10 +293,26 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIStatusError):
             response = exc.response
             headers = response.headers
-            return _status_failure(response.status_code, response.content, retry_after_s(headers))
+            return status_failure(response.status_code, response.content, retry_after_s(headers))
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
+
+
+def _anthropic_input(usage: Any) -> dict[str, Any]:
+    """Anthropic's input as billed: `input_tokens` counts only what follows the last cache breakpoint, so the prompt
+    is it plus the tokens read from the cache (`cache_read_input_tokens`) and written to it
+    (`cache_creation_input_tokens`), each billed at its own rate."""
+    read = getattr(usage, "cache_read_input_tokens", None)
+    written = getattr(usage, "cache_creation_input_tokens", None)
+    cached = None if read is None else token_count(read, "usage.cache_read_input_tokens")
+    creation = None if written is None else token_count(written, "usage.cache_creation_input_tokens")
+    fresh = token_count(getattr(usage, "input_tokens", None), "usage.input_tokens")
+    return {
+        "prompt_tokens": fresh + (cached or 0) + (creation or 0),
+        "cached_tokens": cached,
+        "cache_write_tokens": creation,
+    }
 
 
 def _split_blocks(content: list[Any]) -> Split:
@@ -410,7 +434,7 @@ class GoogleChatModel(SdkChatModel):
             )
         except ValueError as exc:  # a value the SDK's types refuse (a thinking level it does not know)
             message = one_line(f"the google-genai SDK refuses the settings: {exc}", 400)
-            fix = setting_fix(400, str(exc)) or "change the generation settings"
+            fix = refusal_fix(400, ServerError(str(exc)), carried(request)) or "change the generation settings"
             raise TransportError("rejected", message, attempts=0, fix=fix) from None
         arguments = {"model": self.model, "history": history, "config": generation}
         return arguments, turns[-1].content if turns else ""
@@ -434,8 +458,11 @@ class GoogleChatModel(SdkChatModel):
         thoughts = getattr(usage, "thoughts_token_count", None)
         thought = None if thoughts is None else token_count(thoughts, "usageMetadata.thoughtsTokenCount")
         version = getattr(result, "model_version", None)
+        cached = getattr(usage, "cached_content_token_count", None)
         common: dict[str, Any] = {
             "prompt_tokens": token_count(getattr(usage, "prompt_token_count", None), "usageMetadata.promptTokenCount"),
+            # inside promptTokenCount, billed at the cache's rate
+            "cached_tokens": None if cached is None else token_count(cached, "usageMetadata.cachedContentTokenCount"),
             "completion_tokens": answered + (thought or 0),  # thinking is billed as output
             "reasoning_tokens": thought,
             "latency_s": latency_s,
@@ -477,7 +504,7 @@ class GoogleChatModel(SdkChatModel):
             if wait is None:
                 wait = _retry_info_s(exc.details)
             body = json.dumps(exc.details).encode() if exc.details is not None else str(exc).encode()
-            return _status_failure(int(exc.code or 0), body, wait)
+            return status_failure(int(exc.code or 0), body, wait)
         if isinstance(exc, ValueError):  # a body that is not JSON, or not a response
             return AttemptFailure("invalid_response", one_line(f"the reply is not a response: {exc}"))
         return None

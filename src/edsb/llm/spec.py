@@ -1,5 +1,5 @@
 """`--model` strings: `local` (embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` for a remote provider
-(`openai`, `deepinfra`, `groq`, `cerebras`, `lepton`, `anthropic`, `google`; `providers.py`), `replay:<run dir>`,
+(the names of `providers.PROVIDERS`: `openai`, `anthropic`, `google`, `openrouter`, ...), `replay:<run dir>`,
 and `oracle` / `oracle-wrong` (hand-written reference answers and their negative control)."""
 
 from __future__ import annotations

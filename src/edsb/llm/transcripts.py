@@ -49,7 +49,8 @@ class TranscriptFailure(BaseModel):
     attempts: int
 
     truncated: bool = False  # the message was cut to `MESSAGE_CHARS`
-    fix: str | None = None  # the option that fixes a refused setting
+    fix: str | None = None  # what fixes a refusal of the request's shape
+    prompt_fault: bool | None = None  # the provider said this prompt is at fault (None: recorded before it said)
 
     @classmethod
     def of(cls, error: TransportError) -> TranscriptFailure:
@@ -63,10 +64,18 @@ class TranscriptFailure(BaseModel):
             attempts=error.attempts,
             truncated=kept is not message,
             fix=error.fix,
+            prompt_fault=error.prompt_fault,
         )
 
     def to_error(self) -> TransportError:
-        return TransportError(self.kind, self.message, attempts=self.attempts, status=self.status, fix=self.fix)
+        return TransportError(
+            self.kind,
+            self.message,
+            attempts=self.attempts,
+            status=self.status,
+            fix=self.fix,
+            prompt_fault=self.prompt_fault,
+        )
 
 
 class TranscriptRecord(BaseModel):

@@ -96,6 +96,7 @@ class RunTrace:
     repairs: TextRepairs = field(default_factory=TextRepairs)
     cut: list[str] = field(default_factory=list)  # modules whose reply stopped at the token cap
     cut_notes: list[str] = field(default_factory=list)  # how much of the cap thinking used, where a reply says
+    billed_usd: float | None = None  # what the provider billed, where its replies say
 
     def add(self, module: str, response: ChatResponse) -> None:
         if response.surrogates_replaced:
@@ -107,8 +108,15 @@ class RunTrace:
         entry = self.tokens.setdefault(module, {"prompt": 0, "completion": 0})
         entry["prompt"] += response.prompt_tokens
         entry["completion"] += response.completion_tokens
-        if response.reasoning_tokens:  # inside the completion count, as billed; recorded apart where reported
-            entry["reasoning"] = entry.get("reasoning", 0) + response.reasoning_tokens
+        for name, count in (
+            ("reasoning", response.reasoning_tokens),  # inside the completion count, as billed
+            ("cached", response.cached_tokens),  # inside the prompt count, billed at the cache's rates
+            ("cache_write", response.cache_write_tokens),
+        ):
+            if count:  # recorded apart where reported
+                entry[name] = entry.get(name, 0) + count
+        if response.billed_usd is not None:
+            self.billed_usd = (self.billed_usd or 0.0) + response.billed_usd
         self.latency_s += response.latency_s
         self.model = response.model
 
@@ -227,15 +235,28 @@ class EndpointRefused(EdsbError):
 
 def _transport_outcome(exc: TransportError) -> tuple[RunStatus, ErrorKind, str]:
     """(status, kind, message) of a run whose model gave no completion."""
-    if exc.client_refused:
-        raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
     if exc.setting_refused:  # configuration: every run would be refused alike
         raise EndpointRefused(f"the model endpoint refused a setting: {exc}\nfix: {exc.fix}") from None
-    if exc.request_rejected:  # an execution error, as any API failure is in the reference
+    if exc.client_refused:
+        raise EndpointRefused(f"the model endpoint refused the request: {exc}") from None
+    if exc.request_rejected:  # this prompt refused (too long, blocked): an execution error, as in the reference
         kind = ErrorKind.REQUEST_REJECTED
         return RunStatus.ERROR, kind, f"{kind}: {exc}"
     kind = ErrorKind.transport(exc.kind)
     return RunStatus.INCOMPLETE, kind, f"{kind}: {exc}"
+
+
+def _cut_note(cap: int | None, trace: RunTrace) -> str:
+    """Why a reply stopped at its length limit: the token cap sent, or, with none sent, the server's context window
+    (a local server's default window is small: Ollama's is 4,096 tokens below 24 GiB of GPU memory)."""
+    modules = ", ".join(trace.cut)
+    if cap is None:
+        return (
+            f" (the {modules} reply stopped at its length limit though no token cap was sent: the server's context "
+            "window cut it; for Ollama, raise OLLAMA_CONTEXT_LENGTH)"
+        )
+    thinking = f"; {', '.join(trace.cut_notes)}" if trace.cut_notes else ""
+    return f" (the {modules} reply stopped at the token cap of {cap}: see --max-tokens{thinking})"
 
 
 def _kept(services: RunServices, trace: RunTrace, **fields: Any) -> dict[str, Any]:
@@ -281,6 +302,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
         tokens=trace.tokens,
+        billed_usd=trace.billed_usd,
         latency_s=round(trace.latency_s, 3),
         wall_s=round(time.perf_counter() - started, 3),
         model=trace.model or services.model.identity,
@@ -317,11 +339,7 @@ async def _outcome(services: RunServices, key: RunKey, scenario: Scenario, trace
         # (its reply, its code, its plan), or on a variant the reference cannot run (`unsupported_variant`).
         outcome.status, outcome.error_kind, outcome.message = RunStatus.ERROR, exc.kind, f"{exc.kind}: {exc}"
         if trace.cut:  # say why, or a cut-off reply reads as the model's own malformed one
-            cap = f" of {services.generation.max_tokens}" if services.generation.max_tokens else ""
-            thinking = f"; {', '.join(trace.cut_notes)}" if trace.cut_notes else ""
-            outcome.message += (
-                f" (the {', '.join(trace.cut)} reply stopped at the token cap{cap}: see --max-tokens{thinking})"
-            )
+            outcome.message += _cut_note(services.generation.max_tokens, trace)
     except ReplayError:
         raise  # the replay cannot answer: a fault of the replay (code, data or options changed), not of this run
     except Exception as exc:

@@ -27,6 +27,7 @@ from edsb.data.manifest import manifest_text, verify_tree
 from edsb.data.selection import select_cases
 from edsb.errors import EdsbError
 from edsb.llm.errors import ReplayError
+from edsb.llm.rules import unsent_reasons
 from edsb.llm.transcripts import TranscriptRecord, read_transcripts, transcripts_dir
 from edsb.planning.generation import GENERATION_FIELDS, REQUEST_SETTINGS, GenerationSettings
 from edsb.planning.variants import PRESETS
@@ -34,7 +35,6 @@ from edsb.report.formats import paper_order
 from edsb.report.summary_types import RunSummary, VariantSummary
 from edsb.results import RunResult, RunStatus
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
-from edsb.runner.dialects import unsent_reasons
 
 RESULTS_FORMAT: Final = "edsb.results/1"
 

@@ -2,8 +2,10 @@
 override it.
 
 The completion counts a run records are the billed output: reasoning tokens are inside them (OpenAI's
-`completion_tokens` and Anthropic's `output_tokens` include them; Gemini's `thoughtsTokenCount` is added by the
-client), so an estimate is input × input price + completion × output price, thinking included.
+`completion_tokens` and Anthropic's `output_tokens` include them; Gemini's `thoughtsTokenCount` and xAI's reasoning
+are added by the client), so the output costs completion × output price, thinking included. Input tokens read from
+the provider's prompt cache cost the cached rate, those written to it (Anthropic) the write rate, the rest the input
+price. Where a provider says what it billed (OpenRouter's `usage.cost`), the report shows that beside the estimate.
 """
 
 from __future__ import annotations
@@ -12,42 +14,44 @@ from dataclasses import dataclass
 
 from edsb.report.summary_types import Tokens
 
-# The date of the list prices below: standard tier, no batch or cache discount, prompts under 200K tokens (Gemini's
-# Pro models and Claude's long-context rates cost more above). They were read from the providers' price pages as
+# The date of the list prices below: standard tier, no batch discount, prompts under 200K tokens (Gemini's Pro
+# models and Claude's long-context rates cost more above). They were read from the providers' price pages as
 # mirrored on that date; a run against newer prices names them with --price-in/--price-out.
 PRICES_AS_OF = "2026-03"
-# USD per million tokens (input, output), by provider and the model name edsb is given (`PROVIDER:<name>`).
-BUILTIN_PRICES: dict[str, dict[str, tuple[float, float]]] = {
+# USD per million tokens (input, output, cached input), by provider and the model name edsb is given
+# (`PROVIDER:<name>`); a model without a cached rate is charged the input price for its cached tokens.
+BUILTIN_PRICES: dict[str, dict[str, tuple[float, float] | tuple[float, float, float]]] = {
     "openai": {
         # The paper's engines.
-        "gpt-4o-2024-08-06": (2.50, 10.00),
-        "gpt-4o-mini-2024-07-18": (0.15, 0.60),
-        "gpt-4o": (2.50, 10.00),
-        "gpt-4o-mini": (0.15, 0.60),
+        "gpt-4o-2024-08-06": (2.50, 10.00, 1.25),
+        "gpt-4o-mini-2024-07-18": (0.15, 0.60, 0.075),
+        "gpt-4o": (2.50, 10.00, 1.25),
+        "gpt-4o-mini": (0.15, 0.60, 0.075),
         # Reasoning models.
-        "gpt-5": (1.25, 10.00),
-        "gpt-5.1": (1.25, 10.00),
-        "gpt-5-mini": (0.25, 2.00),
-        "gpt-5-nano": (0.05, 0.40),
-        "o3": (2.00, 8.00),
-        "o4-mini": (1.10, 4.40),
+        "gpt-5": (1.25, 10.00, 0.125),
+        "gpt-5.1": (1.25, 10.00, 0.125),
+        "gpt-5-mini": (0.25, 2.00, 0.025),
+        "gpt-5-nano": (0.05, 0.40, 0.005),
+        "o3": (2.00, 8.00, 0.50),
+        "o4-mini": (1.10, 4.40, 0.275),
     },
+    # Cache reads cost a tenth of the input price; cache writes (5-minute) `CACHE_WRITE_FACTOR` times it.
     "anthropic": {
-        "claude-opus-4-6": (5.00, 25.00),
-        "claude-sonnet-4-6": (3.00, 15.00),
-        "claude-opus-4-5": (5.00, 25.00),
-        "claude-sonnet-4-5": (3.00, 15.00),
-        "claude-haiku-4-5": (1.00, 5.00),
-        "claude-opus-4-1": (15.00, 75.00),
-        "claude-opus-4": (15.00, 75.00),
-        "claude-sonnet-4": (3.00, 15.00),
+        "claude-opus-4-6": (5.00, 25.00, 0.50),
+        "claude-sonnet-4-6": (3.00, 15.00, 0.30),
+        "claude-opus-4-5": (5.00, 25.00, 0.50),
+        "claude-sonnet-4-5": (3.00, 15.00, 0.30),
+        "claude-haiku-4-5": (1.00, 5.00, 0.10),
+        "claude-opus-4-1": (15.00, 75.00, 1.50),
+        "claude-opus-4": (15.00, 75.00, 1.50),
+        "claude-sonnet-4": (3.00, 15.00, 0.30),
     },
     "google": {
-        "gemini-3-pro-preview": (2.00, 12.00),
-        "gemini-3-flash-preview": (0.50, 3.00),
-        "gemini-2.5-pro": (1.25, 10.00),
-        "gemini-2.5-flash": (0.30, 2.50),
-        "gemini-2.5-flash-lite": (0.10, 0.40),
+        "gemini-3-pro-preview": (2.00, 12.00, 0.20),
+        "gemini-3-flash-preview": (0.50, 3.00, 0.05),
+        "gemini-2.5-pro": (1.25, 10.00, 0.125),
+        "gemini-2.5-flash": (0.30, 2.50, 0.03),
+        "gemini-2.5-flash-lite": (0.10, 0.40, 0.01),
     },
     "deepinfra": {
         # The paper's open engine as DeepInfra serves it now (FP8).
@@ -56,11 +60,19 @@ BUILTIN_PRICES: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
+# What a cache write costs, as a multiple of the input price, where the provider bills writes apart.
+CACHE_WRITE_FACTOR = {"anthropic": 1.25}
+
+
 @dataclass(frozen=True)
 class Price:
+    """USD per million tokens. `cached_per_million` / `cache_write_per_million`: None charges the input price."""
+
     input_per_million: float
     output_per_million: float
     source: str
+    cached_per_million: float | None = None
+    cache_write_per_million: float | None = None
 
 
 def price_for(model_spec: str, price_in: float | None = None, price_out: float | None = None) -> Price | None:
@@ -69,12 +81,14 @@ def price_for(model_spec: str, price_in: float | None = None, price_out: float |
     if price_in is not None or price_out is not None:
         return Price(price_in or 0.0, price_out or 0.0, "command line")
     provider, sep, name = model_spec.partition(":")
-    tables = [BUILTIN_PRICES.get(provider, {})] if sep else list(BUILTIN_PRICES.values())
     name = name if sep else model_spec
-    for table in tables:
+    for owner, table in [(provider, BUILTIN_PRICES.get(provider, {}))] if sep else list(BUILTIN_PRICES.items()):
         found = table.get(name) or table.get(_undated(name))
         if found is not None:
-            return Price(*found, f"built-in list price as of {PRICES_AS_OF}")
+            write = CACHE_WRITE_FACTOR.get(owner)
+            source = f"built-in list price as of {PRICES_AS_OF}"
+            cached = found[2] if len(found) > 2 else None
+            return Price(found[0], found[1], source, cached, None if write is None else found[0] * write)
     return None
 
 
@@ -88,9 +102,13 @@ def _undated(name: str) -> str:
 
 
 def estimate_cost(tokens: Tokens, price: Price) -> dict[str, float]:
-    """USD per module and in total from a variant summary's token counts."""
+    """USD per module and in total from a variant summary's token counts, cached input at its own rates."""
     costs: dict[str, float] = {}
+    cached_rate = price.input_per_million if price.cached_per_million is None else price.cached_per_million
+    write_rate = price.input_per_million if price.cache_write_per_million is None else price.cache_write_per_million
     for module, counts in tokens.by_module.items():
-        costs[module] = (counts.prompt * price.input_per_million + counts.completion * price.output_per_million) / 1e6
+        fresh = max(counts.prompt - counts.cached - counts.cache_write, 0)
+        input_cost = fresh * price.input_per_million + counts.cached * cached_rate + counts.cache_write * write_rate
+        costs[module] = (input_cost + counts.completion * price.output_per_million) / 1e6
     costs["total"] = sum(costs.values())
     return costs

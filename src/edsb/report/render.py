@@ -74,7 +74,9 @@ def token_rows(
             row.append(f"{counts.prompt:,} / {counts.completion:,}")
         # the reference's tokens.csv: int() of the rounded mean, so 1234.56 reads 1234
         row.append(f"{int(total.prompt_tokens)} / {int(total.completion_tokens)}")
-        row.append(f"${estimate_cost(tokens, price)['total']:.2f}" if price else "-")
+        estimate = f"${estimate_cost(tokens, price)['total']:.2f}" if price else "-"
+        # the provider's own bill, where its replies said it, beside the estimate from list prices
+        row.append(estimate if tokens.billed_usd is None else f"{estimate} (billed ${tokens.billed_usd:.2f})")
         rows.append(row)
     return rows, price
 

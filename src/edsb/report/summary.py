@@ -226,15 +226,19 @@ def _tokens(records: list[RunResult], counted: list[RunResult]) -> Tokens:
         module: ModuleTokens(
             prompt=sum(r.tokens.get(module, {}).get("prompt", 0) for r in records),
             completion=sum(r.tokens.get(module, {}).get("completion", 0) for r in records),
+            cached=sum(r.tokens.get(module, {}).get("cached", 0) for r in records),
+            cache_write=sum(r.tokens.get(module, {}).get("cache_write", 0) for r in records),
         )
         for module in MODULES
     }
+    billed = [r.billed_usd for r in records if r.billed_usd is not None]
     return Tokens(
         total_prompt=sum(r.prompt_tokens for r in records),
         total_completion=sum(r.completion_tokens for r in records),
         by_module=by_module,
         mean_prompt_every_run=round(sum(r.prompt_tokens for r in counted) / len(counted), 2),
         mean_completion_every_run=round(sum(r.completion_tokens for r in counted) / len(counted), 2),
+        billed_usd=round(sum(billed), 6) if billed else None,
     )
 
 

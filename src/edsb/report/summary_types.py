@@ -68,6 +68,13 @@ class SamplerCell(_Strict):
 class ModuleTokens(_Strict):
     prompt: int
     completion: int
+    # Written only where the provider reported them, so a summary reads as it did before.
+    cached: int = Field(
+        default=0, exclude_if=lambda count: count == 0, description="of the prompt tokens, those read from the cache"
+    )
+    cache_write: int = Field(
+        default=0, exclude_if=lambda count: count == 0, description="of the prompt tokens, those written to the cache"
+    )
 
 
 class Tokens(_Strict):
@@ -78,6 +85,9 @@ class Tokens(_Strict):
     by_module: dict[str, ModuleTokens] = Field(description="narrator, event_parser -> tokens")
     mean_prompt_every_run: float = Field(description="mean over every judged run, errored ones included")
     mean_completion_every_run: float
+    billed_usd: float | None = Field(
+        default=None, exclude_if=lambda value: value is None, description="what the provider billed, where it says"
+    )
 
 
 class VariantSummary(_Strict):

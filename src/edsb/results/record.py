@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, computed_field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, computed_field
 from pydantic_core import PydanticSerializationError
 
 from edsb.results.kinds import ErrorKind, RunStatus
@@ -71,8 +71,11 @@ class RunResult(BaseModel):
     event: dict[str, Any] | None = None  # the Narrator's event: characters and activity
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    # per module: {"prompt": n, "completion": n}, and "reasoning": n (inside completion) where the API reports it
+    # per module: {"prompt": n, "completion": n}, and where the API reports them "reasoning": n (inside completion),
+    # "cached" and "cache_write": n (inside prompt, billed at the cache's rates)
     tokens: dict[str, dict[str, int]] = {}
+    # What the provider billed for the run's requests, where it says (OpenRouter); left out of the line otherwise.
+    billed_usd: float | None = Field(default=None, exclude_if=lambda value: value is None)
     latency_s: float = 0.0
     wall_s: float = 0.0
     model: str | None = None

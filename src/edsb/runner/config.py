@@ -18,12 +18,12 @@ from edsb.data.selection import parse_levels, select_cases, selection_text
 from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
+from edsb.llm.rules import provider_refuses, temperature_not_sent
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
 from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results.migrate import CONFIG_FORMAT, current_config
 from edsb.results.rundir import CONFIG_FILE, write_json
-from edsb.runner.dialects import provider_refuses, temperature_not_sent
 from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
 from edsb.text import TextLimits
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from edsb.errors import UsageError
+from edsb.llm import rules as dialects
 from edsb.planning.generation import GenerationSettings
-from edsb.runner import dialects
 from edsb.runner.config import resolve_generation
 
 CLAUDE = "anthropic:claude-sonnet-4-5"

@@ -9,12 +9,31 @@ the start of a run and for the run card.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from edsb.llm import providers
 from edsb.llm.providers import get_provider
+from edsb.llm.responses_client import responses_only
 from edsb.llm.spec import parse_model_spec
-from edsb.planning.generation import GenerationSettings
+
+
+class GenerationSettings(Protocol):
+    """The run's generation settings as these rules read them (the planning layer's `GenerationSettings`)."""
+
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def json_mode(self) -> bool: ...
+    @property
+    def reasoning_effort(self) -> str | None: ...
+    @property
+    def thinking_budget(self) -> int | None: ...
+    @property
+    def thinking_level(self) -> str | None: ...
+    @property
+    def reasoning_sent(self) -> bool: ...
+    def model_dump(self) -> dict[str, Any]: ...
+
 
 ANTHROPIC_MIN_THINKING = 1024  # the smallest `budget_tokens` Anthropic's extended thinking accepts
 DEFAULT_EFFORT = "not sent: the provider's default effort applies"
@@ -34,6 +53,9 @@ def _api(model: str) -> str | None:
 
 def temperature_not_sent(model: str, settings: Mapping[str, Any]) -> str | None:
     """Why `model` gets no temperature when none is given (None: it gets the paper's)."""
+    spec = parse_model_spec(model)
+    if spec.remote and spec.target is not None and (why := get_provider(spec.kind).temperature_ignored(spec.target)):
+        return why
     if _api(model) != "anthropic":
         return None
     version, takes_temperature = anthropic_api()
@@ -55,16 +77,28 @@ def provider_refuses(model: str, settings: GenerationSettings) -> str | None:
         return "pass --thinking-budget or --thinking-level, not both (Gemini takes one of them)"
     if settings.thinking_level is not None and api != "google":
         return "--thinking-level is Gemini 3's setting (google:<model>); use --reasoning-effort here"
-    if api == "openai" and settings.thinking_budget is not None:
+    if api in ("openai", "responses") and settings.thinking_budget is not None:
         return "--thinking-budget is Anthropic's and Gemini's setting; use --reasoning-effort here"
+    spec = parse_model_spec(model)
+    if spec.kind == "openai" and "/" not in (spec.target or "/") and responses_only(spec.target or ""):
+        # OpenAI's own name (a router's has an `org/` prefix, and may serve it through chat completions)
+        return f"{spec.target} is served only by OpenAI's Responses API: use --model openai-responses:{spec.target}"
     if api == "google" and settings.reasoning_effort is not None:
         return "Gemini takes --thinking-budget (2.5) or --thinking-level (3), not --reasoning-effort"
-    return _anthropic_refuses(settings) if api == "anthropic" else None
+    ignored = get_provider(spec.kind).temperature_ignored(spec.target or "")
+    if ignored is not None and settings.temperature is not None:
+        return f"{ignored}: leave out --temperature or pass --temperature default"
+    return _anthropic_refuses(parse_model_spec(model).target or "", settings) if api == "anthropic" else None
 
 
-def _anthropic_refuses(settings: GenerationSettings) -> str | None:
+def _anthropic_refuses(model: str, settings: GenerationSettings) -> str | None:
     version, takes_temperature = anthropic_api()
     thinking = settings.thinking_budget is not None
+    if thinking and settings.thinking_budget and providers.claude_refuses_budget(model):
+        return (
+            f"{model} takes no thinking budget, only adaptive thinking: "
+            "pass --reasoning-effort LEVEL instead of --thinking-budget"
+        )
     if settings.temperature is not None and not takes_temperature:
         return (
             f"Anthropic's Messages API version {version} (the installed anthropic SDK's) has no temperature: "
