@@ -4,6 +4,7 @@ reasoning tokens counted as output, OpenRouter's billed cost summed beside the e
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from edsb.report.cost import Price, estimate_cost, price_for
 from edsb.report.summary import variant_summary
 from edsb.report.summary_types import ModuleTokens, Tokens
 from edsb.results import RunResult
+from edsb.results.migrate import current_result
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.provider_fakes import anthropic_reply, gemini_reply, openai_reply
 
@@ -98,10 +100,11 @@ def test_cached_input_is_priced_at_its_own_rate() -> None:
 
 def test_older_records_and_summaries_still_read() -> None:
     assert ModuleTokens.model_validate({"prompt": 5, "completion": 2}).cached == 0
-    record = RunResult.model_validate_json(
+    line = (
         '{"key": "ours/tc13-d0-r0", "variant": "ours", "case": 13, "distraction": 0, "status": "error", '
         '"error_kind": "request_rejected", "tokens": {"narrator": {"prompt": 3, "completion": 1}}}'
     )
+    record = RunResult.model_validate(current_result(json.loads(line)))  # a line of edsb 0.1.0, as read
     assert record.billed_usd is None
 
 
@@ -115,6 +118,7 @@ def test_billed_cost_is_summed_per_variant() -> None:
             repeat=repeat,
             status="error",
             error_kind="request_rejected",
+            sandbox="restricted",
             billed_usd=billed,
         )
 
