@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import sys
@@ -9,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.console import Console
@@ -21,7 +22,6 @@ from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError, hint
 from edsb.llm.factory import CHECK_TIMEOUT_S
-from edsb.llm.providers import PROVIDERS
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
@@ -36,14 +36,20 @@ if TYPE_CHECKING:
 class _FlagsWithoutPlaceholders:
     """Help with one kind of placeholder: every option names its value in capitals (`--out DIR`, `--cases CASES`),
     an argument is shown by its name alone (`RUN_DIR`), and a flag (`--quiet`, `--help`) shows none. Typer would add
-    `<bool>` to flags, as if they took a value, and a second `<path>` beside an argument's name."""
+    `<bool>` to flags, as if they took a value, and a second `<path>` beside an argument's name. In a command whose
+    options sit in named panels, `--help` joins the last one rather than open an `Options` panel of its own."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        for param in self.get_params(ctx):  # type: ignore[attr-defined]
+        params = self.get_params(ctx)  # type: ignore[attr-defined]
+        for param in params:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""
             elif param.param_type_name == "argument" and param.metavar is not None:
                 param.display_type_rich = lambda ctx: None
+        panels = list(dict.fromkeys(p for param in params if (p := getattr(param, "rich_help_panel", None))))
+        help_option = self.get_help_option(ctx)  # type: ignore[attr-defined]
+        if panels and help_option is not None:  # `--help` closes the last panel, not an `Options` panel of its own
+            help_option.rich_help_panel = panels[-1]
         super().format_help(ctx, formatter)  # type: ignore[misc]
 
 
@@ -75,11 +81,22 @@ def _one_of(choices: Iterable[Enum | str]) -> str:
 
 
 MODEL_HELP = (
-    "`local` (the embedded SmolLM2), `local:<file.gguf>`, `PROVIDER:<model>` with PROVIDER "
-    f"{_one_of(PROVIDERS)}, `replay:<run dir>`, `oracle` or `oracle-wrong`."
+    "`local` (embedded), `local:<file.gguf>`, `PROVIDER:<model>`, `replay:<run dir>`, `oracle` or `oracle-wrong`."
 )
 BASE_URL_HELP = "The provider's endpoint (default its own host; for openai, $OPENAI_BASE_URL if set)."
 API_KEY_ENV_HELP = "Environment variable holding the API key (default the provider's, e.g. OPENAI_API_KEY)."
+
+# The panels of `edsb run --help`, where a reader looks for an option; `check-model` shares the first and third.
+MODEL_PANEL, SELECTION_PANEL, GENERATION_PANEL = "Model", "Selection", "Generation"
+SAMPLER_PANEL, LIMITS_PANEL, OUTPUT_PANEL = "Sampler and sandbox", "Limits", "Output"
+
+
+def _in_panel(option: Any, panel: str) -> Any:
+    """The `typer.Option` of a shared `Annotated` option (`DataOption`), in a help panel of one command."""
+    placed = copy.copy(get_args(option)[1])
+    placed.rich_help_panel = panel
+    return placed
+
 
 app = typer.Typer(
     cls=_Group,
@@ -129,8 +146,8 @@ OfflineOption = Annotated[
     bool,
     typer.Option(
         "--offline",
-        help=f"Never download: without --data or $EDSB_DATA, the per-user data dir is otherwise fetched on first use "
-        f"(also ${OFFLINE_ENV}=1).",
+        help=f"Never download the data, which without --data or $EDSB_DATA is fetched on first use (also "
+        f"${OFFLINE_ENV}=1).",
     ),
 ]
 
@@ -280,10 +297,7 @@ def cases_command(
     out.print(table)
 
 
-SAMPLER_HELP = (
-    "PI position sampler: `reference`, the paper's simulated annealing (may stop short of the area), or `optimal`, "
-    "edsb's lattice search (always an optimal point: a ceiling, not the paper's number)"
-)
+SAMPLER_HELP = "PI position sampler: `reference`, the paper's simulated annealing, or `optimal`, a ceiling"
 
 
 @app.command("score", cls=_Command)
@@ -365,9 +379,10 @@ TemperatureOption = Annotated[
     typer.Option(
         parser=_temperature,
         metavar="T",
-        help=f"Sampling temperature, or `{PROVIDER_DEFAULT}` to send none, so that the provider's own applies "
-        f"(default {_default('temperature')}, the paper's; none for an API without one).",
+        help=f"Sampling temperature, or `{PROVIDER_DEFAULT}` to send none: the provider's own applies "
+        f"(default {_default('temperature')}, the paper's).",
         show_default=False,
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 MaxTokensOption = Annotated[
@@ -375,9 +390,8 @@ MaxTokensOption = Annotated[
     typer.Option(
         min=1,
         metavar="N",
-        help="Token cap of each reply, the answer's room; a thinking budget comes on top (default as the paper's "
-        "client: none sent to OpenAI-compatible providers, the provider's cap for anthropic and google, the embedded "
-        "model's own).",
+        help="Token cap of each reply; a thinking budget comes on top (default as the paper's client: docs/models.md).",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 ModelSeedOption = Annotated[
@@ -385,16 +399,18 @@ ModelSeedOption = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help="Sampling seed sent to the model, N + repeat per repeat (OpenAI-compatible `seed`, Gemini's `seed`; "
-        f"anthropic takes none; default {_default('model_seed')}, the embedded model 0).",
+        help=f"Sampling seed sent to the model, N + r on repeat r (default {_default('model_seed')}, the embedded "
+        "model 0; not for anthropic).",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 ReasoningEffortOption = Annotated[
     ReasoningEffort | None,
     typer.Option(
         metavar="LEVEL",
-        help=f"Reasoning effort: {_one_of(ReasoningEffort)} (OpenAI's `reasoning_effort`, Anthropic's effort; "
-        f"default {_default('reasoning_effort')}, so that the provider's own effort applies).",
+        help=f"Reasoning effort: {_one_of(ReasoningEffort)} (default {_default('reasoning_effort')}: the "
+        "provider's own).",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 ThinkingBudgetOption = Annotated[
@@ -402,8 +418,9 @@ ThinkingBudgetOption = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help="Thinking tokens (Anthropic's extended thinking, Gemini 2.5's `thinkingBudget`), on top of the "
-        f"answer's cap (default {_default('thinking_budget')}).",
+        help="Thinking tokens (Anthropic, Gemini 2.5), on top of the answer's cap "
+        f"(default {_default('thinking_budget')}).",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 ThinkingLevelOption = Annotated[
@@ -411,13 +428,15 @@ ThinkingLevelOption = Annotated[
     typer.Option(
         metavar="LEVEL",
         help=f"Gemini 3's `thinkingLevel`: {_one_of(ThinkingLevel)} (default {_default('thinking_level')}).",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 NoJsonModeOption = Annotated[
     bool,
     typer.Option(
         "--no-json-mode",
-        help="Send no `response_format` (for servers without JSON mode); the Narrator's prompt still asks for JSON.",
+        help="Send no `response_format` (for servers without JSON mode); the prompt still asks for JSON.",
+        rich_help_panel=GENERATION_PANEL,
     ),
 ]
 
@@ -427,15 +446,26 @@ def check_model_command(
     model: Annotated[
         str,
         typer.Option(
-            "--model", metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.", show_default=False
+            "--model",
+            metavar="MODEL",
+            help=f"{MODEL_HELP} Default: {_default('model')}.",
+            show_default=False,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = config_default("model"),
-    base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
-    api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
+    base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help=BASE_URL_HELP, rich_help_panel=MODEL_PANEL)
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP, rich_help_panel=MODEL_PANEL)
+    ] = None,
     timeout: Annotated[
         float,
         typer.Option(
-            metavar="SECONDS", help=f"Seconds to wait for the answer (default {CHECK_TIMEOUT_S:g}).", show_default=False
+            metavar="SECONDS",
+            help=f"Seconds to wait for the answer (default {CHECK_TIMEOUT_S:g}).",
+            show_default=False,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = CHECK_TIMEOUT_S,
     temperature: TemperatureOption = None,
@@ -473,35 +503,60 @@ _SESSION_PARAMETERS = ("config", "out", "quiet", "offline")
 @app.command("run", cls=_Command)
 def run_command(
     model: Annotated[
-        str | None, typer.Option(metavar="MODEL", help=f"{MODEL_HELP} Default: {_default('model')}.")
+        str | None,
+        typer.Option(
+            metavar="MODEL",
+            help=f"{MODEL_HELP} Default: {_default('model')}.",
+            rich_help_panel=MODEL_PANEL,
+        ),
     ] = None,
-    base_url: Annotated[str | None, typer.Option(metavar="URL", help=BASE_URL_HELP)] = None,
-    api_key_env: Annotated[str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP)] = None,
+    base_url: Annotated[
+        str | None, typer.Option(metavar="URL", help=BASE_URL_HELP, rich_help_panel=MODEL_PANEL)
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(metavar="NAME", help=API_KEY_ENV_HELP, rich_help_panel=MODEL_PANEL)
+    ] = None,
     variant: Annotated[
         list[VariantName] | None,
         typer.Option(
             "--variant",
             metavar="VARIANT",
             help=f"Variant to run: {_one_of(VariantName)} (repeatable; default {_default('variants')}).",
+            rich_help_panel=SELECTION_PANEL,
         ),
     ] = None,
     preset: Annotated[
         PresetName | None,
-        typer.Option(metavar="PRESET", help=f"The paper's experiment grids: {_one_of(PresetName)} (Tables 1, 2)."),
+        typer.Option(
+            metavar="PRESET",
+            help=f"The paper's experiment grids: {_one_of(PresetName)} (Tables 1, 2).",
+            rich_help_panel=SELECTION_PANEL,
+        ),
     ] = None,
     cases: Annotated[
         str | None,
-        typer.Option(metavar="CASES", help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`; default all)."),
+        typer.Option(
+            metavar="CASES",
+            help="Case selection: ids, ranges, tags (`0-4,60`, `OA,RC`; default all).",
+            rich_help_panel=SELECTION_PANEL,
+        ),
     ] = None,
     distraction: Annotated[
         str | None,
         typer.Option(
-            metavar="LEVELS", help=f"Distraction levels, e.g. `0-2` or `0,2` (default {_default('distraction')})."
+            metavar="LEVELS",
+            help=f"Distraction levels, e.g. `0-2` or `0,2` (default {_default('distraction')}).",
+            rich_help_panel=SELECTION_PANEL,
         ),
     ] = None,
     repeats: Annotated[
         int | None,
-        typer.Option(min=1, metavar="N", help=f"Repeats per case and level (default {_default('repeats')})."),
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Repeats per case and level (default {_default('repeats')}).",
+            rich_help_panel=SELECTION_PANEL,
+        ),
     ] = None,
     temperature: TemperatureOption = None,
     max_tokens: MaxTokensOption = None,
@@ -516,6 +571,7 @@ def run_command(
             metavar="N",
             help=f"Seed of each run's code and, with the sampler secret, of the position sampler "
             f"(default {_default('seed')}).",
+            rich_help_panel=SAMPLER_PANEL,
         ),
     ] = None,
     sampler_secret: Annotated[
@@ -523,20 +579,23 @@ def run_command(
         typer.Option(
             metavar="TEXT",
             help="Key of the position sampler's draws, hidden from model code (default: the directory's, else a new "
-            "random one; copy it from config.json to draw the same in a fresh directory).",
+            "random one; docs/running.md).",
+            rich_help_panel=SAMPLER_PANEL,
         ),
     ] = None,
     sampler: Annotated[
         SamplerName | None,
-        typer.Option(metavar="SAMPLER", help=SAMPLER_HELP + f" (default {_default('sampler')})."),
+        typer.Option(
+            metavar="SAMPLER", help=SAMPLER_HELP + f" (default {_default('sampler')}).", rich_help_panel=SAMPLER_PANEL
+        ),
     ] = None,
     sandbox: Annotated[
         SandboxChoice | None,
         typer.Option(
             metavar="SANDBOX",
-            help="Where model code runs: `exact`, CPython as the reference runs it, contained by the kernel "
-            "(Linux: Landlock, seccomp); `restricted`, RestrictedPython, for other hosts (refuses some ordinary "
-            f"Python); `{SandboxChoice.AUTO}` (default), exact where the host supports it.",
+            help=f"Where model code runs: `exact`, `restricted` or `{SandboxChoice.AUTO}`, the default: exact where "
+            "the host allows (docs/running.md).",
+            rich_help_panel=SAMPLER_PANEL,
         ),
     ] = None,
     perturb: Annotated[
@@ -544,17 +603,27 @@ def run_command(
         typer.Option(
             min=0,
             metavar="SEED",
-            help="Robustness suite: rename every character and renumber object instances from this seed, so no "
-            f"remembered answer fits (default {_default('perturb')}: the benchmark as published).",
+            help="Robustness suite: characters and objects renamed from this seed "
+            f"(default {_default('perturb')}: as published; docs/perturbation.md).",
+            rich_help_panel=SELECTION_PANEL,
         ),
     ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option(min=1, metavar="N", help=f"Runs in flight at once (default {_default('concurrency')})."),
+        typer.Option(
+            min=1,
+            metavar="N",
+            help=f"Runs in flight at once (default {_default('concurrency')}).",
+            rich_help_panel=MODEL_PANEL,
+        ),
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(metavar="SECONDS", help=f"Seconds per model request (default {_default('timeout')})."),
+        typer.Option(
+            metavar="SECONDS",
+            help=f"Seconds per model request (default {_default('timeout')}).",
+            rich_help_panel=MODEL_PANEL,
+        ),
     ] = None,
     max_retries: Annotated[
         int | None,
@@ -562,15 +631,24 @@ def run_command(
             min=0,
             metavar="N",
             help=f"Retries per request on 429/5xx/timeouts/connection errors (default {_default('max_retries')}).",
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = None,
     code_timeout: Annotated[
         float | None,
-        typer.Option(metavar="SECONDS", help=f"Seconds model code may run (default {_default('code_timeout')})."),
+        typer.Option(
+            metavar="SECONDS",
+            help=f"Seconds model code may run (default {_default('code_timeout')}).",
+            rich_help_panel=LIMITS_PANEL,
+        ),
     ] = None,
     code_memory: Annotated[
         int | None,
-        typer.Option(metavar="MIB", help=f"MiB of memory model code may use (default {_default('code_memory_mb')})."),
+        typer.Option(
+            metavar="MIB",
+            help=f"MiB of memory model code may use (default {_default('code_memory_mb')}).",
+            rich_help_panel=LIMITS_PANEL,
+        ),
     ] = None,
     max_plan_characters: Annotated[
         int | None,
@@ -578,6 +656,7 @@ def run_command(
             min=1,
             metavar="N",
             help=f"Characters a plan may set (default {_default('max_plan_characters')}; more is code_output).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
     max_plan_relationships: Annotated[
@@ -586,6 +665,7 @@ def run_command(
             min=1,
             metavar="N",
             help=f"Relationships per character in a plan (default {_default('max_plan_relationships')}).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
     max_plan_string_chars: Annotated[
@@ -594,6 +674,7 @@ def run_command(
             min=1,
             metavar="N",
             help=f"Characters of any string in a plan (default {_default('max_plan_string_chars')}).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
     max_error_chars: Annotated[
@@ -602,6 +683,7 @@ def run_command(
             min=100,
             metavar="N",
             help=f"Characters of an error message kept in a result (default {_default('max_error_chars')}).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
     max_text_chars: Annotated[
@@ -610,6 +692,7 @@ def run_command(
             min=100,
             metavar="N",
             help=f"Characters of each reply string kept in a result (default {_default('max_text_chars')}).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
     max_response_mb: Annotated[
@@ -618,18 +701,32 @@ def run_command(
             min=1,
             metavar="MIB",
             help=f"MiB a model server's reply may hold; larger ones fail (default {_default('max_response_mb')}).",
+            rich_help_panel=LIMITS_PANEL,
         ),
     ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Bypass the response cache.", rich_help_panel=MODEL_PANEL)
+    ] = False,
     config: Annotated[
-        Path | None, typer.Option("--config", metavar="FILE", help="TOML file with any of these options.")
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="TOML file with any of these options (docs/running.md).",
+            rich_help_panel=OUTPUT_PANEL,
+        ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(metavar="DIR", help="Run directory (rerun with the same one to resume).")
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Run directory (rerun with the same one to resume).", rich_help_panel=OUTPUT_PANEL
+        ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar (CI logs).")] = False,
-    data: DataOption = None,
-    offline: OfflineOption = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="No progress bar (CI logs).", rich_help_panel=OUTPUT_PANEL)
+    ] = False,
+    data: Annotated[Path | None, _in_panel(DataOption, SELECTION_PANEL)] = None,
+    offline: Annotated[bool, _in_panel(OfflineOption, SELECTION_PANEL)] = False,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
     given = dict(locals())
