@@ -265,6 +265,7 @@ class _Sweep:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
             await self.services.model.aclose()
+            self.services.close()
 
 
 def waiting_for(model: ChatModel) -> Callable[[], str]:
