@@ -42,11 +42,11 @@ def pool() -> Iterator[SamplerPool]:
     pool.close()
 
 
-def job(plan: dict[str, list[str]], sampler: str = "reference", seed: int = 11, **budget: float) -> SamplingJob:
+def job(plan: dict[str, list[str]], sampler: str = "reference", seed: int = 11) -> SamplingJob:
     scene = load_scene(Benchmark.open(DATA), SCENE)
     characters = tuple(plan)
     terms = sampling_terms(scene, plan, characters=characters)
-    return SamplingJob(SceneSource.of(DATA, SCENE), plan, characters, seed, sampler, terms, **budget)
+    return SamplingJob(SceneSource.of(DATA, SCENE), plan, characters, seed, sampler, terms)
 
 
 @pytest.mark.parametrize("sampler", ["reference", "optimal"])
@@ -86,20 +86,24 @@ def test_sampling_never_uses_the_default_executor(pool: SamplerPool) -> None:
     assert refusing.handed == []
 
 
-def test_a_plan_over_its_cpu_seconds_is_stopped(pool: SamplerPool) -> None:
+def test_a_plan_over_its_cpu_seconds_is_stopped() -> None:
+    pool = SamplerPool(workers=1, cpu_seconds=0.02)
     # The worst plan within the bound on terms anneals 5,000 proposals of 23 terms: far more than 20 ms of CPU.
     with pytest.raises(SamplingOverBudget):
-        asyncio.run(pool.sample(job(WORST, cpu_seconds=0.02)))
+        asyncio.run(pool.sample(job(WORST)))
     # The worker lives on and serves the next plan within its bound.
+    pool.cpu_seconds = 2.0
     assert set(asyncio.run(pool.sample(job(PLAN)))) == set(PLAN)
+    pool.close()
 
 
-def test_waiting_plans_start_fewest_cost_terms_first(pool: SamplerPool) -> None:
+def test_waiting_plans_start_fewest_cost_terms_first() -> None:
+    pool = SamplerPool(workers=1, cpu_seconds=0.05)  # the heavy plan stops early: only the order matters
     finished: list[str] = []
 
     async def one(name: str, plan: dict[str, list[str]]) -> None:
-        with contextlib.suppress(SamplingOverBudget):  # the heavy plan stops early: only the order matters
-            await pool.sample(job(plan, cpu_seconds=0.05))
+        with contextlib.suppress(SamplingOverBudget):
+            await pool.sample(job(plan))
         finished.append(name)
 
     async def three() -> None:
@@ -107,6 +111,7 @@ def test_waiting_plans_start_fewest_cost_terms_first(pool: SamplerPool) -> None:
         await asyncio.gather(one("first", PLAN), one("heavy", WORST), one("light", {"Ann": ["close to fridge_1"]}))
 
     asyncio.run(three())
+    pool.close()
     assert finished == ["first", "light", "heavy"]
 
 

@@ -198,10 +198,10 @@ async def _sample_positions(
     try:
         points = await services.sampler_pool.sample(job)
     except SamplingOverBudget:
+        limit = services.sampler_pool.cpu_seconds
         raise CodeError(
             ErrorKind.CODE_OUTPUT,
-            f"the plan's positions took the sampler over its limit of {job.cpu_seconds:g} CPU seconds "
-            f"({job.terms} cost terms)",
+            f"the plan's positions took the sampler over its limit of {limit:g} CPU seconds ({job.terms} cost terms)",
         ) from None
     return {name: {**entry, "sampled_position": list(points[name])} for name, entry in plan.items()}
 

@@ -62,16 +62,15 @@ class SamplingJob:
     seed: int  # of the run's generator (`np.random.default_rng(seed)`), derived in the parent
     sampler: str
     terms: int  # cost terms (`sampling_terms`): the job's place in the queue
-    cpu_seconds: float = MAX_SAMPLING_CPU_S
 
 
-def run_job(job: SamplingJob) -> dict[str, tuple[float, float]]:
-    """In a worker: each character's point, as `sample_positions` draws it with the job's generator; the scene's
-    own preparation is not counted against the job's CPU seconds."""
+def run_job(job: SamplingJob, cpu_seconds: float) -> dict[str, tuple[float, float]]:
+    """In a worker: each character's point, as `sample_positions` draws it with the job's generator, within
+    `cpu_seconds`; the scene's own preparation is not counted against them."""
     source = job.scene
     scene = load_scene(Benchmark.open(source.data_dir, perturb=source.perturb), source.scene_name)
     warm_scene(scene, job.sampler)
-    with _cpu_budget(job.cpu_seconds):
+    with _cpu_budget(cpu_seconds):
         rng = np.random.default_rng(job.seed)
         return sample_positions(scene, job.relationships, characters=job.characters, rng=rng, sampler=job.sampler)
 
@@ -132,10 +131,11 @@ def _context() -> multiprocessing.context.BaseContext:
 class SamplerPool:
     """The processes one `edsb run` samples in: created with the first job, closed with the run."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, cpu_seconds: float | None = None) -> None:
         from edsb.sandbox.pool import default_workers
 
         self.workers = workers or default_workers()
+        self.cpu_seconds = MAX_SAMPLING_CPU_S if cpu_seconds is None else cpu_seconds  # per job
         self._executor: ProcessPoolExecutor | None = None
         self._running = 0
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -145,7 +145,7 @@ class SamplerPool:
         """The job's points, computed in a worker once its turn comes; SamplingOverBudget past its CPU seconds."""
         await self._turn(job.terms)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool(), run_job, job)
+            return await asyncio.get_running_loop().run_in_executor(self._pool(), run_job, job, self.cpu_seconds)
         finally:
             self._release()
 
