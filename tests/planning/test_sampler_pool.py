@@ -4,7 +4,6 @@ default executor, a CPU bound per plan, fewest cost terms first, and workers tha
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import select
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.planning.sampler import MAX_SAMPLING_TERMS, sample_positions, sampling_terms, secret_seed_for
-from edsb.planning.sampler_pool import SamplerPool, SamplingJob, SamplingOverBudget
+from edsb.planning.sampler_pool import LIGHT_TERMS, SamplerPool, SamplingJob, SamplingOverBudget
 from edsb.sandbox import SceneSource
 from tests.support.data import DATA
 
@@ -97,22 +96,29 @@ def test_a_plan_over_its_cpu_seconds_is_stopped() -> None:
     pool.close()
 
 
-def test_waiting_plans_start_fewest_cost_terms_first() -> None:
-    pool = SamplerPool(workers=1, cpu_seconds=0.05)  # the heavy plan stops early: only the order matters
-    finished: list[str] = []
+def test_waiting_plans_start_fewest_cost_terms_first_and_a_light_one_never_waits_for_heavy_ones() -> None:
+    pool = SamplerPool(workers=1)  # one worker for any plan, one more for a light plan
+    started: list[str] = []
 
-    async def one(name: str, plan: dict[str, list[str]]) -> None:
-        with contextlib.suppress(SamplingOverBudget):
-            await pool.sample(job(plan))
-        finished.append(name)
+    def turn(name: str, terms: int) -> asyncio.Future[None]:
+        waiting = asyncio.ensure_future(pool._turn(terms))
+        waiting.add_done_callback(lambda _: started.append(name))
+        return waiting
 
-    async def three() -> None:
-        # The first takes the only worker; the other two wait, the heavy one queued first.
-        await asyncio.gather(one("first", PLAN), one("heavy", WORST), one("light", {"Ann": ["close to fridge_1"]}))
+    async def order() -> None:
+        await turn("heavy 1", MAX_SAMPLING_TERMS)  # takes the worker
+        heavy = turn("heavy 2", MAX_SAMPLING_TERMS)
+        await turn("light 1", LIGHT_TERMS)  # at once, on the worker kept for light plans
+        light = turn("light 2", 2)
+        pool._release(LIGHT_TERMS)  # light 1 is done: light 2, not heavy 2, takes its worker
+        await light
+        assert not heavy.done()
+        pool._release(MAX_SAMPLING_TERMS)  # heavy 1 is done: heavy 2 takes its worker
+        await heavy
 
-    asyncio.run(three())
-    pool.close()
-    assert finished == ["first", "light", "heavy"]
+    asyncio.run(order())
+    assert started == ["heavy 1", "light 1", "light 2", "heavy 2"]
+    assert pool._executor is None  # no job was sent: the order is the parent's
 
 
 _ORPHAN = textwrap.dedent(
@@ -124,7 +130,7 @@ _ORPHAN = textwrap.dedent(
     pool = SamplerPool(workers=1)
     job = SamplingJob(SceneSource.of(sys.argv[1], "House"), {"A": ["close to fridge_1"]}, ("A",), 1, "reference", 2)
     asyncio.run(pool.sample(job))
-    print(*(process.pid for process in pool._pool()._processes.values()), flush=True)
+    print(*(process.pid for process in pool._executor._processes.values()), flush=True)
     sys.stdin.read()  # until the test kills this process
     """
 )

@@ -12,8 +12,8 @@ job and shut down with the run:
   event loop, and die with edsb (a thread of each waits for edsb's exit on a pidfd);
 - a job's CPU time is bounded (`MAX_SAMPLING_CPU_S`, counted by the kernel's profiling timer in the worker): a plan
   over it is the model's, refused as an over-large plan is;
-- jobs wait their turn in the parent, fewest cost terms first, so an honest plan is never queued behind a row of
-  hostile ones: it waits at most for the jobs already running.
+- jobs wait their turn in the parent, fewest cost terms first, and one worker more than the cores is kept for light
+  plans (an expected PI plan's two or three terms), so an honest plan is never queued behind a row of heavy ones.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import select
 import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import FrameType
 
@@ -45,6 +45,9 @@ from edsb.sandbox.limits import SceneSource
 #: the reference would sample stays below this. The worst plan the bound on cost terms lets through took 3.7-6.7 s
 #: (benchmarks/bench_sampler_bound.py) and now stops here.
 MAX_SAMPLING_CPU_S = 2.0
+#: Cost terms of a light plan, which may use the worker kept apart from the heavy ones: a character placed by one or
+#: two relationships, as every expected PI plan is.
+LIGHT_TERMS = 3
 _LOWEST_PRIORITY = 19
 
 
@@ -129,7 +132,9 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 class SamplerPool:
-    """The processes one `edsb run` samples in: created with the first job, closed with the run."""
+    """The processes one `edsb run` samples in: created with the first job, closed with the run. `workers` jobs run
+    at once, and one more whose plan is light (`LIGHT_TERMS`), so an honest plan never waits for a row of heavy
+    ones to finish."""
 
     def __init__(self, workers: int | None = None, cpu_seconds: float | None = None) -> None:
         from edsb.sandbox.pool import default_workers
@@ -137,7 +142,9 @@ class SamplerPool:
         self.workers = workers or default_workers()
         self.cpu_seconds = MAX_SAMPLING_CPU_S if cpu_seconds is None else cpu_seconds  # per job
         self._executor: ProcessPoolExecutor | None = None
+        self._launcher: ThreadPoolExecutor | None = None
         self._running = 0
+        self._heavy = 0  # of the jobs running, those over LIGHT_TERMS
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
@@ -145,42 +152,63 @@ class SamplerPool:
         """The job's points, computed in a worker once its turn comes; SamplingOverBudget past its CPU seconds."""
         await self._turn(job.terms)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool(), run_job, job, self.cpu_seconds)
+            # Handed over on a thread of the pool's own: starting the forkserver and a worker blocks until they
+            # are up, which must not stop the event loop.
+            if self._launcher is None:
+                self._launcher = ThreadPoolExecutor(1, thread_name_prefix="edsb-sampler-launch")
+            loop = asyncio.get_running_loop()
+            submitted = await loop.run_in_executor(self._launcher, self._submit, job)
+            return await asyncio.wrap_future(submitted)
         finally:
-            self._release()
+            self._release(job.terms)
 
     def close(self) -> None:
         """Stop the workers (a job still running ends within its CPU seconds); a later job starts a new pool."""
+        launcher, self._launcher = self._launcher, None
+        if launcher is not None:
+            launcher.shutdown(wait=True)
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def _pool(self) -> ProcessPoolExecutor:
+    def _submit(self, job: SamplingJob) -> Future[dict[str, tuple[float, float]]]:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=_context(), initializer=_start_worker, initargs=(os.getpid(),)
+                self.workers + 1, mp_context=_context(), initializer=_start_worker, initargs=(os.getpid(),)
             )
-        return self._executor
+        return self._executor.submit(run_job, job, self.cpu_seconds)
+
+    def _may_start(self, terms: int) -> bool:
+        return self._running <= self.workers and (terms <= LIGHT_TERMS or self._heavy < self.workers)
 
     async def _turn(self, terms: int) -> None:
         """Wait for a free worker; waiting jobs start fewest cost terms first, then in the order they came."""
-        if self._running < self.workers and not self._waiting:
-            self._running += 1
-            return
         turn = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiting, (terms, next(self._order), turn))
+        self._dispatch()
         try:
             await turn
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():  # handed a worker just as it was cancelled: pass it on
-                self._release()
+                self._release(terms)
             raise
 
-    def _release(self) -> None:
-        """Hand the finished job's worker to the next waiting job, or free it."""
-        while self._waiting:
-            turn = heapq.heappop(self._waiting)[2]
-            if not turn.done():
-                turn.set_result(None)
-                return
+    def _release(self, terms: int) -> None:
+        """Free the finished job's worker for the jobs waiting."""
         self._running -= 1
+        self._heavy -= terms > LIGHT_TERMS
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Start every waiting job that may start now, lightest first."""
+        while self._waiting:
+            terms, _, turn = self._waiting[0]
+            if turn.done():  # cancelled while waiting
+                heapq.heappop(self._waiting)
+            elif self._may_start(terms):
+                heapq.heappop(self._waiting)
+                self._running += 1
+                self._heavy += terms > LIGHT_TERMS
+                turn.set_result(None)
+            else:
+                return
