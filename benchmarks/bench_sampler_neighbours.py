@@ -5,9 +5,10 @@ requests and the annealer) at `--concurrency 24`, against a loopback server name
 the resolver, as a real endpoint's does) that answers at once. In the `beside` arm the first `--hostile` Event Parser
 requests of the PI cases are answered with the worst plan the bound on cost terms lets through (one character, 23
 `close to` relationships that never converge), so those runs keep the sampler busy for its whole CPU bound; in the
-`alone` arm every run is answered honestly. The figures are the honest runs' own wall time (`wall_s` of
-results.jsonl, from the run's start to its result), median and maximum, in each arm, and their ratio; and how many
-runs ended `incomplete`. Arms alternate ABBA.
+`alone` arm the same requests get a plan one relationship over that bound, refused before any sampling, so the sweep
+holds the same runs and the honest ones meet no sampling beside them. The figures are the honest runs' own wall time
+(`wall_s` of results.jsonl, from the run's start to its result), median and maximum, in each arm, and their ratio;
+and how many runs ended `incomplete`. Arms alternate ABBA.
 
 Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sampler_neighbours.py [--rounds 1] [--smoke]
 """
@@ -38,6 +39,7 @@ PI_CHARACTERS = {
     "Benjamin": "adjacent to record_player_1",
 }
 WORST = [f"close to chair_{j % 6 + 1}" for j in range(MAX_SAMPLING_TERMS - 1)]
+REFUSED = [*WORST, "close to chair_1"]  # one term over the bound: refused before any search
 DAVID_EVENT = {"characters": ["David"], "activity": "eat a sandwich sitting in the kitchen"}
 DAVID_CODE = "d = get_character('David')\nd.set_target_action('eat')\nd.set_position(get_area_to_sit_on('chair_2'))"
 
@@ -56,8 +58,9 @@ class Script:
     """Narrator: the query's character does something; Event Parser: the first `hostile` PI requests get the worst
     plan, every other one its honest plan. The character is read from the last message (the run's own query)."""
 
-    def __init__(self, hostile: int) -> None:
+    def __init__(self, hostile: int, plan: list[str]) -> None:
         self.hostile_left = hostile
+        self.plan = plan
         self.lock = threading.Lock()
 
     def __call__(self, request: RecordedRequest) -> Reply:
@@ -71,12 +74,12 @@ class Script:
             return Reply.completion(_code(DAVID_CODE, "honest"))
         with self.lock:
             hostile, self.hostile_left = self.hostile_left > 0, self.hostile_left - 1
-        return Reply.completion(_pi_code(character, WORST if hostile else [PI_CHARACTERS[character]]))
+        return Reply.completion(_pi_code(character, self.plan if hostile else [PI_CHARACTERS[character]]))
 
 
-def sweep(hostile: int, repeats: int, out: Path) -> tuple[list[float], int, int, float]:
+def sweep(hostile: int, plan: list[str], repeats: int, out: Path) -> tuple[list[float], int, int, float]:
     """(honest runs' wall times, hostile runs, incomplete runs, sweep wall) of one `edsb run`."""
-    with OpenAIServer(Script(hostile)) as server:
+    with OpenAIServer(Script(hostile, plan)) as server:
         args = [
             *("run", "--model", "openai:bench", "--base-url", f"http://localhost:{server.port}/v1"),
             *("--variant", "scene-graph", "--cases", "13,60,61,62", "--distraction", "0"),
@@ -96,9 +99,10 @@ def sweep(hostile: int, repeats: int, out: Path) -> tuple[list[float], int, int,
 
 
 def _hostile(record: dict) -> bool:
-    """Stopped by the sampler's CPU bound, or sampled with the worst plan's many relationships."""
+    """Refused or stopped by a sampler bound, or sampled with the worst plan's many relationships."""
     plan = record.get("plan") or {}
-    return "CPU seconds" in (record.get("error") or "") or any(len(e["relationships"]) > 1 for e in plan.values())
+    refused = record.get("error_kind") == "code_output"
+    return refused or any(len(entry["relationships"]) > 1 for entry in plan.values())
 
 
 def main() -> None:
@@ -115,7 +119,7 @@ def main() -> None:
         for round_ in range(rounds):
             for arm in ("alone", "beside", "beside", "alone")[: 2 if options.smoke else 4]:
                 out = Path(scratch) / f"{arm}-{round_}-{len(arms[arm])}"
-                arms[arm].append(sweep(hostile if arm == "beside" else 0, repeats, out))
+                arms[arm].append(sweep(hostile, WORST if arm == "beside" else REFUSED, repeats, out))
     _report(arms, hostile)
     print(f"machine: {os.cpu_count()} cores, load average at start {loads}", flush=True)
 
