@@ -147,6 +147,8 @@ async def plan_run(
     context = CodeContext.for_benchmark(
         benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb, services.code_seed(key)
     )
+    if samples_positions(scenario):
+        services.sampler_pool.start()  # the workers come up while the model answers
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
         plan = await _run_code(services, narration, context, variant.planning_mode, trace)

@@ -148,19 +148,28 @@ class SamplerPool:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
+    def start(self) -> None:
+        """Start the workers in the background if they are not up yet (a run that will sample calls this before its
+        first request, so that its sampling does not wait for them)."""
+        if self._launcher is None:
+            self._hand_over(None)
+
     async def sample(self, job: SamplingJob) -> dict[str, tuple[float, float]]:
         """The job's points, computed in a worker once its turn comes; SamplingOverBudget past its CPU seconds."""
         await self._turn(job.terms)
         try:
-            # Handed over on a thread of the pool's own: starting the forkserver and a worker blocks until they
-            # are up, which must not stop the event loop.
-            if self._launcher is None:
-                self._launcher = ThreadPoolExecutor(1, thread_name_prefix="edsb-sampler-launch")
-            loop = asyncio.get_running_loop()
-            submitted = await loop.run_in_executor(self._launcher, self._submit, job)
+            submitted = await asyncio.wrap_future(self._hand_over(job))
+            assert submitted is not None
             return await asyncio.wrap_future(submitted)
         finally:
             self._release(job.terms)
+
+    def _hand_over(self, job: SamplingJob | None) -> Future[Future[dict[str, tuple[float, float]]] | None]:
+        """Submit on a thread of the pool's own: starting the forkserver and a worker blocks until they are up,
+        which must not stop the event loop (None: start the workers only)."""
+        if self._launcher is None:
+            self._launcher = ThreadPoolExecutor(1, thread_name_prefix="edsb-sampler-launch")
+        return self._launcher.submit(self._submit, job)
 
     def close(self) -> None:
         """Stop the workers (a job still running ends within its CPU seconds); a later job starts a new pool."""
@@ -171,12 +180,14 @@ class SamplerPool:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def _submit(self, job: SamplingJob) -> Future[dict[str, tuple[float, float]]]:
+    def _submit(self, job: SamplingJob | None) -> Future[dict[str, tuple[float, float]]] | None:
         if self._executor is None:
             self._executor = ProcessPoolExecutor(
                 self.workers + 1, mp_context=_context(), initializer=_start_worker, initargs=(os.getpid(),)
             )
-        return self._executor.submit(run_job, job, self.cpu_seconds)
+            if job is None:  # a worker starts with a job: this one does nothing
+                self._executor.submit(int)
+        return None if job is None else self._executor.submit(run_job, job, self.cpu_seconds)
 
     def _may_start(self, terms: int) -> bool:
         return self._running <= self.workers and (terms <= LIGHT_TERMS or self._heavy < self.workers)
