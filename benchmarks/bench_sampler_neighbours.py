@@ -10,6 +10,8 @@ holds the same runs and the honest ones meet no sampling beside them. The figure
 (`wall_s` of results.jsonl, from the run's start to its result), median and maximum, in each arm, and their ratio;
 and how many runs ended `incomplete`. Arms alternate ABBA.
 
+`--src DIR --arms beside` measures another checkout's `src` (e.g. `git archive <commit> src`) the same way.
+
 Usage: EDSB_DATA=/path/to/edsb-data python benchmarks/bench_sampler_neighbours.py [--rounds 1] [--smoke]
 """
 
@@ -77,7 +79,7 @@ class Script:
         return Reply.completion(_pi_code(character, self.plan if hostile else [PI_CHARACTERS[character]]))
 
 
-def sweep(hostile: int, plan: list[str], repeats: int, out: Path) -> tuple[list[float], int, int, float]:
+def sweep(hostile: int, plan: list[str], repeats: int, out: Path, src: Path) -> tuple[list[float], int, int, float]:
     """(honest runs' wall times, hostile runs, incomplete runs, sweep wall) of one `edsb run`."""
     with OpenAIServer(Script(hostile, plan)) as server:
         args = [
@@ -87,7 +89,7 @@ def sweep(hostile: int, plan: list[str], repeats: int, out: Path) -> tuple[list[
         ]
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")])),
         }
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "edsb", *args], check=True, env=env, stdout=subprocess.DEVNULL)
@@ -111,6 +113,8 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=10, help="of each case: 4 cases, the PI ones hold the hostile")
     parser.add_argument("--smoke", action="store_true", help="2 hostile runs among 12, one round")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the edsb source tree to run")
+    parser.add_argument("--arms", default="alone,beside", help="which arms to run")
     options = parser.parse_args()
     hostile, repeats, rounds = (2, 3, 1) if options.smoke else (options.hostile, options.repeats, options.rounds)
     loads = " ".join(f"{load:.2f}" for load in os.getloadavg())
@@ -118,8 +122,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for round_ in range(rounds):
             for arm in ("alone", "beside", "beside", "alone")[: 2 if options.smoke else 4]:
+                if arm not in options.arms.split(","):
+                    continue
                 out = Path(scratch) / f"{arm}-{round_}-{len(arms[arm])}"
-                arms[arm].append(sweep(hostile, WORST if arm == "beside" else REFUSED, repeats, out))
+                arms[arm].append(sweep(hostile, WORST if arm == "beside" else REFUSED, repeats, out, options.src))
     _report(arms, hostile)
     print(f"machine: {os.cpu_count()} cores, load average at start {loads}", flush=True)
 
@@ -128,18 +134,17 @@ def _report(arms: dict[str, list[tuple[list[float], int, int, float]]], hostile:
     alone = [wall for honest, _, _, _ in arms["alone"] for wall in honest]
     beside = [wall for honest, _, _, _ in arms["beside"] for wall in honest]
     for name, walls in (("alone", alone), ("beside", beside)):
-        print(f"honest_{name}_median_s: {statistics.median(walls):.3f} ({len(walls)} honest runs)", flush=True)
-        print(f"honest_{name}_max_s: {max(walls):.3f}", flush=True)
-    worst_seen = [count for _, count, _, _ in arms["beside"]]
-    print(
-        f"honest_median_ratio: {statistics.median(beside) / statistics.median(alone):.2f} "
-        f"(beside {worst_seen} worst plans / alone, target 2)",
-        flush=True,
-    )
-    print(f"honest_max_ratio: {max(beside) / max(alone):.2f} (target 5)", flush=True)
+        if walls:
+            print(f"honest_{name}_median_s: {statistics.median(walls):.3f} ({len(walls)} honest runs)", flush=True)
+            print(f"honest_{name}_max_s: {max(walls):.3f}", flush=True)
     incomplete = sum(count for arm in arms.values() for _, _, count, _ in arm)
-    sweeps = ", ".join(f"{name} {statistics.mean(w for *_, w in runs):.1f} s" for name, runs in arms.items())
+    sweeps = ", ".join(f"{name} {statistics.mean(w for *_, w in runs):.1f} s" for name, runs in arms.items() if runs)
     print(f"incomplete_runs: {incomplete} (target 0; sweep wall {sweeps}; {hostile} hostile per beside sweep)")
+    if alone and beside:
+        worst_seen = [count for _, count, _, _ in arms["beside"]]
+        ratio = statistics.median(beside) / statistics.median(alone)
+        print(f"honest_median_ratio: {ratio:.2f} (beside {worst_seen} worst plans / alone, target 2)", flush=True)
+        print(f"honest_max_ratio: {max(beside) / max(alone):.2f} (target 5)", flush=True)
 
 
 if __name__ == "__main__":
