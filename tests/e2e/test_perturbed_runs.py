@@ -20,7 +20,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import SCENES
 from edsb.data.perturb import case_character_names
 from edsb.llm.oracle.model import query_sections
-from tests.support.data import DATA
+from tests.support.data import DATA, unordered
 from tests.support.edsb_cli import SAMPLER_SECRET, edsb_in_process, isolate_environment, run_edsb
 from tests.support.network import block_network
 from tests.support.run_dir import read_results, transcript_records
@@ -91,13 +91,13 @@ def test_the_oracle_solves_every_perturbed_case_and_the_control_none(runs: Runs,
 
 def _canonical(query: str) -> dict[str, Any]:
     """A query's sections, the scene description parsed when it is an object list or a scene graph (whose
-    listing order the perturbation shuffles)."""
+    listing order and scene order the perturbation shuffles)."""
     sections: dict[str, Any] = dict(query_sections(query))
     description = sections.get("Scene Description", "")
     if description.startswith("["):
         sections["Scene Description"] = sorted(ast.literal_eval(description))
     elif description.startswith("{"):
-        sections["Scene Description"] = json.loads(description)
+        sections["Scene Description"] = unordered(json.loads(description))
     return sections
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from edsb.results.rundir import CONFIG_FILE
 from edsb.runner.config import (
     IDENTITY_FIELDS,
     RunConfig,
+    default_out_dir,
     load_config_file,
     load_session_options,
     read_config,
@@ -386,3 +389,11 @@ def test_runs_with_two_model_calls_start_before_those_with_one() -> None:
         "wo-event/tc01-d0-r0",
         "wo-event/tc02-d0-r0",
     ]
+
+
+def test_the_default_run_directory_ends_in_a_random_suffix() -> None:
+    when = datetime(2026, 12, 6, 5, 4, 3)
+    names = {default_out_dir("openai:gpt-4o", when).name for _ in range(8)}
+    assert len(names) == 8  # 24 random bits each: a clash among eight is about one in two million
+    assert all(re.fullmatch(r"openai-gpt-4o-261206-050403-[0-9a-f]{6}", name) for name in names)
+    assert default_out_dir("oracle", when, suffix="abc123") == Path("runs/oracle-261206-050403-abc123")

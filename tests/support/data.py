@@ -1,6 +1,7 @@
 """Where the tests find the official benchmark files: where `edsb` would ($EDSB_DATA, else the per-user data directory,
 fetched once per session if it is empty), and private copies of them that a test may damage."""
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -39,3 +40,16 @@ def writable_copy(target: Path) -> Path:
     for path in target.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target
+
+
+def unordered(value: object) -> object:
+    """A JSON value with every list of names or relations sorted (lists of numbers keep their order): a perturbed
+    scene graph lists an object's relations in its own scene order."""
+    if isinstance(value, dict):
+        return {key: unordered(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [unordered(item) for item in value]
+        if all(isinstance(item, (int, float)) for item in items):
+            return items
+        return sorted(items, key=json.dumps)
+    return value

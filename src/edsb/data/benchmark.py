@@ -16,6 +16,7 @@ from edsb.data.perturb import (
     case_character_names,
     character_mapping,
     check_seed,
+    id_mapping,
     listing_order,
     object_mapping,
 )
@@ -129,10 +130,13 @@ class Benchmark:
 
     def object_records(self, scene: str) -> list[SceneObjectRecord]:
         """Objects in `id` order (how the reference builds them); scene order is the geometry layer's business.
-        Perturbed: the same records with their instance numbers renamed, by the object mapping alone: loading a scene
-        reads no test case (the sandbox's template loads scenes, and its forks' memory must hold no expected plan)."""
+        Perturbed: the same records with their instance numbers renamed and their ids renumbered, by the scene's
+        mappings alone: loading a scene reads no test case (the sandbox's template loads scenes, and its forks' memory
+        must hold no expected plan)."""
         records = self.original_object_records(scene)
-        return Renaming(self.object_mapping(scene)).records(records) if self.perturb else records
+        if not self.perturb:
+            return records
+        return Renaming(self.object_mapping(scene)).records(records, self.id_mapping(scene))
 
     def original_object_records(self, scene: str) -> list[SceneObjectRecord]:
         path = self.scene_dir(scene) / "objects.json"
@@ -179,6 +183,10 @@ class Benchmark:
         """Original → renamed object id of one scene (empty unperturbed)."""
         return object_mapping(self.perturb, scene, self.original_object_records(scene))
 
+    def id_mapping(self, scene: str) -> dict[int, int]:
+        """Original → renumbered record id of one scene's objects (empty unperturbed)."""
+        return id_mapping(self.perturb, scene, [record.id for record in self.original_object_records(scene)])
+
     def renaming(self, scene: str) -> Renaming:
         """The mapping of a scene's cases and texts: every character and the scene's object ids (the identity
         unperturbed). The oracle is told it, since it answers as the benchmark's own planner."""
@@ -189,10 +197,12 @@ class Benchmark:
         return renaming
 
     def listing_order(self, scene: str) -> tuple[int, ...] | None:
-        """Record ids in the order the scene's object list and graph text show them; None: scene order."""
+        """Record ids (renumbered) in the order the scene's object list and graph text show them; None: scene
+        order."""
         if not self.perturb:
             return None
-        return listing_order(self.perturb, scene, [record.id for record in self.original_object_records(scene)])
+        ids = self.id_mapping(scene)
+        return tuple(ids[i] for i in listing_order(self.perturb, scene, sorted(ids)))
 
     # --- prompt pack -----------------------------------------------------------------------------------------
     def prompt_file(self, relative: str | Path) -> Path:

@@ -3,16 +3,18 @@
 A perturbation seed > 0 maps every character name of the benchmark to a first name from `REPLACEMENT_NAMES` (one to
 one, across all cases, feminine names to feminine ones and masculine to masculine, so "his laptop" still fits)
 and, per scene, the instance numbers of each label to a permutation of themselves that moves every instance of a
-label that has more than one (`chair_3` → `chair_5`, `chair_5` → `chair_1`, ...). Geometry, the record ids that fix
-the scene's order, and every other byte stay as they are, so each puzzle is the same puzzle and only a remembered
-answer stops working. Everything is derived from the seed alone (string-seeded `random.Random`,
-identical in every process), so a seed gives the same benchmark on every machine.
+label that has more than one (`chair_3` → `chair_5`, `chair_5` → `chair_1`, ...); and it renumbers every object's
+record id by a permutation of the scene's ids (`id_mapping`), which also reorders the scene, whose order is the
+reference's (label, then id). Geometry and every other byte stay as they are, so each puzzle is the same puzzle and
+only a remembered answer, by name, by id or by position in the scene, stops working. Everything is derived from the
+seed alone (string-seeded `random.Random`, identical in every process), so a seed gives the same benchmark on every
+machine.
 
 Text is rewritten in one pass of whole-word matches (`re` word boundaries: `Jason` never touches `Jasonville`,
 `chair_1` never touches `chair_10` or `armchair_1`), so a permutation never chains (`chair_1` → `chair_3` and
 `chair_3` → `chair_1` swap). The Benchmark applies it where it loads cases, objects and narratives; the object list
-and the scene graph text list the objects in a shuffled order (`listing_order`), while the scene's own order, which
-decides the spatial API's tie-breaks and the collision scan, stays the reference's.
+and the scene graph text list the objects in a shuffled order of their own (`listing_order`), and the scene's order,
+which decides the spatial API's tie-breaks, follows the new ids within each label.
 """
 
 from __future__ import annotations
@@ -130,6 +132,22 @@ def object_mapping(seed: int, scene: str, records: Iterable[SceneObjectRecord]) 
     return mapping
 
 
+def id_mapping(seed: int, scene: str, ids: Sequence[int]) -> dict[int, int]:
+    """Each record id of one scene to its new id: a uniformly drawn permutation of the ids, never the identity (a
+    scene of one object excepted), so neither an id nor a place in the scene's order is the published one. Uniform
+    rather than a derangement: a label of two instances then keeps its order half the time, so its order tells
+    nothing. Empty for seed 0."""
+    if not seed:
+        return {}
+    order = sorted(ids)
+    rng = _rng(seed, scene, "ids")
+    while True:
+        shuffled = list(order)
+        rng.shuffle(shuffled)
+        if len(order) < 2 or shuffled != order:
+            return dict(zip(order, shuffled, strict=True))
+
+
 def listing_order(seed: int, scene: str, ids: Sequence[int]) -> tuple[int, ...]:
     """The record ids in the order the object list and the scene graph text show them: shuffled, never the given
     order itself (a scene of one object excepted)."""
@@ -176,12 +194,18 @@ class Renaming:
             return case
         return TestCase.model_validate(self._value(case.model_dump()))
 
-    def records(self, records: Iterable[SceneObjectRecord]) -> list[SceneObjectRecord]:
-        """The scene's objects with their instance numbers renamed; ids, geometry and order untouched."""
+    def records(
+        self, records: Iterable[SceneObjectRecord], ids: Mapping[int, int] | None = None
+    ) -> list[SceneObjectRecord]:
+        """The scene's objects with their instance numbers renamed and their ids renumbered by `ids` (old → new),
+        in the new id order; geometry untouched."""
         renamed = []
         for record in records:
+            update: dict[str, int] = {}
             new = self.mapping.get(record.name, record.name)
             if new != record.name:
-                record = record.model_copy(update={"idx": int(new.rsplit("_", 1)[1])})
-            renamed.append(record)
-        return renamed
+                update["idx"] = int(new.rsplit("_", 1)[1])
+            if ids is not None and ids.get(record.id, record.id) != record.id:
+                update["id"] = ids[record.id]
+            renamed.append(record.model_copy(update=update) if update else record)
+        return sorted(renamed, key=lambda record: record.id)

@@ -32,6 +32,7 @@ from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
+from edsb.planning.sampler_pool import SamplerPool
 from edsb.planning.variants import SamplerName, get_preset, get_variant
 from edsb.results import RunKey, RunResult, RunStatus
 from edsb.runner.config import RunConfig, config_default, run_overrides
@@ -160,6 +161,7 @@ def edsb_planner(**settings: Any) -> Solver:
     check_sandbox(limits)
     benchmark = Benchmark.open(config.data, perturb=config.perturb, fetch=True)
     pack = load_prompt_pack(benchmark)
+    sampler_pool = SamplerPool()  # one set of sampler processes for every sample of the solver
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         meta = state.metadata
@@ -174,6 +176,7 @@ def edsb_planner(**settings: Any) -> Solver:
             sampler=config.sampler,
             limits=limits,
             pack=pack,
+            sampler_pool=sampler_pool,
         )
         result = await execute_run(services, key)
         if not result.is_judged:  # no completion: Inspect's error handling decides (retry or fail)

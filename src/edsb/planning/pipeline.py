@@ -1,9 +1,10 @@
 """One benchmark run end to end: scenario → Narrator → Event Parser → sandboxed code → sampler → judge.
 
 This is the paper's framework as the runner calls it. The model is the only awaited part; the sandbox calls (on the
-sandbox's own threads, one per worker) and the sampler run in threads, so the event loop keeps other runs' requests
-in flight. Any failure the reference would turn into an execution error because of what the model answered becomes
-a result with a named kind; a transport failure (the model never answered) or a fault of edsb's own code
+sandbox's own threads, one per worker) and the PI sampler (in its own processes, `sampler_pool`) run elsewhere, so the
+event loop keeps other runs' requests in flight and nothing a run waits for queues on the loop's default executor.
+Any failure the reference would turn into an execution error because of what the model answered becomes a result
+with a named kind; a transport failure (the model never answered) or a fault of edsb's own code
 (`internal_error`) makes the run `incomplete` instead, so it is neither scored against the model nor lost.
 """
 
@@ -27,17 +28,12 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import (
-    MAX_SAMPLING_TERMS,
-    sample_positions,
-    sampling_terms,
-    secret_generator_for,
-    seed_for,
-)
+from edsb.planning.sampler import MAX_SAMPLING_TERMS, sampling_terms, secret_generator_for, secret_seed_for, seed_for
+from edsb.planning.sampler_pool import SamplerPool, SamplingJob, SamplingOverBudget
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
-from edsb.sandbox import CodeContext, CodeError, SandboxLimits, fault_text, sandbox_threads
+from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SceneSource, fault_text, sandbox_threads
 from edsb.scoring.judge import Judge
 from edsb.text import TextLimits, TextRepairs
 
@@ -63,6 +59,7 @@ class RunServices:
     pack: PromptPack | None = None
     plan_limits: PlanLimits = field(default_factory=PlanLimits)
     text_limits: TextLimits = field(default_factory=TextLimits)
+    sampler_pool: SamplerPool = field(default_factory=SamplerPool)  # started by the first PI run; close() ends it
 
     def __post_init__(self) -> None:
         if self.pack is None:
@@ -75,6 +72,14 @@ class RunServices:
         """The PI sampler's generator: it depends only on the seed, the run key and the sampler secret, so
         concurrency never changes a result, and the run's code, which never sees the secret, cannot predict it."""
         return secret_generator_for(self.sampler_secret, self._seed_text(key))
+
+    def sampler_seed(self, key: RunKey) -> int:
+        """The seed of `rng(key)`, what a sampler process is sent."""
+        return secret_seed_for(self.sampler_secret, self._seed_text(key))
+
+    def close(self) -> None:
+        """Stop what the runs started in the background (the sampler's processes)."""
+        self.sampler_pool.close()
 
     def code_seed(self, key: RunKey) -> int:
         """The seed of the run's code (`random`, `numpy.random`): from the seed and the run key only, so a run's
@@ -150,6 +155,8 @@ async def plan_run(
     context = CodeContext.for_benchmark(
         benchmark.root, scenario.scene_name, scenario.latest_plans, benchmark.perturb, services.code_seed(key)
     )
+    if samples_positions(scenario):
+        services.sampler_pool.start()  # the workers come up while the model answers
     narration = await _ask(services, key, narrator_request(scenario, services.pack), trace)
     if variant.parser is None:  # w/o Event: the Narrator's reply is the plan code
         plan = await _run_code(services, narration, context, variant.planning_mode, trace)
@@ -163,7 +170,7 @@ async def plan_run(
         code_reply = await _ask(services, key, parser_request(scenario, services.pack, event), trace)
         plan = await _run_code(services, code_reply, context, variant.planning_mode, trace)
     if samples_positions(scenario):
-        plan = await asyncio.to_thread(_sample_positions, services, key, scenario, plan, services.sampler)
+        plan = await _sample_positions(services, key, scenario, plan, services.sampler)
     return plan
 
 
@@ -191,34 +198,56 @@ def samples_positions(scenario: Scenario) -> bool:
     return scenario.case.is_position_case and scenario.variant.samples_positions
 
 
-def _sample_positions(
+async def _sample_positions(
     services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any], sampler: SamplerName
 ) -> dict[str, Any]:
-    """The plan with each character's `sampled_position`, drawn from a generator of the seed and the run key (one
-    generator per run and sampler, characters in plan order)."""
+    """The plan with each character's `sampled_position`, drawn in the sampler's processes from a generator of the
+    seed and the run key (one generator per run and sampler, characters in plan order). The runner's CPU is bounded
+    whatever the model's plan asks for: by its cost terms before any search, by CPU seconds during it."""
+    job = _sampling_job(services, key, scenario, plan, sampler)
+    try:
+        points = await services.sampler_pool.sample(job)
+    except SamplingOverBudget:
+        limit = services.sampler_pool.cpu_seconds
+        raise CodeError(
+            ErrorKind.CODE_OUTPUT,
+            f"the plan's positions took the sampler over its limit of {limit:g} CPU seconds ({job.terms} cost terms)",
+        ) from None
+    return {name: {**entry, "sampled_position": list(points[name])} for name, entry in plan.items()}
+
+
+def _sampling_job(
+    services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any], sampler: SamplerName
+) -> SamplingJob:
+    """The sampling of the plan as a few plain values; a plan over the bound on cost terms is refused here."""
     scene = services.scene(scenario.scene_name)
-    relationships = {name: entry["relationships"] for name, entry in plan.items()}
-    terms = sampling_terms(scene, relationships, characters=scenario.character_names)
-    if terms > MAX_SAMPLING_TERMS:  # the runner's own CPU: bounded whatever the model's plan asks for
+    relationships = {name: list(entry["relationships"]) for name, entry in plan.items()}
+    characters = tuple(scenario.character_names)
+    terms = sampling_terms(scene, relationships, characters=characters)
+    if terms > MAX_SAMPLING_TERMS:
         raise CodeError(
             ErrorKind.CODE_OUTPUT,
             f"the plan asks the position sampler for {terms} cost terms (one per character placed, one per "
             f"relationship); the limit is {MAX_SAMPLING_TERMS}",
         )
-    points = sample_positions(
-        scene, relationships, characters=scenario.character_names, rng=services.rng(key), sampler=sampler
-    )
-    return {name: {**entry, "sampled_position": list(points[name])} for name, entry in plan.items()}
+    source = SceneSource.of(services.benchmark.root, scenario.scene_name, services.benchmark.perturb)
+    return SamplingJob(source, relationships, characters, services.sampler_seed(key), str(sampler), terms)
 
 
 def _judge(services: RunServices, scenario: Scenario, plan: dict[str, Any]):
     return Judge(scenario.case, scenario.level, services.scene(scenario.scene_name)).judge(plan)
 
 
-def _optimal_would_pass(services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]) -> bool:
+async def _optimal_would_pass(
+    services: RunServices, key: RunKey, scenario: Scenario, plan: dict[str, Any]
+) -> bool | None:
     """Whether the same relationships, placed by the optimal sampler (as `--sampler optimal` places them for this
-    run), pass the judge: the `sampler_miss` diagnostic of a failed reference-sampled run."""
-    resampled = _sample_positions(services, key, scenario, plan, SamplerName.OPTIMAL)
+    run), pass the judge: the `sampler_miss` diagnostic of a failed reference-sampled run (None: the optimiser went
+    over the sampler's CPU limit, so nobody knows)."""
+    try:
+        resampled = await _sample_positions(services, key, scenario, plan, SamplerName.OPTIMAL)
+    except CodeError:
+        return None
     return _judge(services, scenario, resampled).passed
 
 
@@ -360,6 +389,5 @@ async def _plan_and_judge(
     outcome.status = RunStatus.ERROR if verdict.errored else (RunStatus.PASSED if verdict.passed else RunStatus.FAILED)
     outcome.error_kind, outcome.message, outcome.reason = verdict.error, verdict.describe_error(), verdict.reason
     if samples_positions(scenario) and services.sampler is SamplerName.REFERENCE and not verdict.errored:
-        outcome.sampler_miss = outcome.status is RunStatus.FAILED and await asyncio.to_thread(
-            _optimal_would_pass, services, key, scenario, plan
-        )
+        failed = outcome.status is RunStatus.FAILED
+        outcome.sampler_miss = failed and await _optimal_would_pass(services, key, scenario, plan)

@@ -711,10 +711,16 @@ def seed_for(text: str) -> int:
 def secret_generator_for(secret: str, text: str) -> np.random.Generator:
     """A generator of `text` keyed by `secret` (HMAC-SHA256): code that knows `text`, and so its own seed, but not
     the secret cannot tell what it draws. An empty secret gives `generator_for(text)`, the earlier derivation."""
+    return np.random.default_rng(secret_seed_for(secret, text))
+
+
+def secret_seed_for(secret: str, text: str) -> int:
+    """The 64-bit seed of `secret_generator_for(secret, text)`: what a sampler process is sent instead of the
+    generator (an empty secret gives `seed_for(text)`)."""
     if not secret:
-        return generator_for(text)
+        return seed_for(text)
     digest = hmac.new(secret.encode(), text.encode(), hashlib.sha256).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    return int.from_bytes(digest[:8], "little")
 
 
 def sample_positions(
@@ -744,6 +750,14 @@ def line_sampler(sampler: SamplerName | str, seed: int) -> PositionSampler:
         return sample_positions(scene, relationships, characters=characters, rng=rng, sampler=chosen)
 
     return sample
+
+
+def warm_scene(scene: Scene, sampler: SamplerName | str) -> None:
+    """Compute what sampling in this scene keeps for every plan (the free grid of the random start; the optimiser's
+    lattice), so that a plan's own work can be timed apart from it."""
+    occupancy_grid_of(scene)
+    if SamplerName(sampler) is SamplerName.OPTIMAL:
+        _lattice_of(scene)
 
 
 def _random_start(scene: Scene, rng: np.random.Generator) -> np.ndarray:

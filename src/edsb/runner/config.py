@@ -356,7 +356,10 @@ def _replayed(model: str) -> dict[str, Any]:
     return recorded.generation.model_dump() if recorded is not None else {}
 
 
-def default_out_dir(model: str, now: datetime | None = None) -> Path:
-    """`runs/<model>-<yymmdd-HHMMSS>`: a new directory per invocation, named so a listing sorts by model and time."""
+def default_out_dir(model: str, now: datetime | None = None, suffix: str | None = None) -> Path:
+    """`runs/<model>-<yymmdd-HHMMSS>-<6 hex>`: a new directory per invocation, named so a listing sorts by model and
+    time. The random suffix keeps the name unguessable: code that knows the model and the hour still cannot find the
+    directory's answers and transcripts."""
     slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
-    return Path("runs") / f"{slug}-{(now or datetime.now()):%y%m%d-%H%M%S}"
+    tail = secrets.token_hex(3) if suffix is None else suffix
+    return Path("runs") / f"{slug}-{(now or datetime.now()):%y%m%d-%H%M%S}-{tail}"

@@ -302,6 +302,7 @@ class _Sweep:
             self.stopped_by = signals.first or signal.SIGINT
             signals.remove()
             await self.services.model.aclose()
+            self.services.close()
 
 
 async def _until_halted(
