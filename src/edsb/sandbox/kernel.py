@@ -65,8 +65,8 @@ SECCOMP_ALLOW: tuple[str, ...] = (
     "poll", "ppoll", "select", "pselect6",
     # memory
     "munmap", "mremap", "brk", "madvise", "mbind", "get_mempolicy",
-    # threads and their synchronisation
-    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
+    # threads and their synchronisation (futex below: private ones only)
+    "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
     "gettid", "getpid", "getppid", "exit", "exit_group", "restart_syscall",
     # signals of its own (sending one to any process is not in the list)
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
@@ -81,6 +81,9 @@ _MSG_OOB = 0x1
 _O_PATH = 0o10000000
 _PROT_EXEC = 0x4
 _MAP_ANONYMOUS = 0x20
+_MAP_TYPE = 0x03  # MAP_SHARED 1, MAP_PRIVATE 2, MAP_SHARED_VALIDATE 3
+_MAP_PRIVATE = 0x02
+_FUTEX_PRIVATE_FLAG = 128
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
@@ -376,6 +379,7 @@ class _Prepared:
     fprog: Any = None  # the program as the kernel takes it (struct sock_fprog over a buffer it keeps alive)
     buffer: Any = None
     capabilities: tuple[Any, Any] = field(default_factory=_capability_buffers)  # capget(2)'s, for `contain`
+    mallopt: Any = field(default_factory=lambda: _libc().mallopt)  # looked up once, not in every child
 
     def __post_init__(self) -> None:
         if self.seccomp_program is not None:
@@ -557,9 +561,14 @@ def _build_seccomp_filter() -> Any:
     rules.add_rule(seccomp.ALLOW, "openat", seccomp.Arg(2, seccomp.MASKED_EQ, _O_PATH, 0))
     if known("open"):
         rules.add_rule(seccomp.ALLOW, "open", seccomp.Arg(1, seccomp.MASKED_EQ, _O_PATH, 0))
-    # memory, never executable unless mapped from a file (a shared library): no shellcode pages, no JIT
-    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
-    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_ANONYMOUS, 0))
+    # memory: private mappings only (a page shared with another run's mapping of the same file would be a channel
+    # between runs), never executable unless mapped from a file (a shared library): no shellcode pages, no JIT
+    private = seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_TYPE, _MAP_PRIVATE)
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0), private)
+    rules.add_rule(seccomp.ALLOW, "mmap", seccomp.Arg(3, seccomp.MASKED_EQ, _MAP_ANONYMOUS | _MAP_TYPE, _MAP_PRIVATE))
+    # futexes keyed by this process alone: a shared one is keyed by the file and offset it lies in, so that a wait in
+    # one run could be woken by another (glibc's locks, condition variables and semaphores of one process are private)
+    rules.add_rule(seccomp.ALLOW, "futex", seccomp.Arg(1, seccomp.MASKED_EQ, _FUTEX_PRIVATE_FLAG, _FUTEX_PRIVATE_FLAG))
     rules.add_rule(seccomp.ALLOW, "mprotect", seccomp.Arg(2, seccomp.MASKED_EQ, _PROT_EXEC, 0))
     # sending on the channel, but never out-of-band data (the parent's poll() would report a byte no read returns)
     rules.add_rule(seccomp.ALLOW, "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, _MSG_OOB, 0))
@@ -704,6 +713,27 @@ def _set_rlimits(c: Containment) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES_LIMIT, OPEN_FILES_LIMIT))
     resource.setrlimit(resource.RLIMIT_CPU, (c.cpu_seconds, c.cpu_seconds + CPU_GRACE_SECONDS))
     resource.setrlimit(resource.RLIMIT_AS, (c.memory_bytes, c.memory_bytes))
+    _room_for_threads()
+
+
+# What each thread of a run costs in address space, which RLIMIT_AS counts: glibc gives a thread a stack of
+# RLIMIT_STACK's size (8 MiB) and, up to eight per core, a malloc arena of its own (64 MiB reserved), so that only
+# about 18 threads fitted in 1 GiB. A stack of 1 MiB (Python's own recursion limit stops far below it) and one
+# malloc arena shared by all (the GIL serialises most allocation anyway) give a pool of 32 threads room: 32 MiB.
+THREAD_STACK_BYTES = 1 << 20
+MALLOC_ARENAS = 1
+_M_ARENA_MAX = -8
+
+
+def _room_for_threads() -> None:
+    """Small thread stacks and one malloc arena, before model code starts a thread (MALLOC_ARENA_MAX in the
+    environment is read at start-up only)."""
+    import threading
+
+    threading.stack_size(THREAD_STACK_BYTES)
+    mallopt = _prepared.mallopt if _prepared is not None else _libc().mallopt
+    if mallopt(_M_ARENA_MAX, MALLOC_ARENAS) != 1:
+        raise ContainmentError("cannot cap malloc's arenas")
 
 
 def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: int | None) -> None:

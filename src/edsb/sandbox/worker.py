@@ -33,7 +33,7 @@ from typing import Any
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
-from edsb.sandbox.answers import error, pack
+from edsb.sandbox.answers import error, pack, watch_thread_starts
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, exception_text
 from edsb.sandbox.wire import (
@@ -247,6 +247,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
     _seed(int(request["seed"]))
+    watch_thread_starts()
     if exact:
         send(_run_exact(request, api_scene))
     else:
