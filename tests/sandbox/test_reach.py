@@ -65,8 +65,12 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
     ],
 )
 def test_no_file_of_edsb_is_readable(pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
+    """Landlock refuses to open them; in the private file view they are not even there (nor anything but numpy in
+    the site-packages, so the last body finds no file to try)."""
     assert (PACKAGE / "llm" / "oracle" / "answers.py").is_file()
-    assert failure(pool, body, perturbed).startswith("PermissionError"), failure(pool, body, perturbed)
+    view = ("FileNotFoundError", "ModuleNotFoundError", "IndexError")
+    expected = view if host_support().view else ("PermissionError",)
+    assert failure(pool, body, perturbed).startswith(expected), failure(pool, body, perturbed)
 
 
 def test_numpy_and_the_standard_library_still_import(pool: SandboxPool, perturbed: CodeContext) -> None:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edsb.sandbox.view import ViewPlan, enter_view, entered, forget_proc, plan_view, probe_view, proc_fd
+
 # Landlock ABI 3 is the least the boundary needs: ABI 1 confines reads, writes, creation and removal to the rules, but
 # before ABI 3 truncation (truncate(2), open with O_TRUNC) is not a handled right, so a file the child may read (a
 # library) could be emptied. TCP rules (ABI 4), signal and abstract-socket scopes (ABI 6) and UDP rules (ABI 10) are
@@ -115,6 +117,8 @@ class HostSupport:
     run_uid: bool = False  # a root worker's child can take a real uid of its own (RUN_UID_BASE + pid is mapped)
     user_namespace: bool = False  # a non-root worker's child can make a user namespace of its own
     task_limit: str = ""  # how TASK_LIMIT is enforced here, or why it is not
+    view: bool = False  # a child can get a private file view (a mount namespace holding only its read paths)
+    view_note: str = ""  # what the view holds, or why there is none
 
     def describe(self) -> list[str]:
         """Lines for `edsb sandbox check`."""
@@ -130,6 +134,7 @@ class HostSupport:
             f"user: {self.user}",
             f"privilege drop: {self.privilege_drop}",
             f"threads: {self.task_limit}",
+            f"file view: {self.view_note}",
         ]
 
 
@@ -150,6 +155,7 @@ def host_support() -> HostSupport:
         seccomp, seccomp_note = False, f"reported missing: {PROBE_ENV}=no-seccomp"
     drop_to_uid, privilege_drop = _probe_privilege_drop()
     run_uid, user_namespace, task_limit = _probe_task_limit()
+    view, view_note = probe_view()
     missing = []
     if abi is None or abi < MIN_LANDLOCK_ABI:
         missing.append(f"Landlock ABI {MIN_LANDLOCK_ABI} or newer")
@@ -173,6 +179,8 @@ def host_support() -> HostSupport:
         run_uid=run_uid,
         user_namespace=user_namespace,
         task_limit=task_limit,
+        view=view,
+        view_note=view_note,
     )
 
 
@@ -379,6 +387,7 @@ class _Prepared:
     fprog: Any = None  # the program as the kernel takes it (struct sock_fprog over a buffer it keeps alive)
     buffer: Any = None
     capabilities: tuple[Any, Any] = field(default_factory=_capability_buffers)  # capget(2)'s, for `contain`
+    view: ViewPlan | None = None  # the private file view of the read paths; None where the host cannot build one
     mallopt: Any = field(default_factory=lambda: _libc().mallopt)  # looked up once, not in every child
 
     def __post_init__(self) -> None:
@@ -592,15 +601,28 @@ def _compile(rules: Any) -> bytes:
 
 def _build(protected: Sequence[str] = ()) -> _Prepared:
     support = host_support()
-    ruleset = None
+    ruleset = view = None
     if support.landlock_abi is not None and support.landlock_abi >= MIN_LANDLOCK_ABI:
-        ruleset = _build_ruleset(support.landlock_abi, _read_paths(protected), _listed_paths(protected))
+        read, listed = _read_paths(protected), _listed_paths(protected)
+        ruleset = _build_ruleset(support.landlock_abi, read, listed)
+        view = _plan_view(read, listed) if support.view else None
     if not support.seccomp:
-        return _Prepared(ruleset, None)
+        return _Prepared(ruleset, None, view=view)
     import pyseccomp as seccomp
 
     canary = int(seccomp.resolve_syscall(seccomp.system_arch(), "getpgid"))
-    return _Prepared(ruleset, _compile(_build_seccomp_filter()), canary)
+    return _Prepared(ruleset, _compile(_build_seccomp_filter()), canary, view=view)
+
+
+def _plan_view(read: Sequence[str], listed: Sequence[str]) -> ViewPlan:
+    """The private view of the paths Landlock grants (`view.plan_view`), and the links by which Python names them."""
+    import sysconfig
+
+    names = [p for p in sys.path if p and os.path.isabs(p)]
+    names += [sysconfig.get_path(name) for name in ("stdlib", "platstdlib")]
+    for library in PLAN_LIBRARIES:
+        names += list(getattr(sys.modules.get(library), "__path__", []))
+    return plan_view(read, listed, _SITE_DIRECTORIES, names)
 
 
 @dataclass(frozen=True)
@@ -617,6 +639,7 @@ class Containment:
     landlock: bool = True
     seccomp: bool = True
     close_fds: bool = True  # close all but keep_fds and put 0-2 on /dev/null
+    view: bool = True  # a private file view, where the host can build one (built once by `prepare(view=True)`)
 
 
 class ContainmentError(Exception):
@@ -627,8 +650,10 @@ OPEN_FILES_LIMIT = 64  # RLIMIT_NOFILE: lazy imports hold one or two at a time
 CPU_GRACE_SECONDS = 1  # the hard CPU limit (SIGKILL) this far above the soft one (SIGXCPU)
 
 
-def prepare(protected: Sequence[str] = ()) -> None:
-    """Work done once in the template before it forks (the seccomp filter and the Landlock ruleset built).
+def prepare(protected: Sequence[str] = (), *, view: bool = False) -> None:
+    """Work done once in the template before it forks (the seccomp filter and the Landlock ruleset built; with
+    `view`, this process moved into the private file view its children share, where the host can build one: after
+    that it reads nothing outside the read paths either).
 
     `protected`: directories (the data directory) that no read rule may cover, on top of the usual secrets. It also
     reads the local time zone now, which glibc then keeps, since /etc is out of reach later."""
@@ -639,6 +664,8 @@ def prepare(protected: Sequence[str] = ()) -> None:
     if _prepared is not None and _prepared.ruleset is not None:
         _prepared.ruleset.close()
     _prepared = _build(protected)
+    if view and _prepared.view is not None and not entered():
+        enter_view(_prepared.view)
 
 
 def release() -> None:
@@ -659,11 +686,13 @@ def contain(containment: Containment) -> None:
         raise ContainmentError(f"Landlock ABI {MIN_LANDLOCK_ABI}+ is needed: {support.landlock_note}")
     if c.seccomp and not support.seccomp:
         raise ContainmentError(f"seccomp is needed: {support.seccomp_note}")
-    if (c.landlock or c.seccomp) and len(os.listdir("/proc/self/task")) != 1:  # both bind the calling thread only
+    if (c.landlock or c.seccomp or c.view) and _thread_count() != 1:  # they bind the calling thread only
         raise ContainmentError("contain() must run in a single-threaded process")
     built = _prepared if _prepared is not None else _build()  # before the drop: the rules open the paths
     ruleset_fd = built.ruleset.fileno() if built.ruleset is not None else -1
     try:
+        if c.view and built.view is not None:  # planned where the host has both the view and Landlock
+            _enter_view(built)
         if c.close_fds:
             _close_descriptors(c.keep_fds, ruleset_fd)
         if c.rlimits:
@@ -682,6 +711,31 @@ def contain(containment: Containment) -> None:
     finally:
         if built.ruleset is not None:
             built.ruleset.close()  # in a forked child: its own copy; the template keeps its descriptor
+
+
+def _thread_count() -> int:
+    """The tasks of this process: /proc/self/task, through the descriptor kept from before the view inside one."""
+    proc = proc_fd()
+    if proc is None:
+        return len(os.listdir("/proc/self/task"))
+    fd = os.open("self/task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=proc)
+    try:
+        return len(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def _enter_view(built: _Prepared) -> None:
+    """Layer 0: the private file view, entered by the template (or here, by a process that was not prepared with
+    one), and checked: the host's /proc must not be found. The host's /proc descriptor is closed."""
+    if not entered() and built.view is not None:
+        enter_view(built.view)
+    forget_proc()
+    try:
+        os.stat("/proc")
+    except FileNotFoundError:
+        return
+    raise ContainmentError("the file view did not take effect: /proc can still be found")
 
 
 def _close_descriptors(keep: tuple[int, ...], ruleset_fd: int) -> None:

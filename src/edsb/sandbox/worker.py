@@ -96,7 +96,7 @@ def _prepare(control: socket.socket) -> bool:
             control.sendall(frame({"status": "fatal", "message": _too_little_memory(memory, in_use)}))
             return False
         if sys.platform.startswith("linux"):
-            kernel.prepare(protected=json.loads(sys.argv[3]))
+            kernel.prepare(protected=json.loads(sys.argv[3]), view=True)
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
