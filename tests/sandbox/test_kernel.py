@@ -217,13 +217,18 @@ def test_contain_refuses_a_process_with_other_threads() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 is a root worker's")
 def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() -> None:
-    """This host keeps uid 0 (its Python lives under /root), so the uid path is forced here, in the child only."""
+    """Where a Python lives under /root, uid 65534 can read it only in the file view (whose directories above the
+    read paths are its own): the uid path is forced here, in the child only, and then forced off."""
     require_kernel_sandbox()
     kernel.prepare()
     forced = replace(host_support(), drop_to_uid=True)
+    kept_uid = replace(host_support(), drop_to_uid=False, drop_in_view=False)
 
     def force_the_uid_drop() -> None:
         kernel.host_support = lambda: forced  # type: ignore[assignment]
+
+    def keep_the_uid() -> None:
+        kernel.host_support = lambda: kept_uid  # type: ignore[assignment]
 
     def ids() -> tuple[object, ...]:  # the real uid is the run's own (its tasks are counted apart): base + pid
         real, *rest = os.getresuid()
@@ -233,11 +238,18 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
     assert dropped.status == "done", dropped
     assert dropped.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), dropped
-    kept = run_contained(ids, replace(FULL, seccomp=False))
+    kept = run_contained(ids, replace(FULL, seccomp=False), before=keep_the_uid)
     assert kept.detail == repr((kernel.RUN_UID_BASE, 0, 0, (0, 0, 0), [])), kept
-    # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
-    kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    # without the uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
+    capabilities = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    assert capabilities.detail == repr(([], (0, 0))), capabilities
+    kept = run_contained(
+        lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False), before=keep_the_uid
+    )
     assert kept.detail == repr(([], (0, 0))), kept
+    if host_support().drop_in_view:  # this host as it is: in the view, the drop to uid 65534 is real
+        viewed = run_contained(ids, FULL)
+        assert viewed.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), viewed
     control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
     assert control.status == "done" and control.detail != repr((0, 0)), control
 

@@ -114,6 +114,7 @@ class HostSupport:
     seccomp_note: str = ""
     privilege_drop: str = ""  # what `contain` does about privileges here, and why
     drop_to_uid: bool = False  # a root worker can setuid to UNPRIVILEGED_ID (else it only drops its capabilities)
+    drop_in_view: bool = False  # ... inside the file view, whose own directories above the read paths anyone searches
     run_uid: bool = False  # a root worker's child can take a real uid of its own (RUN_UID_BASE + pid is mapped)
     user_namespace: bool = False  # a non-root worker's child can make a user namespace of its own
     task_limit: str = ""  # how TASK_LIMIT is enforced here, or why it is not
@@ -153,9 +154,9 @@ def host_support() -> HostSupport:
     seccomp, seccomp_note = _probe_seccomp()
     if "no-seccomp" in weaker:
         seccomp, seccomp_note = False, f"reported missing: {PROBE_ENV}=no-seccomp"
-    drop_to_uid, privilege_drop = _probe_privilege_drop()
-    run_uid, user_namespace, task_limit = _probe_task_limit()
     view, view_note = probe_view()
+    drop_to_uid, drop_in_view, privilege_drop = _probe_privilege_drop(view)
+    run_uid, user_namespace, task_limit = _probe_task_limit()
     missing = []
     if abi is None or abi < MIN_LANDLOCK_ABI:
         missing.append(f"Landlock ABI {MIN_LANDLOCK_ABI} or newer")
@@ -176,6 +177,7 @@ def host_support() -> HostSupport:
         seccomp_note=seccomp_note,
         privilege_drop=privilege_drop,
         drop_to_uid=drop_to_uid,
+        drop_in_view=drop_in_view,
         run_uid=run_uid,
         user_namespace=user_namespace,
         task_limit=task_limit,
@@ -230,19 +232,24 @@ def _probe_seccomp() -> tuple[bool, str]:
     return False, f"refused ({errno.errorcode.get(err, err)})"
 
 
-def _probe_privilege_drop() -> tuple[bool, str]:
+def _probe_privilege_drop(view: bool) -> tuple[bool, bool, str]:
+    """(a root child can drop to UNPRIVILEGED_ID anywhere, or inside the file view only, what it does): the drop needs
+    every read path readable by others, and on the host every directory above them searchable (a Python under
+    /root is not), which in the view they are: those directories are the view's own."""
     if os.geteuid() != 0:
-        return False, f"none needed: the worker runs as uid {os.geteuid()}"
+        return False, False, f"none needed: the worker runs as uid {os.geteuid()}"
     effective = _capabilities()[0]
     if not effective & (1 << _CAP_SETUID) or not effective & (1 << _CAP_SETGID):
-        return False, "capabilities dropped only: this root lacks CAP_SETUID/CAP_SETGID"
+        return False, False, "capabilities dropped only: this root lacks CAP_SETUID/CAP_SETGID"
     if not _id_mapped("/proc/self/uid_map") or not _id_mapped("/proc/self/gid_map"):
-        return False, f"capabilities dropped only: uid {UNPRIVILEGED_ID} is not mapped in this user namespace"
+        return False, False, f"capabilities dropped only: uid {UNPRIVILEGED_ID} is not mapped in this user namespace"
     readable = [*_read_paths(), *_listed_paths()]
     unreadable = next((path for path in readable if not _readable_by_others(path)), None)
-    if unreadable is not None:
-        return False, f"capabilities dropped only (uid stays 0): uid {UNPRIVILEGED_ID} cannot read {unreadable}"
-    return True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
+    if unreadable is None:
+        return True, True, f"to uid {UNPRIVILEGED_ID}, no groups, no capabilities"
+    if view and all(_readable_by_others(path, ancestors=False) for path in readable):
+        return False, True, f"to uid {UNPRIVILEGED_ID} in the file view, no groups, no capabilities"
+    return False, False, f"capabilities dropped only (uid stays 0): uid {UNPRIVILEGED_ID} cannot read {unreadable}"
 
 
 def _probe_task_limit() -> tuple[bool, bool, str]:
@@ -299,14 +306,15 @@ def _id_mapped(map_file: str, uid: int = UNPRIVILEGED_ID) -> bool:
     return False
 
 
-def _readable_by_others(path: str) -> bool:
-    """Whether a user that is neither owner nor in the group can list `path` (every ancestor searchable)."""
+def _readable_by_others(path: str, *, ancestors: bool = True) -> bool:
+    """Whether a user that is neither owner nor in the group can list `path` (with `ancestors`, every directory above
+    it searchable too)."""
     current = Path(path)
     try:
         mode = current.stat().st_mode
         if (stat.S_ISDIR(mode) and (mode & 0o005) != 0o005) or (not stat.S_ISDIR(mode) and not mode & 0o004):
             return False
-        return all(parent.stat().st_mode & 0o001 for parent in current.parents)
+        return not ancestors or all(parent.stat().st_mode & 0o001 for parent in current.parents)
     except OSError:
         return False
 
@@ -798,11 +806,12 @@ def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: 
     import resource
 
     own_count = max_tasks is not None
+    to_uid = support.drop_to_uid or (support.drop_in_view and entered())
     if os.geteuid() == 0:
         os.setgroups([])
-        effective = UNPRIVILEGED_ID if support.drop_to_uid else 0
+        effective = UNPRIVILEGED_ID if to_uid else 0
         real = RUN_UID_BASE + os.getpid() if own_count and support.run_uid else effective
-        if support.drop_to_uid:
+        if to_uid:
             os.setresgid(UNPRIVILEGED_ID, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         os.setresuid(real, effective, effective)  # root's real uid is exempt from RLIMIT_NPROC; this one is not
     elif own_count and support.user_namespace and not _unshare_user():
@@ -811,7 +820,7 @@ def _drop_privileges(support: HostSupport, buffers: tuple[Any, Any], max_tasks: 
         resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
     if any(_capabilities(buffers)):
         _drop_capabilities()
-    if any(_capabilities(buffers)) or (support.drop_to_uid and os.geteuid() != UNPRIVILEGED_ID):
+    if any(_capabilities(buffers)) or (to_uid and os.geteuid() != UNPRIVILEGED_ID):
         raise ContainmentError("the privilege drop did not take effect")
 
 
