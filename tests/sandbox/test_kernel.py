@@ -274,3 +274,33 @@ def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> 
     package = os.path.dirname(os.path.dirname(kernel.__file__))
     refused = run_contained(lambda: Path(package, "__init__.py").read_bytes(), FULL)
     assert refused.status == "refused" and refused.detail.startswith(("PermissionError", "FileNotFoundError")), refused
+
+
+def test_the_file_view_holds_the_read_paths_and_hides_every_site_packages() -> None:
+    read, listed = kernel._read_paths(), kernel._listed_paths()
+    plan = kernel._plan_view(read, listed)
+    assert all(_covered(path, [*plan.binds, *plan.inner]) for path in read)
+    assert all(any(kernel._within(path, mask) for mask in plan.masks) for path in plan.inner)
+    assert all(os.path.basename(mask) in ("site-packages", "dist-packages") for mask in plan.masks)
+    package = os.path.dirname(os.path.dirname(kernel.__file__))
+    assert not _covered(package, [*plan.binds, *plan.inner]) or any(kernel._within(package, m) for m in plan.masks)
+    assert not _covered(package, plan.inner)
+    assert plan.devices == ("/dev/null",)
+
+
+def test_a_child_in_the_file_view_finds_nothing_else(tmp_path: Path) -> None:
+    require_kernel_sandbox()
+    if not host_support().view:
+        pytest.skip(f"no file view here: {host_support().view_note}")
+    kernel.prepare()
+    (tmp_path / "results.jsonl").write_text("{}\n")
+    paths = [str(tmp_path / "results.jsonl"), str(tmp_path), "/tmp", "/etc/passwd", "/proc/self", "/bin/sh"]
+
+    def look() -> object:
+        return [os.path.lexists(path) for path in paths], os.listdir(os.path.dirname(kernel.__file__))
+
+    outcome = run_contained(look, replace(FULL, landlock=False, seccomp=False))  # the view alone
+    assert outcome.status == "refused" and outcome.detail.startswith("FileNotFoundError"), outcome
+    outcome = run_contained(lambda: [os.path.lexists(path) for path in paths], FULL)
+    assert outcome.detail == repr([False] * len(paths)), outcome
+    assert all(os.path.lexists(path) for path in paths)  # the control: each is there for this process

@@ -1,19 +1,23 @@
-"""Kernel containment for one run's child process (Linux): descriptors, rlimits, an unprivileged user, Landlock and
-seccomp, applied in a fixed order before any byte of the model's code runs.
+"""Kernel containment for one run's child process (Linux): a private file view, descriptors, rlimits, an
+unprivileged user, Landlock and seccomp, applied in a fixed order before any byte of the model's code runs.
 
 The layers overlap on purpose, so that no single one is the boundary:
+- file view (`view`): a mount namespace holding only the paths Landlock grants, so nothing else can even be looked up;
 - descriptors: every one but the result channel closed, 0-2 on /dev/null (nothing inherited, output goes nowhere);
 - rlimits: address space, CPU (SIGXCPU, then SIGKILL at the hard limit), no file growth, few descriptors, no cores;
-- privileges: a root worker drops to uid 65534 where the interpreter's files are readable by it, else keeps uid 0
-  with every capability dropped (it then owns root's files only as far as Landlock lets it reach them);
+  small thread stacks and one malloc arena, so that threads fit in the address space;
+- privileges: a root worker drops to uid 65534 where the interpreter's files are readable by it (in the file view,
+  whose directories above them anyone may search, or on the host), else keeps uid 0 with every capability dropped
+  (it then owns root's files only as far as Landlock lets it reach them);
 - Landlock: read-only on the interpreter's and libraries' directories and nothing else (no /proc, /tmp, /etc, home,
   data); TCP bind/connect, signals and abstract Unix sockets outside the domain refused where the ABI has them;
 - seccomp: a default-deny allow-list; anything else returns EPERM (never a kill, so a denial is a Python
-  exception); threads only (clone must carry CLONE_THREAD; clone3 gets ENOSYS so glibc falls back to clone); a
-  syscall of another architecture kills the process.
+  exception); threads only (clone must carry CLONE_THREAD; clone3 gets ENOSYS so glibc falls back to clone); private
+  mappings and private futexes only (no channel between runs); a syscall of another architecture kills the process.
 
-`prepare()` builds the Landlock ruleset and the seccomp program once in the template; `contain()` in each forked
-child then only closes, limits and loads. `contain()` without `prepare()` builds them itself (slower, same result).
+`prepare()` builds the Landlock ruleset and the seccomp program once in the template, and with `view=True` moves the
+template into the file view its children share; `contain()` in each forked child then only closes, limits and
+loads. `contain()` without `prepare()` builds them itself (slower, same result).
 """
 
 from __future__ import annotations
@@ -725,6 +729,8 @@ def _thread_count() -> int:
     """The tasks of this process: /proc/self/task, through the descriptor kept from before the view inside one."""
     proc = proc_fd()
     if proc is None:
+        if entered():
+            raise ContainmentError("cannot count this process's threads: contain() runs once per process")
         return len(os.listdir("/proc/self/task"))
     fd = os.open("self/task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=proc)
     try:

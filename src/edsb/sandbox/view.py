@@ -100,12 +100,13 @@ def _within(path: str, directory: str) -> bool:
 
 # --- entering it ---------------------------------------------------------------------------------------------------
 
+_entered = False  # this process, or the template it was forked from, moved into a view
 _proc_fd: int | None = None  # /proc as it was before the view (for a child's count of its own threads)
 
 
 def entered() -> bool:
     """Whether this process is in a view (it or the template it was forked from entered one)."""
-    return _proc_fd is not None
+    return _entered
 
 
 def proc_fd() -> int | None:
@@ -120,12 +121,12 @@ def forget_proc() -> None:
     if _proc_fd is not None:
         with contextlib.suppress(OSError):
             os.close(_proc_fd)
-        _proc_fd = -1  # still in the view, with no /proc
+        _proc_fd = None
 
 
 def enter_view(plan: ViewPlan) -> None:
     """Move the calling (single-threaded) process into a view built from `plan`; OSError when the kernel refuses."""
-    global _proc_fd
+    global _entered, _proc_fd
     proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _own_namespace()
@@ -141,7 +142,7 @@ def enter_view(plan: ViewPlan) -> None:
     except BaseException:
         os.close(proc)
         raise
-    _proc_fd = proc
+    _entered, _proc_fd = True, proc
 
 
 def _own_namespace() -> None:
