@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import kernel
+from edsb.sandbox import host, kernel, reads
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
 from edsb.sandbox.selfcheck import run_contained
 from tests.support.data import require_data
@@ -74,13 +74,13 @@ def test_a_checkout_on_the_import_path_lends_nothing(monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(sys.modules, "edsb_fake_package", raising=False)
     import edsb_fake_package  # noqa: F401
 
-    paths = kernel._read_paths()
-    assert not any(kernel._within(path, str(tmp_path.resolve())) for path in paths)
-    assert not any(kernel._within(str(tmp_path.resolve()), path) for path in paths)
+    paths = reads.read_paths()
+    assert not any(reads.within(path, str(tmp_path.resolve())) for path in paths)
+    assert not any(reads.within(str(tmp_path.resolve()), path) for path in paths)
 
 
 def _covered(path: str | Path, rules: list[str]) -> bool:
-    return any(kernel._within(os.path.realpath(path), rule) for rule in rules)
+    return any(reads.within(os.path.realpath(path), rule) for rule in rules)
 
 
 def test_the_read_rules_name_the_standard_library_and_numpy_never_edsb() -> None:
@@ -92,13 +92,13 @@ def test_the_read_rules_name_the_standard_library_and_numpy_never_edsb() -> None
 
     import edsb
 
-    paths = kernel._read_paths()
+    paths = reads.read_paths()
     package = Path(edsb.__file__).parent
     assert not _covered(package / "llm" / "__init__.py", paths)
-    assert not any(kernel._within(path, os.path.realpath(package)) for path in paths)
+    assert not any(reads.within(path, os.path.realpath(package)) for path in paths)
     wide = [package.parent, sysconfig.get_path("purelib"), sys.prefix, sys.base_prefix, "/usr", "/usr/lib"]
     for directory in [*wide, "/usr/local/lib", "/usr/src", "/usr/src/app"]:
-        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+        assert not any(reads.within(os.path.realpath(directory), path) for path in paths), directory
     assert _covered(Path(numpy.__file__).parent / "linalg" / "__init__.py", paths)
     assert _covered(Path(sysconfig.get_path("stdlib")) / "fractions.py", paths)
 
@@ -129,21 +129,21 @@ def test_no_install_layout_lends_edsb(monkeypatch: pytest.MonkeyPatch, tmp_path:
         file.write_text("")
     monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(stdlib))
     monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__file__=str(site / "numpy" / "__init__.py")))
-    monkeypatch.setattr(kernel, "__file__", str(home / "edsb" / "sandbox" / "kernel.py"))
-    paths = kernel._read_paths()
+    monkeypatch.setattr(reads, "__file__", str(home / "edsb" / "sandbox" / "reads.py"))
+    paths = reads.read_paths()
     assert _covered(stdlib / "os.py", paths) and _covered(stdlib / "json", paths)
     assert _covered(site / "numpy" / "linalg", paths) and _covered(site / "numpy.libs", paths)
     assert not _covered(home / "edsb" / "llm" / "oracle.py", paths)
     for directory in (site, stdlib, home, home / "edsb"):
-        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+        assert not any(reads.within(os.path.realpath(directory), path) for path in paths), directory
 
 
 def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
     data = str(require_data())
     monkeypatch.setattr(sys, "path", [*sys.path, "/", "/srv", "/etc", os.path.expanduser("~"), data, "/proc/self"])
-    paths = kernel._read_paths(protected=[data])
+    paths = reads.read_paths(protected=[data])
     for forbidden in ("/", "/srv", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
-        assert not any(kernel._within(forbidden, path) for path in paths), (forbidden, paths)
+        assert not any(reads.within(forbidden, path) for path in paths), (forbidden, paths)
     import sysconfig
 
     assert _covered(Path(sysconfig.get_path("stdlib")) / "os.py", paths)
@@ -171,7 +171,7 @@ def test_the_landlock_canary_catches_a_ruleset_that_grants_the_root() -> None:
     def permissive() -> None:  # in the child: a ruleset that lets everything be read, as a best-effort no-op would
         assert kernel._prepared is not None
         kernel._prepared.ruleset.close()
-        kernel._prepared.ruleset = kernel._build_ruleset(host_support().landlock_abi or 0, ["/"])
+        kernel._prepared.ruleset = kernel.build_ruleset(host_support().landlock_abi or 0, ["/"])
 
     outcome = run_contained(lambda: "ran", replace(FULL, view=False), before=permissive)  # the host's root
     assert outcome.status == "uncontained" and "Landlock did not take effect" in outcome.detail, outcome
@@ -241,16 +241,16 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     kept = run_contained(ids, replace(FULL, seccomp=False), before=keep_the_uid)
     assert kept.detail == repr((kernel.RUN_UID_BASE, 0, 0, (0, 0, 0), [])), kept
     # without the uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
-    capabilities = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    capabilities = run_contained(lambda: (os.getgroups(), host.capabilities()), replace(FULL, seccomp=False))
     assert capabilities.detail == repr(([], (0, 0))), capabilities
     kept = run_contained(
-        lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False), before=keep_the_uid
+        lambda: (os.getgroups(), host.capabilities()), replace(FULL, seccomp=False), before=keep_the_uid
     )
     assert kept.detail == repr(([], (0, 0))), kept
     if host_support().drop_in_view:  # this host as it is: in the view, the drop to uid 65534 is real
         viewed = run_contained(ids, FULL)
         assert viewed.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), viewed
-    control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
+    control = run_contained(lambda: host.capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
     assert control.status == "done" and control.detail != repr((0, 0)), control
 
 
@@ -277,13 +277,13 @@ def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> 
 
 
 def test_the_file_view_holds_the_read_paths_and_hides_every_site_packages() -> None:
-    read, listed = kernel._read_paths(), kernel._listed_paths()
-    plan = kernel._plan_view(read, listed)
+    read, listed = reads.read_paths(), reads.listed_paths()
+    plan = kernel.plan_file_view(read, listed)
     assert all(_covered(path, [*plan.binds, *plan.inner]) for path in read)
-    assert all(any(kernel._within(path, mask) for mask in plan.masks) for path in plan.inner)
+    assert all(any(reads.within(path, mask) for mask in plan.masks) for path in plan.inner)
     assert all(os.path.basename(mask) in ("site-packages", "dist-packages") for mask in plan.masks)
     package = os.path.dirname(os.path.dirname(kernel.__file__))
-    assert not _covered(package, [*plan.binds, *plan.inner]) or any(kernel._within(package, m) for m in plan.masks)
+    assert not _covered(package, [*plan.binds, *plan.inner]) or any(reads.within(package, m) for m in plan.masks)
     assert not _covered(package, plan.inner)
     assert plan.devices == ("/dev/null",)
 

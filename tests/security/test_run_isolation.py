@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, kernel
+from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, reads
 from edsb.sandbox.kernel import host_support
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
@@ -50,9 +50,9 @@ def house(benchmark: object) -> CodeContext:
 
 def _outside_the_read_paths(directory: Path) -> list[str]:
     """Entries of a directory that exist on the host and hold none of the paths a run may read."""
-    read = kernel._read_paths()
+    read = reads.read_paths()
     entries = [directory, *sorted(directory.iterdir())] if directory.is_dir() else []
-    return [str(e) for e in entries if not any(kernel._within(path, str(e.resolve())) for path in read)][:8]
+    return [str(e) for e in entries if not any(reads.within(path, str(e.resolve())) for path in read)][:8]
 
 
 def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
