@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import host, kernel, reads
+from edsb.sandbox import host, kernel, reads, rules
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
 from edsb.sandbox.selfcheck import run_contained
 from tests.support.data import require_data
@@ -171,7 +171,7 @@ def test_the_landlock_canary_catches_a_ruleset_that_grants_the_root() -> None:
     def permissive() -> None:  # in the child: a ruleset that lets everything be read, as a best-effort no-op would
         assert kernel._prepared is not None
         kernel._prepared.ruleset.close()
-        kernel._prepared.ruleset = kernel.build_ruleset(host_support().landlock_abi or 0, ["/"])
+        kernel._prepared.ruleset = rules.build_ruleset(host_support().landlock_abi or 0, ["/"])
 
     outcome = run_contained(lambda: "ran", replace(FULL, view=False), before=permissive)  # the host's root
     assert outcome.status == "uncontained" and "Landlock did not take effect" in outcome.detail, outcome
@@ -278,7 +278,7 @@ def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> 
 
 def test_the_file_view_holds_the_read_paths_and_hides_every_site_packages() -> None:
     read, listed = reads.read_paths(), reads.listed_paths()
-    plan = kernel.plan_file_view(read, listed)
+    plan = rules.plan_file_view(read, listed)
     assert all(_covered(path, [*plan.binds, *plan.inner]) for path in read)
     assert all(any(reads.within(path, mask) for mask in plan.masks) for path in plan.inner)
     assert all(os.path.basename(mask) in ("site-packages", "dist-packages") for mask in plan.masks)
