@@ -26,27 +26,18 @@ from edsb.sandbox.view import probe_view
 # applied when the kernel has them, but are not required: the seccomp allow-list already refuses socket creation and
 # every syscall that sends a signal, so they are a second layer, not the only one.
 MIN_LANDLOCK_ABI = 3
-
 UNPRIVILEGED_ID = 65534  # "nobody" on most distributions
-
 # Threads (tasks) one run may have, its own main thread included: enough for a thread pool of 32 and numpy (whose
 # BLAS runs single-threaded here), far below a flood. The kernel enforces it as RLIMIT_NPROC, which counts the tasks
 # of a real uid: a root worker's child takes a real uid of its own (RUN_UID_BASE + its pid: no other process has it),
 # and a non-root one a user namespace of its own, in which the count starts at itself.
 TASK_LIMIT = 48
-
 RUN_UID_BASE = 1 << 30
-
 PROBE_ENV = "EDSB_SANDBOX_PROBE"  # "no-landlock", "no-seccomp" (comma-separated): make the host look weaker (tests)
-
 _CLONE_NEWUSER = 0x10000000
-
 PR_SET_SECCOMP = 22
-
 SECCOMP_MODE_FILTER = 2
-
 _CAP_SETGID, _CAP_SETUID = 6, 7
-
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 

@@ -90,7 +90,6 @@ class ContainmentError(Exception):
 
 
 OPEN_FILES_LIMIT = 64  # RLIMIT_NOFILE: lazy imports hold one or two at a time
-
 CPU_GRACE_SECONDS = 1  # the hard CPU limit (SIGKILL) this far above the soft one (SIGXCPU)
 
 _prepared: Prepared | None = None
@@ -223,9 +222,7 @@ def _set_rlimits(c: Containment) -> None:
 # about 18 threads fitted in 1 GiB. A stack of 1 MiB (Python's own recursion limit stops far below it) and one
 # malloc arena shared by all (the GIL serialises most allocation anyway) give a pool of 32 threads room: 32 MiB.
 THREAD_STACK_BYTES = 1 << 20
-
 MALLOC_ARENAS = 1
-
 _M_ARENA_MAX = -8
 
 

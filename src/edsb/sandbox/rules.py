@@ -49,26 +49,16 @@ SECCOMP_ALLOW: tuple[str, ...] = (
 )  # fmt: skip
 
 _CLONE_THREAD = 0x00010000
-
 _MSG_OOB = 0x1
-
 _O_PATH = 0o10000000
-
 _PROT_EXEC = 0x4
-
 _MAP_ANONYMOUS = 0x20
-
 _MAP_TYPE = 0x03  # MAP_SHARED 1, MAP_PRIVATE 2, MAP_SHARED_VALIDATE 3
-
 _MAP_PRIVATE = 0x02
-
 _FUTEX_PRIVATE_FLAG = 128
-
 _CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-
 # fcntl: descriptor flags and duplication only; F_SETOWN and F_SETSIG would let SIGIO signal another process
 _FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
-
 # ioctl: isatty (TCGETS), TIOCGWINSZ, FIONCLEX, FIOCLEX, FIONREAD, and FIONBIO (a socket's timeout or blocking mode)
 _IOCTL_ALLOWED = (0x5401, 0x5413, 0x5450, 0x5451, 0x541B, 0x5421)
 
