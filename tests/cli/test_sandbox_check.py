@@ -33,7 +33,15 @@ def test_every_attack_is_refused_here(edsb: Callable[..., Outcome]) -> None:
     assert sum(line.startswith("  ok   ") for line in lines) == len(SELF_CHECK) + 1  # and the honest run
     assert "FAIL" not in outcome.stdout and lines[-1] == "result: every attack refused"
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    for word in ("kernel: Linux", "Landlock: ABI", "seccomp: usable", "user: ", "privilege drop: ", "threads: "):
+    for word in (
+        "kernel: Linux",
+        "Landlock: ABI",
+        "seccomp: usable",
+        "user: ",
+        "privilege drop: ",
+        "threads: ",
+        "file view: ",
+    ):
         assert word in outcome.stdout
 
 
@@ -43,7 +51,7 @@ def test_json_for_jq(edsb: Callable[..., Outcome]) -> None:
     report = json.loads(outcome.stdout)
     assert outcome.returncode == 0 and report["passed"] is True
     assert report["host"]["exact"] is True and report["host"]["landlock_abi"] >= 3
-    assert len(report["self_test"]) == len(SELF_CHECK) + 1 == 16
+    assert len(report["self_test"]) == len(SELF_CHECK) + 1 == 19
     assert all(entry["passed"] and entry["status"] in ("refused", "done") for entry in report["self_test"])
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import kernel
+from edsb.sandbox import host, kernel, reads, rules
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
 from edsb.sandbox.selfcheck import run_contained
 from tests.support.data import require_data
@@ -74,13 +74,13 @@ def test_a_checkout_on_the_import_path_lends_nothing(monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(sys.modules, "edsb_fake_package", raising=False)
     import edsb_fake_package  # noqa: F401
 
-    paths = kernel._read_paths()
-    assert not any(kernel._within(path, str(tmp_path.resolve())) for path in paths)
-    assert not any(kernel._within(str(tmp_path.resolve()), path) for path in paths)
+    paths = reads.read_paths()
+    assert not any(reads.within(path, str(tmp_path.resolve())) for path in paths)
+    assert not any(reads.within(str(tmp_path.resolve()), path) for path in paths)
 
 
 def _covered(path: str | Path, rules: list[str]) -> bool:
-    return any(kernel._within(os.path.realpath(path), rule) for rule in rules)
+    return any(reads.within(os.path.realpath(path), rule) for rule in rules)
 
 
 def test_the_read_rules_name_the_standard_library_and_numpy_never_edsb() -> None:
@@ -92,13 +92,13 @@ def test_the_read_rules_name_the_standard_library_and_numpy_never_edsb() -> None
 
     import edsb
 
-    paths = kernel._read_paths()
+    paths = reads.read_paths()
     package = Path(edsb.__file__).parent
     assert not _covered(package / "llm" / "__init__.py", paths)
-    assert not any(kernel._within(path, os.path.realpath(package)) for path in paths)
+    assert not any(reads.within(path, os.path.realpath(package)) for path in paths)
     wide = [package.parent, sysconfig.get_path("purelib"), sys.prefix, sys.base_prefix, "/usr", "/usr/lib"]
     for directory in [*wide, "/usr/local/lib", "/usr/src", "/usr/src/app"]:
-        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+        assert not any(reads.within(os.path.realpath(directory), path) for path in paths), directory
     assert _covered(Path(numpy.__file__).parent / "linalg" / "__init__.py", paths)
     assert _covered(Path(sysconfig.get_path("stdlib")) / "fractions.py", paths)
 
@@ -129,21 +129,21 @@ def test_no_install_layout_lends_edsb(monkeypatch: pytest.MonkeyPatch, tmp_path:
         file.write_text("")
     monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(stdlib))
     monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__file__=str(site / "numpy" / "__init__.py")))
-    monkeypatch.setattr(kernel, "__file__", str(home / "edsb" / "sandbox" / "kernel.py"))
-    paths = kernel._read_paths()
+    monkeypatch.setattr(reads, "__file__", str(home / "edsb" / "sandbox" / "reads.py"))
+    paths = reads.read_paths()
     assert _covered(stdlib / "os.py", paths) and _covered(stdlib / "json", paths)
     assert _covered(site / "numpy" / "linalg", paths) and _covered(site / "numpy.libs", paths)
     assert not _covered(home / "edsb" / "llm" / "oracle.py", paths)
     for directory in (site, stdlib, home, home / "edsb"):
-        assert not any(kernel._within(os.path.realpath(directory), path) for path in paths), directory
+        assert not any(reads.within(os.path.realpath(directory), path) for path in paths), directory
 
 
 def test_read_paths_never_cover_secrets_or_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
     data = str(require_data())
     monkeypatch.setattr(sys, "path", [*sys.path, "/", "/srv", "/etc", os.path.expanduser("~"), data, "/proc/self"])
-    paths = kernel._read_paths(protected=[data])
+    paths = reads.read_paths(protected=[data])
     for forbidden in ("/", "/srv", "/etc", "/proc", "/tmp", "/root", "/home", os.path.expanduser("~"), data):
-        assert not any(kernel._within(forbidden, path) for path in paths), (forbidden, paths)
+        assert not any(reads.within(forbidden, path) for path in paths), (forbidden, paths)
     import sysconfig
 
     assert _covered(Path(sysconfig.get_path("stdlib")) / "os.py", paths)
@@ -171,9 +171,22 @@ def test_the_landlock_canary_catches_a_ruleset_that_grants_the_root() -> None:
     def permissive() -> None:  # in the child: a ruleset that lets everything be read, as a best-effort no-op would
         assert kernel._prepared is not None
         kernel._prepared.ruleset.close()
-        kernel._prepared.ruleset = kernel._build_ruleset(host_support().landlock_abi or 0, ["/"])
+        kernel._prepared.ruleset = rules.build_ruleset(host_support().landlock_abi or 0, ["/"])
 
-    outcome = run_contained(lambda: "ran", FULL, before=permissive)
+    outcome = run_contained(lambda: "ran", replace(FULL, view=False), before=permissive)  # the host's root
+    assert outcome.status == "uncontained" and "Landlock did not take effect" in outcome.detail, outcome
+
+
+def test_the_landlock_canary_catches_a_restriction_that_does_nothing_in_the_file_view() -> None:
+    require_kernel_sandbox()
+    kernel.prepare()
+
+    def no_op() -> None:  # in the child: landlock_restrict_self(2) answers success and enforces nothing
+        from landlockpy import _syscall
+
+        _syscall.restrict_self = lambda fd, flags: None
+
+    outcome = run_contained(lambda: "ran", FULL, before=no_op)
     assert outcome.status == "uncontained" and "Landlock did not take effect" in outcome.detail, outcome
 
 
@@ -204,13 +217,18 @@ def test_contain_refuses_a_process_with_other_threads() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 is a root worker's")
 def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() -> None:
-    """This host keeps uid 0 (its Python lives under /root), so the uid path is forced here, in the child only."""
+    """Where a Python lives under /root, uid 65534 can read it only in the file view (whose directories above the
+    read paths are its own): the uid path is forced here, in the child only, and then forced off."""
     require_kernel_sandbox()
     kernel.prepare()
     forced = replace(host_support(), drop_to_uid=True)
+    kept_uid = replace(host_support(), drop_to_uid=False, drop_in_view=False)
 
     def force_the_uid_drop() -> None:
         kernel.host_support = lambda: forced  # type: ignore[assignment]
+
+    def keep_the_uid() -> None:
+        kernel.host_support = lambda: kept_uid  # type: ignore[assignment]
 
     def ids() -> tuple[object, ...]:  # the real uid is the run's own (its tasks are counted apart): base + pid
         real, *rest = os.getresuid()
@@ -220,12 +238,19 @@ def test_a_root_worker_drops_to_the_unprivileged_user_where_the_host_allows() ->
     unprivileged = (kernel.UNPRIVILEGED_ID,) * 3
     assert dropped.status == "done", dropped
     assert dropped.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), dropped
-    kept = run_contained(ids, replace(FULL, seccomp=False))
+    kept = run_contained(ids, replace(FULL, seccomp=False), before=keep_the_uid)
     assert kept.detail == repr((kernel.RUN_UID_BASE, 0, 0, (0, 0, 0), [])), kept
-    # without the forced uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
-    kept = run_contained(lambda: (os.getgroups(), kernel._capabilities()), replace(FULL, seccomp=False))
+    # without the uid path (seccomp off, so that capget itself answers): uid 0 at most, and no capability
+    capabilities = run_contained(lambda: (os.getgroups(), host.capabilities()), replace(FULL, seccomp=False))
+    assert capabilities.detail == repr(([], (0, 0))), capabilities
+    kept = run_contained(
+        lambda: (os.getgroups(), host.capabilities()), replace(FULL, seccomp=False), before=keep_the_uid
+    )
     assert kept.detail == repr(([], (0, 0))), kept
-    control = run_contained(lambda: kernel._capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
+    if host_support().drop_in_view:  # this host as it is: in the view, the drop to uid 65534 is real
+        viewed = run_contained(ids, FULL)
+        assert viewed.detail == repr((kernel.RUN_UID_BASE, *unprivileged[1:], unprivileged, [])), viewed
+    control = run_contained(lambda: host.capabilities(), replace(FULL, seccomp=False, drop_privileges=False))
     assert control.status == "done" and control.detail != repr((0, 0)), control
 
 
@@ -248,4 +273,34 @@ def test_a_lazy_standard_library_import_survives_invalidated_import_caches() -> 
     assert outcome.status == "done" and outcome.detail == "'1/3'", outcome
     package = os.path.dirname(os.path.dirname(kernel.__file__))
     refused = run_contained(lambda: Path(package, "__init__.py").read_bytes(), FULL)
-    assert refused.status == "refused" and "PermissionError" in refused.detail, refused
+    assert refused.status == "refused" and refused.detail.startswith(("PermissionError", "FileNotFoundError")), refused
+
+
+def test_the_file_view_holds_the_read_paths_and_hides_every_site_packages() -> None:
+    read, listed = reads.read_paths(), reads.listed_paths()
+    plan = rules.plan_file_view(read, listed)
+    assert all(_covered(path, [*plan.binds, *plan.inner]) for path in read)
+    assert all(any(reads.within(path, mask) for mask in plan.masks) for path in plan.inner)
+    assert all(os.path.basename(mask) in ("site-packages", "dist-packages") for mask in plan.masks)
+    package = os.path.dirname(os.path.dirname(kernel.__file__))
+    assert not _covered(package, [*plan.binds, *plan.inner]) or any(reads.within(package, m) for m in plan.masks)
+    assert not _covered(package, plan.inner)
+    assert plan.devices == ("/dev/null",)
+
+
+def test_a_child_in_the_file_view_finds_nothing_else(tmp_path: Path) -> None:
+    require_kernel_sandbox()
+    if not host_support().view:
+        pytest.skip(f"no file view here: {host_support().view_note}")
+    kernel.prepare()
+    (tmp_path / "results.jsonl").write_text("{}\n")
+    paths = [str(tmp_path / "results.jsonl"), str(tmp_path), "/tmp", "/etc/passwd", "/proc/self", "/bin/sh"]
+
+    def look() -> object:
+        return [os.path.lexists(path) for path in paths], os.listdir(os.path.dirname(kernel.__file__))
+
+    outcome = run_contained(look, replace(FULL, landlock=False, seccomp=False))  # the view alone
+    assert outcome.status == "refused" and outcome.detail.startswith("FileNotFoundError"), outcome
+    outcome = run_contained(lambda: [os.path.lexists(path) for path in paths], FULL)
+    assert outcome.detail == repr([False] * len(paths)), outcome
+    assert all(os.path.lexists(path) for path in paths)  # the control: each is there for this process

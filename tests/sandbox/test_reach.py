@@ -13,6 +13,7 @@ import pytest
 import edsb
 from edsb.data.benchmark import Benchmark
 from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool
+from edsb.sandbox.kernel import host_support
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
@@ -64,8 +65,12 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
     ],
 )
 def test_no_file_of_edsb_is_readable(exact_pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
+    """Landlock refuses to open them; in the private file view they are not even there (nor anything but numpy in
+    the site-packages, so the last body finds no file to try)."""
     assert (PACKAGE / "llm" / "oracle" / "answers.py").is_file()
-    assert failure(exact_pool, body, perturbed).startswith("PermissionError"), failure(exact_pool, body, perturbed)
+    view = ("FileNotFoundError", "ModuleNotFoundError", "IndexError")
+    expected = view if host_support().view else ("PermissionError",)
+    assert failure(exact_pool, body, perturbed).startswith(expected), failure(exact_pool, body, perturbed)
 
 
 def test_numpy_and_the_standard_library_still_import(exact_pool: SandboxPool, perturbed: CodeContext) -> None:

@@ -47,6 +47,35 @@ POOL_OF_FOUR = """def parse_event():
 """
 
 
+# A pool of 32 workers, all alive at once (the barrier), each doing a little numpy: honest code the default limits
+# must leave room for (1 GiB of address space, the cap on threads).
+POOL_OF_32 = """def parse_event():
+    from concurrent.futures import ThreadPoolExecutor
+    import threading
+    import numpy as np
+    together = threading.Barrier(32, timeout=8)
+    def work(i):
+        together.wait()
+        return float((np.eye(8) @ np.full(8, i)).sum())
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        total = sum(pool.map(work, range(32)))
+    get_character('A').set_target_action(str(int(total)))
+"""
+
+# Every byte of the address space taken first, then one thread: its stack has no room.
+STARVED = """def parse_event():
+    import threading
+    thread = threading.Thread(target=len, args=((),))
+    held = []
+    try:
+        while True:
+            held.append(bytearray(1 << 20))
+    except MemoryError:
+        pass
+    thread.start()
+"""
+
+
 def capped_limits(workers: int = 1) -> SandboxLimits:
     require_kernel_sandbox()
     support = host_support()
@@ -100,3 +129,16 @@ def test_a_refused_fork_is_retried_and_then_reported(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(worker, "_FORK_PATIENCE", 0.05)
     pid, why = worker._fork()
     assert pid is None and why.startswith("cannot fork: BlockingIOError") and len(calls) > 2
+
+
+def test_a_pool_of_32_threads_runs_under_the_default_limits(house: CodeContext) -> None:
+    with SandboxPool(capped_limits()) as pool:
+        assert pool.execute(POOL_OF_32, house).characters[0].target_action == str(8 * sum(range(32)))
+
+
+def test_a_thread_without_room_for_its_stack_is_a_memory_error(house: CodeContext) -> None:
+    with SandboxPool(capped_limits()) as pool, pytest.raises(CodeError) as caught:
+        pool.execute(STARVED, house)
+    assert caught.value.kind == "code_memory", caught.value
+    assert "can't start new thread" in caught.value.message and "memory limit" in caught.value.message
+    assert "at most" not in caught.value.message

@@ -32,7 +32,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.sandbox import ApiScene, CodeContext, CodeError, SandboxLimits, SandboxPool
 from edsb.sandbox.exact import run_exact
-from edsb.sandbox.kernel import Containment, prepare
+from edsb.sandbox.kernel import Containment, host_support, prepare
 from edsb.sandbox.selfcheck import run_contained
 from tests.security.test_pipeline_attacks import ATTACKS as RESTRICTED_ATTACKS
 from tests.security.test_pipeline_attacks import PLAN
@@ -198,14 +198,18 @@ KEY_SCAN = HEAP_SCAN.replace("PREFIX", "('sk-' + 'canary-').encode()").replace(
 )
 CASE_SCAN = HEAP_SCAN.replace("PREFIX", "('\"expected' + '_plans\"').encode()").replace("AFTER", "[b':']")
 
+# A path outside what a run may read: not there at all in the file view (ENOENT, as for a missing path), refused by
+# Landlock without one.
+HIDDEN = "FileNotFoundError" if host_support().view else "PermissionError"
+
 KERNEL_ATTACKS = [
     # Files: create, change, delete, in /tmp and in the watched directory.
-    Attack("create_in_tmp", "open('TMPcreated', 'x')", RUNTIME, "PermissionError"),
-    Attack("create_in_target", "open('TARGET', 'w').write('x')", RUNTIME, "PermissionError"),
+    Attack("create_in_tmp", "open('TMPcreated', 'x')", RUNTIME, HIDDEN),
+    Attack("create_in_target", "open('TARGET', 'w').write('x')", RUNTIME, HIDDEN),
     Attack("mkdir_in_tmp", "import os\nos.mkdir('TMPdir')", RUNTIME, "PermissionError"),
     Attack("mkfifo_in_tmp", "import os\nos.mkfifo('TMPfifo')", RUNTIME, "PermissionError"),
     Attack("symlink_in_tmp", "import os\nos.symlink('/etc/passwd', 'TMPlink')", RUNTIME, "PermissionError"),
-    Attack("append_to_victim", "open('VICTIM', 'a').write('pwned')", RUNTIME, "PermissionError"),
+    Attack("append_to_victim", "open('VICTIM', 'a').write('pwned')", RUNTIME, HIDDEN),
     Attack("truncate_victim", "import os\nos.truncate('VICTIM', 0)", RUNTIME, "PermissionError"),
     Attack("delete_victim", "import os\nos.unlink('VICTIM')", RUNTIME, "PermissionError"),
     Attack("rename_victim", "import os\nos.rename('VICTIM', 'VICTIM.moved')", RUNTIME, "PermissionError"),
@@ -241,19 +245,19 @@ KERNEL_ATTACKS = [
     Attack(
         "environ_as_action", "import os\nget_character('David').set_target_action(repr(dict(os.environ)))", FAILED_PLAN
     ),
-    Attack("proc_self_environ", "open('/proc/self/environ').read()", RUNTIME, "PermissionError"),
-    Attack("proc_parent_environ", "import os\nopen(f'/proc/{os.getppid()}/environ').read()", RUNTIME, "Permission"),
-    Attack("proc_init_environ", "open('/proc/1/environ').read()", RUNTIME, "PermissionError"),
-    Attack("proc_parent_mem", "import os\nopen(f'/proc/{os.getppid()}/mem', 'rb').read(8)", RUNTIME, "Permission"),
-    Attack("proc_parent_cmdline", "import os\nopen(f'/proc/{os.getppid()}/cmdline').read()", RUNTIME, "Permission"),
+    Attack("proc_self_environ", "open('/proc/self/environ').read()", RUNTIME, HIDDEN),
+    Attack("proc_parent_environ", "import os\nopen(f'/proc/{os.getppid()}/environ').read()", RUNTIME, HIDDEN),
+    Attack("proc_init_environ", "open('/proc/1/environ').read()", RUNTIME, HIDDEN),
+    Attack("proc_parent_mem", "import os\nopen(f'/proc/{os.getppid()}/mem', 'rb').read(8)", RUNTIME, HIDDEN),
+    Attack("proc_parent_cmdline", "import os\nopen(f'/proc/{os.getppid()}/cmdline').read()", RUNTIME, HIDDEN),
     Attack("netrc", "import os\nopen(os.path.expanduser('~/.netrc')).read()", RUNTIME, "Error"),
     # A missing file is ENOENT before Landlock decides (its existence shows); an existing one is EACCES.
     Attack("root_netrc", "open('/root/.netrc').read()", RUNTIME, "Error: [Errno"),
     Attack("root_profile", "open('/root/.profile').read()", RUNTIME, "Error: [Errno"),
-    Attack("etc_passwd", "open('/etc/passwd').read()", RUNTIME, "PermissionError"),
-    Attack("data_dir", "import os\nos.listdir('DATA')", RUNTIME, "PermissionError"),
-    Attack("run_dir", "import os\nos.listdir('OUT')", RUNTIME, "PermissionError"),
-    Attack("checkout_tests", "import os\nos.listdir('REPO/tests')", RUNTIME, "PermissionError"),
+    Attack("etc_passwd", "open('/etc/passwd').read()", RUNTIME, HIDDEN),
+    Attack("data_dir", "import os\nos.listdir('DATA')", RUNTIME, HIDDEN),
+    Attack("run_dir", "import os\nos.listdir('OUT')", RUNTIME, HIDDEN),
+    Attack("checkout_tests", "import os\nos.listdir('REPO/tests')", RUNTIME, HIDDEN),
     Attack(
         "gc_walk_for_the_key",
         "import gc\ngc.unfreeze()\nhits = [o for o in gc.get_objects() if isinstance(o, str) and 'sk-canary' in o]\n"
@@ -630,25 +634,27 @@ def run_reply_contained(body: str, scene: ApiScene, **layers_off: bool) -> str:
     return outcome.detail
 
 
-def test_control_creating_a_file_needs_landlock_and_the_privilege_drop_off(
+def test_control_creating_a_file_needs_the_view_landlock_and_the_drop_off(
     contained_house: ApiScene, tmp_path: Path
 ) -> None:
     target = tmp_path / "created"
     body = f"open({str(target)!r}, 'x').close()"
-    assert "PermissionError" in run_reply_contained(body, contained_house)
+    assert HIDDEN in run_reply_contained(body, contained_house)
     assert not target.exists()
-    assert run_reply_contained(body, contained_house, landlock=False, drop_privileges=False) == "'ok'"
+    assert run_reply_contained(body, contained_house, landlock=False, drop_privileges=False, view=False) == "'ok'"
     assert target.exists()
 
 
-def test_control_reading_another_process_environment_needs_landlock_off(contained_house: ApiScene) -> None:
+def test_control_reading_another_process_environment_needs_the_view_and_landlock_off(contained_house: ApiScene) -> None:
     with subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)"], env={"OPENAI_API_KEY": API_KEY}
     ) as holder:
         try:
             body = f"raise ValueError(open('/proc/{holder.pid}/environ').read())"
-            assert "PermissionError" in run_reply_contained(body, contained_house)
-            assert API_KEY in run_reply_contained(body, contained_house, landlock=False, drop_privileges=False)
+            assert HIDDEN in run_reply_contained(body, contained_house)
+            assert API_KEY in run_reply_contained(
+                body, contained_house, landlock=False, drop_privileges=False, view=False
+            )
         finally:
             holder.kill()
 
@@ -667,10 +673,13 @@ def test_control_udp_needs_seccomp_off(contained_house: ApiScene) -> None:
         assert server.recv(64) == b"escaped"
 
 
-def test_control_running_a_program_needs_seccomp_and_landlock_off(contained_house: ApiScene) -> None:
+def test_control_running_a_program_needs_seccomp_landlock_and_the_view_off(contained_house: ApiScene) -> None:
     body = "import os\nraise ValueError(os.system('exit 7'))"
     assert run_reply_contained(body, contained_house) == f"'ValueError: {127 << 8}'"  # the shell never started
-    assert run_reply_contained(body, contained_house, seccomp=False, landlock=False) == f"'ValueError: {7 << 8}'"
+    assert (
+        run_reply_contained(body, contained_house, seccomp=False, landlock=False, view=False)
+        == f"'ValueError: {7 << 8}'"
+    )
 
 
 def test_control_raising_a_limit_needs_seccomp_off(contained_house: ApiScene) -> None:

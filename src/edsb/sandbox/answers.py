@@ -5,6 +5,7 @@ valid Unicode, and an answer says when one had to be repaired."""
 from __future__ import annotations
 
 import json
+import mmap
 from typing import Any
 
 from edsb.results import ErrorKind
@@ -58,14 +59,56 @@ def bounded(message: str) -> tuple[str, bool]:
 
 
 _NO_THREAD = "can't start new thread"
+# Why each thread this run could not start was refused, as `watch_thread_starts` found at the time: "memory" (no
+# room for its stack within RLIMIT_AS) or "tasks" (the kernel's cap, RLIMIT_NPROC, with the run's threads at it).
+_thread_refusals: list[str] = []
+
+
+def watch_thread_starts() -> None:
+    """In a run's child, before model code: note why a thread cannot start when it cannot. glibc answers EAGAIN both
+    when the kernel refuses the task and when the stack cannot be mapped, and Python says only "can't start new
+    thread", so the cause is found at the moment of failure (later, the threads may be gone). The exception itself is
+    unchanged: model code that catches it behaves as under the reference."""
+    import threading
+
+    start = threading._start_new_thread  # type: ignore[attr-defined]
+
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+        try:
+            return start(function, args) if kwargs is None else start(function, args, kwargs)
+        except RuntimeError:
+            _thread_refusals.append(_why_no_thread(threading.active_count(), threading.stack_size()))
+            raise
+
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+
+
+def _why_no_thread(threads: int, stack_bytes: int) -> str:
+    """ "memory" when a stack of the thread's size cannot be mapped now; "tasks" when the run's threads are at the
+    cap; "" when neither explains it."""
+    try:
+        mmap.mmap(-1, (stack_bytes or 8 << 20) + mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS).close()
+    except (OSError, MemoryError):
+        return "memory"
+    return "tasks" if threads >= kernel.TASK_LIMIT - 3 else ""
 
 
 def error(kind: str, message: str) -> dict[str, Any]:
-    if _NO_THREAD in message:  # the kernel's cap on tasks (RLIMIT_NPROC), met by the model's own threads
-        message = f"{message} (a run may have at most {kernel.TASK_LIMIT} threads, its own included, in its memory)"
+    if _NO_THREAD in message:
+        kind, message = _thread_error(kind, message)
     message, repaired = bounded(message)
     answer = {"status": "error", "kind": str(kind), "message": message}
     return {**answer, "repaired": True} if repaired else answer
+
+
+def _thread_error(kind: str, message: str) -> tuple[str, str]:
+    """A thread that could not start, blamed on what refused it: the run's memory or the kernel's cap on threads."""
+    cause = _thread_refusals[-1] if _thread_refusals else ""
+    if cause == "memory":
+        return ErrorKind.CODE_MEMORY, f"{message} (no memory left for its stack within the run's memory limit)"
+    if cause == "tasks":
+        return kind, f"{message} (a run may have at most {kernel.TASK_LIMIT} threads, its own included)"
+    return kind, message
 
 
 def fault(message: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, Containment, ContainmentError, contain, host_support, release
 
-DEFAULT_MEMORY_BYTES = 4 << 30
+DEFAULT_MEMORY_BYTES = 4 << 30  # above this process's own address space, which its children inherit
 DEFAULT_CPU_SECONDS = 5
 _REPORT_BYTES = 4096
 
@@ -223,6 +223,30 @@ def _path_handle() -> object:
     return os.open("/etc/passwd", os.O_PATH)
 
 
+def _stat_outside() -> object:
+    """Look up paths outside the view (the checking process's directory, /tmp, /etc, /proc): each must be missing."""
+    paths = [os.environ.get("EDSB_CHECK_CWD", ""), "/tmp", "/etc/passwd", "/proc/self"]
+    found = [path for path in paths if path and os.path.lexists(path)]
+    if found:
+        return f"found {found}"
+    raise FileNotFoundError("none of them exists for the run")
+
+
+def _shared_futex() -> object:
+    """A futex wake without FUTEX_PRIVATE_FLAG: keyed by a file's page, it would reach another run's waiter."""
+    word = ctypes.c_int(0)
+    return libc_syscall(syscall_number("futex"), ctypes.addressof(word), 1, 1, 0, 0, 0)
+
+
+def _shared_mapping() -> object:
+    import mmap
+
+    import numpy
+
+    with open(numpy.__file__, "rb") as handle:
+        return len(mmap.mmap(handle.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ))
+
+
 def _memory_bomb() -> object:
     import numpy as np
 
@@ -245,20 +269,30 @@ SELF_CHECK: tuple[tuple[str, Callable[[], object]], ...] = (
     ("start 3,000 threads", _thread_flood),
     ("map executable anonymous memory", _executable_memory),
     ("open /etc/passwd as an O_PATH handle", _path_handle),
+    ("look up its directory, /tmp, /etc, /proc", _stat_outside),
+    ("wake a futex shared with other processes", _shared_futex),
+    ("map numpy's file shared", _shared_mapping),
 )
 
 
 def _honest() -> object:
+    """numpy in a pool of 32 threads, all alive at once; a print. (That a pool of 32 fits in a run's default memory
+    limit is shown through the pool, whose template is smaller than this process.)"""
     import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
 
-    result: list[float] = []
-    worker = threading.Thread(target=lambda: result.append(float((np.eye(3) @ np.ones(3)).sum())))
-    worker.start()
-    worker.join()
+    together = threading.Barrier(32, timeout=10)
+
+    def work(i: int) -> float:
+        together.wait()
+        return float((np.eye(3) @ np.full(3, i)).sum())
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        total = sum(pool.map(work, range(32)))
     print("honest output goes nowhere")
-    return result[0]
+    return total
 
 
 @dataclass(frozen=True)
@@ -282,15 +316,19 @@ def self_check() -> list[CheckResult]:
     results = []
     ours, theirs = socket.socketpair()  # the channel an attack may write to, kept open in its child
     os.environ["EDSB_CHECK_CHANNEL"] = str(theirs.fileno())
+    os.environ["EDSB_CHECK_CWD"] = os.getcwd() if os.getcwd() != "/" else ""
     containment = replace(containment, keep_fds=(theirs.fileno(),))
     try:
         for name, attack in SELF_CHECK:
+            if attack is _stat_outside and not support.view:
+                continue  # without a view, a lookup is not refused: SECURITY.md says so; the probe's line tells
             outcome = run_contained(attack, containment)
             results.append(CheckResult(name, outcome, outcome.refused))
         honest = run_contained(_honest, containment)
-        results.append(CheckResult("honest code runs (numpy, a thread, print)", honest, honest.status == "done"))
+        results.append(CheckResult("honest code runs (numpy in 32 threads, print)", honest, honest.status == "done"))
     finally:
         os.environ.pop("EDSB_CHECK_CHANNEL", None)
+        os.environ.pop("EDSB_CHECK_CWD", None)
         ours.close()
         theirs.close()
         release()  # the ruleset's descriptor, closed now rather than by its finaliser at exit

@@ -33,7 +33,7 @@ from typing import Any
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
-from edsb.sandbox.answers import error, pack
+from edsb.sandbox.answers import error, pack, watch_thread_starts
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, exception_text
 from edsb.sandbox.wire import (
@@ -100,7 +100,7 @@ def _prepare(control: socket.socket) -> bool:
             control.sendall(frame({"status": "fatal", "message": _too_little_memory(memory, in_use)}))
             return False
         if sys.platform.startswith("linux"):
-            kernel.prepare(protected=json.loads(sys.argv[3]))
+            kernel.prepare(protected=json.loads(sys.argv[3]), view=True)
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
@@ -261,6 +261,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
     if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
     _seed(int(request["seed"]))
+    watch_thread_starts()
     if exact:
         send(_run_exact(request, api_scene))
     else:

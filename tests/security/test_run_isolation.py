@@ -1,0 +1,138 @@
+"""What one run can learn of the host's files and of the other runs, under `--sandbox exact`: nothing.
+
+A run directory answers questions to anyone who can `stat` it (the size of `results.jsonl` grows with each verdict,
+so a model guessing the path would learn whether an earlier run passed), and Landlock governs opening, not looking
+up. Two runs in flight could also signal each other through a futex keyed by a file they both map (numpy's files),
+which no file right governs. Each cheat below goes through the real pool, and a control shows what it would find.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, reads
+from edsb.sandbox.kernel import host_support
+from tests.support.kernel_sandbox import require_kernel_sandbox
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
+
+STAT = """def parse_event():
+    import json, os
+    seen = {}
+    for path in PATHS:
+        try:
+            info = os.stat(path)
+            seen[path] = ['found', info.st_size, info.st_mtime]
+        except OSError as exc:
+            seen[path] = [type(exc).__name__, exc.errno]
+    print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SandboxPool]:
+    require_kernel_sandbox()
+    with SandboxPool(SandboxLimits(sandbox="exact", timeout=10.0, workers=2)) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def house(benchmark: object) -> CodeContext:
+    return CodeContext.for_benchmark(benchmark.root, "House")  # type: ignore[attr-defined]
+
+
+def _outside_the_read_paths(directory: Path) -> list[str]:
+    """Entries of a directory that exist on the host and hold none of the paths a run may read."""
+    read = reads.read_paths()
+    entries = [directory, *sorted(directory.iterdir())] if directory.is_dir() else []
+    return [str(e) for e in entries if not any(reads.within(path, str(e.resolve())) for path in read)][:8]
+
+
+def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
+    pool: SandboxPool, house: CodeContext, tmp_path: Path
+) -> None:
+    """Every path answers as a missing one does (FileNotFoundError, ENOENT), whether it exists or not."""
+    if not host_support().view:
+        pytest.skip(f"no private file view here: {host_support().view_note}")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "results.jsonl").write_text('{"passed": true}\n')
+    (run_dir / "config.json").write_text("{}")
+    paths = [str(run_dir / "results.jsonl"), str(run_dir / "config.json"), str(run_dir), str(tmp_path), "/tmp"]
+    paths += [*_outside_the_read_paths(Path.home()), "/etc/passwd", "/proc/self", "/root/.bashrc", "/srv"]
+    existing = [path for path in paths if os.path.lexists(path)]
+    assert len(existing) >= 8, existing  # the control: the cheat asks about files that are there
+    missing = str(tmp_path / "no-such-file")
+    seen = json.loads(pool.execute(STAT.replace("PATHS", repr([*existing, missing])), house).output)
+    assert seen[missing] == ["FileNotFoundError", 2]
+    assert {path: seen[path] for path in existing} == {path: seen[missing] for path in existing}
+
+
+# A shared futex (no FUTEX_PRIVATE_FLAG) on numpy's first page, mapped privately: the kernel keys it by the file and
+# offset, so a wait in one run would be woken by a wake in another. The waiter waits up to 8 s; the waker tries until
+# it wakes someone, or 400 times.
+FUTEX = """def parse_event():
+    import ctypes, mmap, os, time
+    import numpy
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    with open(numpy.__file__, 'rb') as handle:
+        page = mmap.mmap(handle.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    view = numpy.frombuffer(page, dtype=numpy.int32, count=1)
+    word, where = int(view[0]), view.__array_interface__['data'][0]
+    ROLE
+"""
+WAIT = """timeout = (ctypes.c_long * 2)(8, 0)
+    result = libc.syscall(202, ctypes.c_void_p(where), 0, word, timeout, 0, 0)
+    print('woken' if result == 0 else os.strerror(ctypes.get_errno()))"""
+WAKE = """for _ in range(400):
+        result = libc.syscall(202, ctypes.c_void_p(where), 1, 1, 0, 0, 0)
+        if result != 0:
+            break
+        time.sleep(0.02)
+    print(result if result >= 0 else os.strerror(ctypes.get_errno()))"""
+PRIVATE_WAKE = """print(libc.syscall(202, ctypes.c_void_p(where), 1 | 128, 1, 0, 0, 0))"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the futex syscall's number is x86_64's here")
+def test_two_runs_in_flight_cannot_wake_each_other(pool: SandboxPool, house: CodeContext) -> None:
+    pool.warm_up()
+    answers: dict[str, str] = {}
+
+    def waiter() -> None:
+        answers["wait"] = pool.execute(FUTEX.replace("ROLE", WAIT), house).output.strip()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    answers["wake"] = pool.execute(FUTEX.replace("ROLE", WAKE), house).output.strip()
+    thread.join(30)
+    assert answers == {"wait": "Operation not permitted", "wake": "Operation not permitted"}
+    # a futex of the run's own still works: no one waits, no one is woken
+    assert pool.execute(FUTEX.replace("ROLE", PRIVATE_WAKE), house).output.strip() == "0"
+
+
+MEMMAP = """def parse_event():
+    import numpy as np
+    print(np.memmap(np.__file__, dtype=np.uint8, mode='r', shape=(16,))[:4])
+"""
+HONEST = """def parse_event():
+    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        total = sum(pool.map(lambda i: float(np.linalg.inv(np.eye(3) * (i + 1)).trace()), range(8)))
+    print(round(total, 6))
+"""
+
+
+def test_a_shared_mapping_is_refused_and_honest_numpy_runs(pool: SandboxPool, house: CodeContext) -> None:
+    with pytest.raises(CodeError) as caught:
+        pool.execute(MEMMAP, house)
+    assert caught.value.message.startswith("PermissionError"), caught.value.message
+    assert pool.execute(HONEST, house).output.strip() == str(round(sum(3 / (i + 1) for i in range(8)), 6))
