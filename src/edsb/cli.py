@@ -439,6 +439,15 @@ NoJsonModeOption = Annotated[
         rich_help_panel=GENERATION_PANEL,
     ),
 ]
+NoPromptCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-prompt-cache",
+        help="Send no prompt-cache markers (Anthropic); by default the shared system prompt and examples are "
+        "marked, which changes no token the model sees, only the bill.",
+        rich_help_panel=GENERATION_PANEL,
+    ),
+]
 
 
 @app.command("check-model", cls=_Command)
@@ -475,6 +484,7 @@ def check_model_command(
     thinking_budget: ThinkingBudgetOption = None,
     thinking_level: ThinkingLevelOption = None,
     no_json_mode: NoJsonModeOption = False,
+    no_prompt_cache: NoPromptCacheOption = False,
 ) -> None:
     """Send one tiny request with every generation setting a run would send, and print one JSON line: does this
     model answer, and accept those settings? Run it, with the options of the run, before a long sweep."""
@@ -488,7 +498,14 @@ def check_model_command(
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
     generation = resolve_generation(model, {k: v for k, v in given.items() if v is not None})
     request = generation.request(CHECK_REQUEST.messages, json_mode=True)
-    result = check_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, request=request)
+    result = check_model(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        timeout=timeout,
+        request=request,
+        prompt_cache=not no_prompt_cache,
+    )
     sys.stdout.write(json.dumps(result) + "\n")
     if not result.get("ok"):
         fix = f"\nfix: {result['fix']}" if result.get("fix") else ""
@@ -707,6 +724,7 @@ def run_command(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Bypass the response cache.", rich_help_panel=MODEL_PANEL)
     ] = False,
+    no_prompt_cache: NoPromptCacheOption = False,
     config: Annotated[
         Path | None,
         typer.Option(

@@ -27,7 +27,8 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
         ("--temperature", "default", "--reasoning-effort", "low", "--max-tokens", "4000"),
         {**JSON_MODE, "max_completion_tokens": 4000, "reasoning_effort": "low"},
     ),
-    "claude": ("anthropic:claude-sonnet-4-5", (), {"max_tokens": 2048}),
+    "claude": ("anthropic:claude-sonnet-4-5", (), {"max_tokens": 2048, "cache_control": "ephemeral"}),
+    "claude, no prompt cache": ("anthropic:claude-sonnet-4-5", ("--no-prompt-cache",), {"cache_control": None}),
     "claude, thinking": (
         "anthropic:claude-sonnet-4-5",
         ("--thinking-budget", "2048"),
@@ -98,6 +99,7 @@ def test_each_family_runs_with_its_command_and_check_model_sends_the_same(
         assert "temperature" not in narrator and "note: no temperature sent" in run.stderr
         card = json.loads(Path("out/results.json").read_text())["run"]["sampling"]
         assert card["temperature"] is None and "has no temperature" in card["not_sent"]["temperature"]
+        assert card["prompt_cache"] is ("--no-prompt-cache" not in options)
 
 
 STOPS: dict[str, tuple[str, tuple[str, ...], Any, str]] = {

@@ -156,14 +156,16 @@ def test_a_refusal_is_recorded_as_a_refusal(fake: OpenAIServer) -> None:
 
 def test_claude_by_default_conforms_to_the_sdks_api_version(fake: OpenAIServer) -> None:
     response = ask(claude(fake))
+    marked = [{"type": "text", "text": SYSTEM["content"], "cache_control": {"type": "ephemeral"}}]
     assert body(fake) == {
         "model": "claude-sonnet-4-5",
-        "system": SYSTEM["content"],
+        "system": marked,  # the system prompt marked for the prompt cache, the same text
         "messages": [USER],
         "max_tokens": 2048,
     }
     assert fake.requests[-1].headers["anthropic-version"] == API_VERSION
-    assert response.sent == {"anthropic-version": API_VERSION, "max_tokens": 2048}  # no JSON mode claimed
+    # no JSON mode claimed
+    assert response.sent == {"anthropic-version": API_VERSION, "max_tokens": 2048, "cache_control": "ephemeral"}
 
 
 def test_claude_gets_no_temperature_its_api_version_lacks(fake: OpenAIServer) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -362,6 +363,7 @@ def anthropic_reply(
     extra_blocks: list[dict[str, Any]] | None = None,
     cache_read: int | None = None,
     cache_write: int | None = None,
+    input_tokens: int = 30,
 ) -> Reply:
     """A Messages API reply: thinking and redacted-thinking blocks before the text, as the API orders them; the
     prompt cache's `cache_read_input_tokens` and `cache_creation_input_tokens` apart from `input_tokens`
@@ -374,7 +376,7 @@ def anthropic_reply(
     if text is not None:
         content.append({"type": "text", "text": text})
     content += extra_blocks or []
-    usage: dict[str, Any] = {"input_tokens": 30, "output_tokens": output_tokens}
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
     if thinking_tokens is not None:
         usage["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
     if cache_read is not None:
@@ -392,6 +394,55 @@ def anthropic_reply(
         "usage": usage,
     }
     return Reply.json(payload)
+
+
+class AnthropicPromptCache:
+    """Anthropic's prompt cache as documented (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching),
+    as a validator: a request with more than four `cache_control` blocks is refused; else the longest marked prefix
+    seen before is read from the cache, the rest up to the last breakpoint written to it, and a prefix under
+    `minimum` tokens is not cached. A token is four characters here. The reply is `text`, with that usage."""
+
+    BREAKPOINTS = 4
+
+    def __init__(self, text: str = "{}", minimum: int = 1024) -> None:
+        self.text, self.minimum = text, minimum
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest, dialect: Dialect) -> Reply | None:
+        refused = provider_rules(request, dialect)
+        if refused is not None or dialect != "anthropic":
+            return refused
+        blocks = _anthropic_blocks(request.json())
+        marked = [i for i, block in enumerate(blocks) if "cache_control" in block]
+        if len(marked) > self.BREAKPOINTS:
+            return anthropic_error(f"A maximum of 4 blocks with cache_control may be provided. Found {len(marked)}.")
+        sizes = [len(block["text"]) // 4 for block in blocks]
+        ends = [end for end in (i + 1 for i in marked) if sum(sizes[:end]) >= self.minimum]
+        unmarked = [{name: value for name, value in block.items() if name != "cache_control"} for block in blocks]
+        keys = {end: json.dumps(unmarked[:end]) for end in ends}
+        with self._lock:
+            hit = max((end for end in ends if keys[end] in self._seen), default=0)
+            self._seen.update(keys.values())
+        last = max(ends, default=0)
+        read, written = sum(sizes[:hit]), sum(sizes[hit:last])
+        fresh = sum(sizes) - read - written
+        return anthropic_reply(self.text, input_tokens=fresh, cache_read=read, cache_write=written)
+
+
+def _anthropic_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The prompt as the cache sees it: the system blocks, then each turn's blocks, in order (a plain string is one
+    text block)."""
+
+    def blocks(content: Any, role: str) -> list[dict[str, Any]]:
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        return [{**part, "role": role} for part in parts]
+
+    system = body.get("system")
+    found = blocks(system, "system") if system else []
+    for message in body.get("messages", []):
+        found += blocks(message["content"], message["role"])
+    return found
 
 
 # Gemini

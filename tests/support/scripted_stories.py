@@ -64,6 +64,8 @@ def module_of(body: Mapping[str, Any]) -> Module:
         return "narrator"
     if "generate_next_plan" in system or "Planning History" in query:
         return "wo_event"
+    if "Event History" in query:  # the Narrator asked without JSON mode (`--no-json-mode`)
+        return "narrator"
     if "Event to Parse" in query:
         return "direct_parser" if "2D coordinates" in system else "event_parser"
     raise ValueError("cannot tell which module sent this request")

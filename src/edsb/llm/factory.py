@@ -57,12 +57,14 @@ def build_model(
     retry: RetryPolicy | None = None,
     data: Path | str | None = None,
     perturb: int = 0,
+    prompt_cache: bool = True,
 ) -> ChatModel:
     """The model a run talks to. `cache`: True for the default cache file, a path for another, False for none.
 
     `retry` replaces the default backoff (then `max_retries` is ignored); replays and the oracle are never cached.
     `data` is the benchmark directory the oracle recognises its cases in (default: the usual data lookup), and
-    `perturb` the perturbation seed of the run, whose mapping the oracle's answers go through.
+    `perturb` the perturbation seed of the run, whose mapping the oracle's answers go through. `prompt_cache`: mark
+    the shared prefix for the provider's prompt cache where the API asks for markers (Anthropic).
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
     if not parsed.remote and (base_url or api_key_env):
@@ -90,7 +92,7 @@ def build_model(
             "max_response_bytes": max_response_bytes,
         }
         if provider.api == "anthropic":
-            model = AnthropicChatModel(parsed.target, **options)
+            model = AnthropicChatModel(parsed.target, prompt_cache=prompt_cache, **options)
         elif provider.api == "google":
             model = GoogleChatModel(parsed.target, **options)
         elif provider.api == "responses":
@@ -146,12 +148,22 @@ async def check_model_async(
     timeout: float = CHECK_TIMEOUT_S,
     retry: RetryPolicy | None = None,
     request: ChatRequest | None = None,
+    prompt_cache: bool = True,
 ) -> dict[str, Any]:
     """One tiny JSON-mode request, never cached: does this model answer at all? `request`: the check's messages
-    with the run's generation settings (`edsb check-model` builds it as a run builds its requests)."""
+    with the run's generation settings (`edsb check-model` builds it as a run builds its requests); `prompt_cache`
+    as the run marks its prompts."""
     try:
         retry = retry or RetryPolicy(max_retries=2)
-        model = build_model(spec, base_url=base_url, api_key_env=api_key_env, timeout=timeout, cache=False, retry=retry)
+        model = build_model(
+            spec,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            cache=False,
+            retry=retry,
+            prompt_cache=prompt_cache,
+        )
     except EdsbError as exc:
         return {"ok": False, "model": spec, "error": str(exc)}
     if isinstance(model, ReplayChatModel):
@@ -189,6 +201,7 @@ def check_model(
     timeout: float = CHECK_TIMEOUT_S,
     retry: RetryPolicy | None = None,
     request: ChatRequest | None = None,
+    prompt_cache: bool = True,
 ) -> dict[str, Any]:
     """`check_model_async` for synchronous callers (the CLI); not for use inside a running event loop."""
-    return asyncio.run(check_model_async(spec, base_url, api_key_env, timeout, retry, request))
+    return asyncio.run(check_model_async(spec, base_url, api_key_env, timeout, retry, request, prompt_cache))

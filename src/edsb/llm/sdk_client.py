@@ -52,6 +52,8 @@ _TOKEN_LIMIT = 2**53
 # The room Claude's adaptive thinking gets on top of the answer's, as a thinking budget would: its thinking shares
 # `max_tokens` with the answer, so without room it could cut the answer short.
 ADAPTIVE_ROOM = 16_384
+# Anthropic's prompt-cache breakpoint (the 5-minute lifetime, written at 1.25 times the input price).
+EPHEMERAL = {"type": "ephemeral"}
 HEAD_LIMIT = 100 * 1024  # what httpcore's HTTP/1.1 parser holds of a response head
 
 
@@ -195,8 +197,9 @@ class AnthropicChatModel(SdkChatModel):
 
     default_url = ANTHROPIC_URL
 
-    def __init__(self, model: str, **options: Any) -> None:
+    def __init__(self, model: str, *, prompt_cache: bool = True, **options: Any) -> None:
         super().__init__(model, PROVIDERS["anthropic"], **options)
+        self.prompt_cache = prompt_cache  # mark the shared prefix for Anthropic's prompt cache
 
     def _sdk(self) -> Any:
         try:
@@ -235,6 +238,8 @@ class AnthropicChatModel(SdkChatModel):
         }
         if system is not None:
             params["system"] = system
+        if self.prompt_cache:
+            _mark_shared_prefix(params)
         for name, value in (("temperature", request.temperature), ("top_p", request.top_p)):
             if value is not None and self._takes(name):  # never what the API version lacks (`sent` shows it)
                 params[name] = value
@@ -258,6 +263,8 @@ class AnthropicChatModel(SdkChatModel):
         params = self.params(request)
         sent = {"anthropic-version": self.api_version()}
         sent.update((name, value) for name, value in params.items() if name not in ("model", "messages", "system"))
+        if self.prompt_cache and _marked(params):
+            sent["cache_control"] = EPHEMERAL["type"]
         return params, sent
 
     async def _send(self, client: Any, prepared: tuple[dict[str, Any], Any]) -> tuple[Any, float]:
@@ -297,6 +304,29 @@ class AnthropicChatModel(SdkChatModel):
         if isinstance(exc, anthropic.APIResponseValidationError | json.JSONDecodeError):
             return AttemptFailure("invalid_response", one_line(f"the reply is not a message: {exc}"))
         return None
+
+
+def _cached_block(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
+
+
+def _mark_shared_prefix(params: dict[str, Any]) -> None:
+    """Cache breakpoints on the prefix every request of a stage shares: the system prompt (the same for every case
+    of a variant) and the last example turn (the same for every case with the same tags). Each marked text goes as
+    one text block holding the very same string, so the model sees the same tokens; two of the API's four
+    breakpoints. A prefix under the model's minimum cacheable length is simply not cached."""
+    if isinstance(params.get("system"), str):
+        params["system"] = _cached_block(params["system"])
+    messages = params["messages"]
+    if len(messages) >= 2:  # the turns before the run's own query are the examples
+        shot = messages[-2]
+        messages[-2] = {**shot, "content": _cached_block(shot["content"])}
+
+
+def _marked(params: dict[str, Any]) -> bool:
+    """Whether a cache breakpoint went out (a lone query without a system prompt has none)."""
+    turns = [params.get("system"), *(message["content"] for message in params["messages"])]
+    return any(isinstance(content, list) for content in turns)
 
 
 def _anthropic_input(usage: Any) -> dict[str, Any]:

@@ -101,6 +101,11 @@ class Sampling(_Strict):
     thinking_budget: int | None = Field(default=None, description="--thinking-budget (None: not sent)")
     thinking_level: str | None = Field(default=None, description="--thinking-level (None: not sent)")
     json_mode: bool = Field(default=True, description="JSON mode on the Narrator (false: --no-json-mode)")
+    prompt_cache: bool = Field(
+        default=False,
+        description="the shared system prompt and examples marked for the provider's prompt cache where its API "
+        "takes markers (Anthropic; false: --no-prompt-cache, or an edsb before the option, which marked nothing)",
+    )
     not_sent: dict[str, str] = Field(
         default_factory=dict,
         description="setting (temperature, json_mode, reasoning) -> why it was not sent; `reasoning` says when the "
@@ -252,6 +257,7 @@ def _sampling(config: ReportedConfig, records: list[TranscriptRecord]) -> Sampli
         thinking_budget=fields.get("thinking_budget"),
         thinking_level=fields.get("thinking_level"),
         json_mode=fields.get("json_mode", True),
+        prompt_cache=extra.get("prompt_cache") is True,
         not_sent=reasons,
         sent=_sent(records),
     )

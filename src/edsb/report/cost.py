@@ -62,6 +62,12 @@ BUILTIN_PRICES: dict[str, dict[str, tuple[float, float] | tuple[float, float, fl
 
 # What a cache write costs, as a multiple of the input price, where the provider bills writes apart.
 CACHE_WRITE_FACTOR = {"anthropic": 1.25}
+# What a request sent through the provider's batch API costs, as a multiple of the list prices above (OpenAI's Batch
+# API, Anthropic's Message Batches, Gemini's batch mode: half price, input and output, as of `PRICES_AS_OF`).
+BATCH_FACTOR = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
+# Providers whose batch discount applies on top of the cached-input rates (Anthropic: cache reads and writes in a
+# batch cost the batch factor times their own rate); elsewhere a batch is priced without the cache's discount.
+BATCH_KEEPS_CACHE = frozenset({"anthropic"})
 
 
 @dataclass(frozen=True)
@@ -112,3 +118,22 @@ def estimate_cost(tokens: Tokens, price: Price) -> dict[str, float]:
         costs[module] = (input_cost + counts.completion * price.output_per_million) / 1e6
     costs["total"] = sum(costs.values())
     return costs
+
+
+def batch_price(model_spec: str, price: Price) -> Price | None:
+    """`price` through the provider's batch API (`BATCH_FACTOR`), or None where edsb knows of no batch API for
+    `PROVIDER:<model>`. Cached input keeps its own rates only where the provider says the discounts combine."""
+    provider = model_spec.partition(":")[0]
+    factor = BATCH_FACTOR.get(provider)
+    if factor is None:
+        return None
+    keeps = provider in BATCH_KEEPS_CACHE
+    cached = price.cached_per_million if keeps else None
+    write = price.cache_write_per_million if keeps else None
+    return Price(
+        price.input_per_million * factor,
+        price.output_per_million * factor,
+        f"{price.source}, batch ({factor:g} x)",
+        None if cached is None else cached * factor,
+        None if write is None else write * factor,
+    )

@@ -75,6 +75,8 @@ class RunConfig(GenerationSettings):
     # the largest body a model server may send back, MiB
     max_response_mb: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES >> 20, ge=1)
     cache: bool = True
+    # Mark the prompt's shared prefix for the provider's prompt cache (Anthropic): the same tokens, a lower bill.
+    prompt_cache: bool = True
     code_timeout: float = Field(default=10.0, gt=0)
     code_memory_mb: int = Field(default=1024, ge=64)
     perturb: int = Field(default=0, ge=0)  # the robustness suite's renaming seed; 0 = the benchmark (older dirs)
@@ -113,7 +115,8 @@ SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
 # Keys a file may hold besides the fields: a preset, a config.json's format and edsb version.
 _FILE_ONLY = ("preset", "format", "edsb_version")
-_NEGATED = ("no_cache", "no_json_mode")  # flags that turn a field's default off (`--no-cache`: cache false)
+# Flags that turn a field's default off (`--no-cache`: cache false).
+_NEGATED = ("no_cache", "no_json_mode", "no_prompt_cache")
 
 
 def config_default(name: str) -> Any:

@@ -176,6 +176,7 @@ def _open_model(
             retry=retry,
             data=benchmark.root,
             perturb=config.perturb,
+            prompt_cache=config.prompt_cache,
         )
         if isinstance(model, ReplayChatModel):
             model.require_runs(keys)

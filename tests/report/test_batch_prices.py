@@ -1,0 +1,30 @@
+"""Batch prices: one factor per provider on the dated list prices; on Anthropic the cache's rates apply inside a
+batch, elsewhere a batch is priced without them."""
+
+from __future__ import annotations
+
+import pytest
+
+from edsb.report.cost import batch_price, price_for
+
+
+def test_anthropic_batches_halve_every_rate_cache_included() -> None:
+    price = price_for("anthropic:claude-sonnet-4-5")
+    assert price is not None
+    batch = batch_price("anthropic:claude-sonnet-4-5", price)
+    assert batch is not None
+    rates = (batch.input_per_million, batch.output_per_million, batch.cached_per_million, batch.cache_write_per_million)
+    assert rates == pytest.approx((1.50, 7.50, 0.15, 1.875))
+
+
+def test_openai_batches_halve_the_list_price_without_the_cache_discount() -> None:
+    price = price_for("openai:gpt-4o-2024-08-06")
+    assert price is not None
+    batch = batch_price("openai:gpt-4o-2024-08-06", price)
+    assert batch is not None
+    assert (batch.input_per_million, batch.output_per_million, batch.cached_per_million) == (1.25, 5.00, None)
+
+
+def test_a_provider_without_a_batch_api_has_no_batch_price() -> None:
+    price = price_for("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
+    assert price is not None and batch_price("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", price) is None

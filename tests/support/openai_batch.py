@@ -1,0 +1,184 @@
+"""A loopback fake of OpenAI's Batch API (https://platform.openai.com/docs/api-reference/batch), as the `openai` SDK
+and Inspect's batcher call it:
+
+    with OpenAIBatchServer(handler) as server:      # handler(RecordedRequest) -> Reply, as OpenAIServer's
+        ... point an OpenAI client at server.base_url ...
+        server.batches                              # the request lines of each batch created
+
+`POST /v1/files` (multipart, purpose `batch`) keeps the uploaded JSONL; `POST /v1/batches` answers each of its lines
+with the handler (a chat completion, as the synchronous endpoint would) and stores the output file; the batch is
+`in_progress` when first retrieved and `completed` after, so a client polls at least once;
+`GET /v1/files/<id>/content` returns the output file. A line whose body holds a field the chat completions API does
+not take (as the SDK types it) fails as the API fails it (`Unrecognized request argument supplied`), in the batch's
+error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
+pass by sending its requests one by one.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import importlib
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from tests.support.openai_server import CHAT_PATH, RecordedRequest, Reply
+
+Handler = Callable[[RecordedRequest], Reply]
+
+
+def _chat_keys() -> frozenset[str]:
+    """The fields of a chat completion request, as the installed `openai` SDK types them."""
+    params = importlib.import_module("openai.types.chat.completion_create_params").CompletionCreateParamsNonStreaming
+    return frozenset(params.__required_keys__ | params.__optional_keys__)
+
+
+_CHAT_KEYS = _chat_keys()
+
+
+class OpenAIBatchServer:
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
+        self.polls: dict[str, int] = {}
+        self.sync_requests = 0
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._batch_info: dict[str, dict[str, Any]] = {}
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> Self:
+        owner = self
+
+        class _Handler(_BatchHandler):
+            server_owner = owner
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def new_id(self, prefix: str) -> str:
+        with self._lock:
+            return f"{prefix}-{next(self._ids)}"
+
+    def upload(self, body: bytes, content_type: str) -> dict[str, Any]:
+        """A multipart upload: keep the file, answer with its file object."""
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            f"Content-Type: {content_type}\r\n\r\n".encode() + body
+        )
+        parts = {part.get_param("name", header="content-disposition"): part for part in message.iter_parts()}
+        data = parts["file"].get_payload(decode=True)
+        purpose = parts["purpose"].get_content().strip()
+        file_id = self.new_id("file")
+        with self._lock:
+            self.files[file_id] = data
+        return _file_object(file_id, len(data), purpose)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch: every line answered now by the handler, the output file stored."""
+        lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
+        output, errors = [], []
+        for line in lines:
+            unknown = sorted(set(line["body"]) - _CHAT_KEYS)
+            if unknown:  # as the chat endpoint refuses it: that line fails, the others go on
+                message = f"Unrecognized request argument supplied: {unknown[0]}"
+                failure = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+                answer = {"status_code": 400, "request_id": line["custom_id"], "body": failure}
+                errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
+                continue
+            request = RecordedRequest("POST", line["url"], {}, json.dumps(line["body"]).encode(), time.monotonic())
+            reply = self.handler(request)
+            answer = {"status_code": reply.status, "request_id": line["custom_id"], "body": json.loads(reply.body)}
+            output.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
+        output_id, error_id = self.new_id("file"), self.new_id("file") if errors else None
+        batch_id = self.new_id("batch")
+        info = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body["endpoint"],
+            "input_file_id": body["input_file_id"],
+            "completion_window": body["completion_window"],
+            "created_at": int(time.time()),
+            "output_file_id": output_id,
+            "error_file_id": error_id,
+            "request_counts": {"total": len(lines), "completed": len(output), "failed": len(errors)},
+        }
+        with self._lock:
+            self.files[output_id] = "".join(json.dumps(entry) + "\n" for entry in output).encode()
+            if error_id is not None:
+                self.files[error_id] = "".join(json.dumps(entry) + "\n" for entry in errors).encode()
+            self.batches[batch_id] = lines
+            self._batch_info[batch_id] = info
+            self.polls[batch_id] = 0
+        return {**info, "status": "validating", "output_file_id": None}
+
+    def retrieve(self, batch_id: str) -> dict[str, Any]:
+        with self._lock:
+            self.polls[batch_id] += 1
+            done = self.polls[batch_id] > 1
+        info = self._batch_info[batch_id]
+        return {**info, "status": "completed"} if done else {**info, "status": "in_progress", "output_file_id": None}
+
+
+def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
+    created = int(time.time())
+    return {"id": file_id, "object": "file", "bytes": size, "created_at": created, "filename": "batch.jsonl",
+            "purpose": purpose, "status": "processed"}  # fmt: skip
+
+
+class _BatchHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_owner: OpenAIBatchServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def do_POST(self) -> None:
+        body, owner = self._body(), self.server_owner
+        if self.path == "/v1/files":
+            self._json(owner.upload(body, self.headers.get("Content-Type", "")))
+        elif self.path == "/v1/batches":
+            self._json(owner.create(json.loads(body)))
+        else:
+            if self.path == CHAT_PATH:
+                owner.sync_requests += 1
+            self._json({"error": {"message": f"no route {self.path}"}}, 404)
+
+    def do_GET(self) -> None:
+        owner, path = self.server_owner, self.path.partition("?")[0]
+        if path.startswith("/v1/batches/"):
+            self._json(owner.retrieve(path.removeprefix("/v1/batches/")))
+        elif path.startswith("/v1/files/") and path.endswith("/content"):
+            self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], "application/jsonl")
+        else:
+            self._json({"error": {"message": f"no route {path}"}}, 404)
+
+    def _json(self, payload: Any, status: int = 200) -> None:
+        self._send(json.dumps(payload).encode(), "application/json", status)
+
+    def _send(self, body: bytes, content_type: str, status: int = 200) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
