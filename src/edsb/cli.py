@@ -443,8 +443,7 @@ NoPromptCacheOption = Annotated[
     bool,
     typer.Option(
         "--no-prompt-cache",
-        help="Send no prompt-cache markers (Anthropic); by default the shared system prompt and examples are "
-        "marked, which changes no token the model sees, only the bill.",
+        help="No prompt-cache markers on Anthropic's shared prefix (they change the bill, not the prompt).",
         rich_help_panel=GENERATION_PANEL,
     ),
 ]
