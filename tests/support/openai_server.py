@@ -389,7 +389,9 @@ def as_chat(request: RecordedRequest, dialect: Dialect) -> RecordedRequest:
     messages: list[dict[str, str]] = []
     chat: dict[str, Any] = {}
     if dialect == "responses":
-        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in body.get("input", [])]
+        items = body.get("input", [])  # a string is one user message
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in items]
         chat.update(model=body.get("model"), temperature=body.get("temperature"))
         if ((body.get("text") or {}).get("format") or {}).get("type") == "json_object":
             chat["response_format"] = {"type": "json_object"}
