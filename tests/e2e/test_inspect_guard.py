@@ -88,6 +88,17 @@ def test_a_setting_lost_on_the_way_is_named(request_: ChatRequest, sent: dict[st
     assert altered(request_, sent) == problem
 
 
+def test_role_developer_carries_the_system_prompt_only_where_openai_documents_it() -> None:
+    """OpenAI's reasoning models take the system prompt as role `developer`; elsewhere it is a lost system prompt."""
+    sent = {"input": [{"role": "developer", "content": SYSTEM}, USER], "max_output_tokens": 900, "effort": "low"}
+    assert altered(EFFORT, sent, developer=True) is None
+    assert altered(EFFORT, sent) == "the system message went out as role developer"
+    assert (
+        altered(PAPER, {"input": [USER]}, developer=True)
+        == "the system message was left out and temperature 0.1 was dropped"
+    )
+
+
 def test_the_tasks_send_edsbs_settings_through_inspects_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,7 @@ from edsb.inspect_tasks.tasks import edsb_table1, edsb_table2
 from tests.support.data import DATA
 from tests.support.edsb_cli import SAMPLER_SECRET, child_env, isolate_environment, run_edsb
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.provider_fakes import provider_rules
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel, closest_table_answer, prose_narration, seat_answer
 
@@ -384,3 +385,32 @@ def test_a_perturbed_task_runs_the_renamed_cases(tmp_path: Path, monkeypatch: py
     with OpenAIServer(answer) as server:
         runs = inspect_runs(eval_on(server, task, tmp_path))
     assert len(runs) == 8 and {run["status"] for run in runs.values()} == {"passed"}
+
+
+def test_a_responses_only_model_runs_through_openais_own_provider(
+    benchmark: Benchmark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model openai/o3-pro -T temperature=default`: Inspect's own OpenAI provider sends o3-pro to the Responses
+    API, the system prompt as role `developer` (as OpenAI documents for its reasoning models) and no JSON mode (it
+    passes no `response_format` there, which that API refuses). The guard takes `developer` for the system prompt
+    there, and every sample is scored."""
+    isolate_environment(monkeypatch, tmp_path / "cache")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIServer(StoryModel(benchmark.cases), validator=provider_rules) as server:
+        (log,) = inspect_eval(
+            edsb_table1(cases="13,21", levels=0, epochs=1, temperature="default"),
+            model="openai/o3-pro",
+            model_base_url=server.base_url,
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            max_retries=0,
+        )
+        paths = {request.path for request in server.requests}
+        # the benchmark's requests (Inspect first probes the model with a bare string)
+        bodies = [body for request in server.requests if isinstance((body := request.json())["input"], list)]
+    assert paths == {"/v1/responses"} and len(bodies) >= 3
+    assert all(body["input"][0]["role"] == "developer" and "temperature" not in body for body in bodies)
+    assert not any("response_format" in body for body in bodies)
+    assert log.status == "success", log.error
+    runs = inspect_runs(read_eval_log(log.location))
+    assert {run["status"] for run in runs.values()} == {"passed"} and len(runs) == 2

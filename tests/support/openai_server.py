@@ -41,7 +41,17 @@ CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
 ANTHROPIC_PATH = "/v1/messages"
 RESPONSES_PATH = "/v1/responses"
-GEMINI_PATH = re.compile(r"/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent")
+# Gemini's path on the Gemini API, and on Vertex AI under a project and region (google-genai's `v1beta1`).
+GEMINI_PATH = re.compile(
+    r"/v1(?:beta1?)?/(?:projects/[^/]+/locations/[^/]+/publishers/google/)?models/(?P<model>[^/:]+):generateContent"
+)
+# Claude's Messages API on the clouds: Bedrock's InvokeModel and Vertex AI's rawPredict, the model in the path.
+ANTHROPIC_CLOUD_PATH = re.compile(
+    r"/model/(?P<bedrock>[^/]+)/invoke|/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/(?P<vertex>[^/:]+):rawPredict"
+)
+# An OAuth token endpoint, for Google credentials whose `token_uri` names this server.
+TOKEN_PATH = "/token"
+ACCESS_TOKEN = "ya29.loopback-access-token"
 # Azure OpenAI's classic deployment URL: the deployment in the path, the API version in the query.
 AZURE_PATH = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions")
 
@@ -311,6 +321,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = self._read_request()
         dialect = dialect_of(request.path)
+        if request.path == TOKEN_PATH:  # an OAuth refresh (https://developers.google.com/identity/protocols/oauth2)
+            self._send(Reply.json({"access_token": ACCESS_TOKEN, "expires_in": 3600, "token_type": "Bearer"}))
+            return
         if dialect is None:
             self._send(Reply.error(404, f"no route {request.path}"))
             return
@@ -364,7 +377,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 def dialect_of(path: str) -> Dialect | None:
     if path == CHAT_PATH or AZURE_PATH.fullmatch(path):
         return "openai"
-    if path == ANTHROPIC_PATH:
+    if path == ANTHROPIC_PATH or ANTHROPIC_CLOUD_PATH.fullmatch(path):
         return "anthropic"
     if path == RESPONSES_PATH:
         return "responses"
@@ -389,7 +402,9 @@ def as_chat(request: RecordedRequest, dialect: Dialect) -> RecordedRequest:
     messages: list[dict[str, str]] = []
     chat: dict[str, Any] = {}
     if dialect == "responses":
-        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in body.get("input", [])]
+        items = body.get("input", [])  # a string is one user message
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+        messages += [{"role": m["role"], "content": _text_of(m["content"])} for m in items]
         chat.update(model=body.get("model"), temperature=body.get("temperature"))
         if ((body.get("text") or {}).get("format") or {}).get("type") == "json_object":
             chat["response_format"] = {"type": "json_object"}

@@ -91,8 +91,14 @@ def _responses_only(model: str) -> bool:
 
 
 def _responses(body: dict[str, Any]) -> Reply | None:
-    """The Responses API (https://platform.openai.com/docs/api-reference/responses/create): the reasoning models
-    refuse a temperature or top_p, and take the effort as `reasoning.effort`."""
+    """The Responses API (https://platform.openai.com/docs/api-reference/responses/create): chat completions'
+    `response_format` is refused (JSON mode is `text.format`); the reasoning models refuse a temperature or top_p,
+    and take the effort as `reasoning.effort`."""
+    if "response_format" in body:
+        message = (
+            "Unsupported parameter: 'response_format'. In the Responses API, this parameter has moved to 'text.format'."
+        )
+        return openai_error(message, "response_format", "unsupported_parameter")
     model = str(body.get("model", ""))
     efforts = _openai_efforts(model.replace("-pro", ""))
     if efforts is None:

@@ -68,6 +68,8 @@ def module_of(body: Mapping[str, Any]) -> Module:
         return "narrator"
     if "Event to Parse" in query:
         return "direct_parser" if "2D coordinates" in system else "event_parser"
+    if "User Instruction" in query:  # the Narrator, sent without JSON mode
+        return "narrator"
     raise ValueError("cannot tell which module sent this request")
 
 

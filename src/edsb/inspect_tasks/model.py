@@ -23,6 +23,7 @@ from inspect_ai.model import (
 )
 
 from edsb.llm.errors import TransportError
+from edsb.llm.openai_client import reasoning_model
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 
 # Providers that speak OpenAI's chat API and so understand `response_format: json_object`, the JSON mode the
@@ -63,14 +64,18 @@ def _entries(value: Any) -> Iterator[tuple[str, Any, Mapping[str, Any]]]:
             yield from _entries(item)
 
 
-def _system_problem(request: ChatRequest, entries: list[tuple[str, Any, Mapping[str, Any]]]) -> str | None:
+def _system_problem(
+    request: ChatRequest, entries: list[tuple[str, Any, Mapping[str, Any]]], developer: bool
+) -> str | None:
     """How the system message was lost, if it was: sent as a message of another role, or not at all. Message texts
     are not compared (Inspect logs long ones as attachments): a message of role system, or a system field
-    (Anthropic's `system`, the Responses API's `instructions`, Gemini's system instruction), carries it."""
+    (Anthropic's `system`, the Responses API's `instructions`, Gemini's system instruction), carries it; so does
+    role `developer` where `developer` says the API takes it for the system prompt."""
     wanted = sum(m.role == "system" for m in request.messages)
     roles = [str(item) for key, item, _ in entries if key == "role"]
+    carried = roles.count("system") + (roles.count("developer") if developer else 0)
     fields = any(key in SYSTEM_KEYS and item for key, item, _ in entries)
-    if wanted == 0 or roles.count("system") >= wanted or fields:
+    if wanted == 0 or carried >= wanted or fields:
         return None
     others = sorted({role for role in roles if role not in ("user", "assistant", "system")})
     return f"the system message went out as role {', '.join(others)}" if others else "the system message was left out"
@@ -81,12 +86,13 @@ SETTINGS_HINT = (
 )
 
 
-def altered(request: ChatRequest, sent: Mapping[str, Any]) -> str | None:
+def altered(request: ChatRequest, sent: Mapping[str, Any], *, developer: bool = False) -> str | None:
     """What the raw request Inspect's provider sent lost of edsb's `request`: its system message (sent under another
     role, or not at all), its temperature, token cap or reasoning settings; None if everything arrived. Covers
-    every API Inspect routes to (chat completions, the Responses API, Anthropic's Messages, Gemini)."""
+    every API Inspect routes to (chat completions, the Responses API, Anthropic's Messages, Gemini). `developer`:
+    the system prompt may go as role `developer` (OpenAI's reasoning models, on OpenAI's own API)."""
     entries = list(_entries(sent))
-    problems = [problem] if (problem := _system_problem(request, entries)) else []
+    problems = [problem] if (problem := _system_problem(request, entries, developer)) else []
     found: dict[str, list[Any]] = {}
     for key, item, _ in entries:
         found.setdefault(key, []).append(item)
@@ -146,6 +152,22 @@ class InspectChatModel:
     def provider(self) -> str:
         return str(self._model).split("/", 1)[0]
 
+    @property
+    def developer_role(self) -> bool:
+        """Whether the system prompt may arrive as role `developer`: Inspect's own OpenAI provider sends it so to
+        OpenAI's reasoning models (the o-series, gpt-5 and later), as OpenAI documents for them
+        (https://platform.openai.com/docs/guides/reasoning). A model name OpenAI does not list keeps the system role:
+        a compatible server behind `openai/<model>` may not know `developer`."""
+        return self.provider == "openai" and reasoning_model(self._model.name)
+
+    def json_mode(self) -> dict[str, Any] | None:
+        """Chat completions' `response_format`, where the provider speaks that API. Not where Inspect's OpenAI
+        provider routes the model to the Responses API: that API refuses `response_format`, and Inspect passes on
+        none of `extra_body` but its own fields there, so the prompt alone asks for JSON (as for Anthropic)."""
+        if self.provider not in JSON_MODE_PROVIDERS or getattr(self._model.api, "responses_api", False):
+            return None
+        return JSON_MODE
+
     def config(self, request: ChatRequest) -> GenerateConfig:
         """The request's own settings under Inspect's names (Anthropic's effort is Inspect's `effort`; Gemini 3's
         thinking level its `reasoning_effort`); everything else comes from the eval's generate config."""
@@ -159,7 +181,7 @@ class InspectChatModel:
             reasoning_effort=None if anthropic else effort,  # type: ignore[arg-type]
             effort=effort if anthropic else None,  # type: ignore[arg-type]
             reasoning_tokens=request.thinking_budget,
-            extra_body=JSON_MODE if request.json_mode and self.provider in JSON_MODE_PROVIDERS else None,
+            extra_body=self.json_mode() if request.json_mode else None,
         )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -172,7 +194,7 @@ class InspectChatModel:
         if refused(output):  # an execution error, as `edsb run` records a request the endpoint refuses
             raise TransportError("rejected", output.error or output.completion, attempts=1)
         sent = _sent_request()
-        problem = altered(request, sent) if sent is not None else None
+        problem = altered(request, sent, developer=self.developer_role) if sent is not None else None
         if problem is not None:
             fix = ROUTE_HINT if self.provider == "openai" else SETTINGS_HINT
             self.failure = RequestAltered(f"Inspect's {self._model} provider changed edsb's request: {problem}; {fix}")

@@ -92,9 +92,9 @@ def build_model(
             "max_response_bytes": max_response_bytes,
         }
         if provider.api == "anthropic":
-            model = AnthropicChatModel(parsed.target, prompt_cache=prompt_cache, **options)
+            model = AnthropicChatModel(parsed.target, provider, prompt_cache=prompt_cache, **options)
         elif provider.api == "google":
-            model = GoogleChatModel(parsed.target, **options)
+            model = GoogleChatModel(parsed.target, provider, **options)
         elif provider.api == "responses":
             from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
 

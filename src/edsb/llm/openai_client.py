@@ -252,8 +252,33 @@ def _check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r} has a character HTTP does not allow") from None
 
 
+OLLAMA_PORT = 11434
+# Roughly how many bytes of a request body make one prompt token (English prose and code; JSON adds a little); a
+# count below `WINDOW_SHARE` of that estimate is a prompt cut short, for a prompt of `WINDOW_FLOOR` tokens or more
+# (no context window is smaller).
+BYTES_PER_TOKEN = 4
+WINDOW_SHARE = 0.6
+WINDOW_FLOOR = 2048
+
+
+def window_note(counted: int, body_bytes: int) -> str | None:
+    """What to tell the user when the server counted far fewer prompt tokens than the request holds: Ollama cuts a
+    prompt to its context window (4,096 tokens by default below 24 GiB of GPU memory) without an error
+    (https://docs.ollama.com/context-length), so the model never saw the whole prompt."""
+    estimate = body_bytes // BYTES_PER_TOKEN
+    if counted <= 0 or estimate < WINDOW_FLOOR or counted >= WINDOW_SHARE * estimate:
+        return None
+    return (
+        f"the server counted {counted:,} prompt tokens where about {estimate:,} were sent: Ollama cuts a prompt to "
+        "its context window without an error, so the model did not see all of it; restart the server with a larger "
+        "window, e.g. OLLAMA_CONTEXT_LENGTH=32768 ollama serve"
+    )
+
+
 class OpenAIChatModel(RemoteChatModel):
-    """A model behind an OpenAI-compatible `/chat/completions` endpoint, over aiohttp."""
+    """A model behind an OpenAI-compatible `/chat/completions` endpoint, over aiohttp.
+
+    `window_note`: set once the server (Ollama) counted far fewer prompt tokens than were sent (`window_note()`)."""
 
     not_found_hint = "does --base-url end in /v1, and does the server serve this model name?"
 
@@ -261,6 +286,7 @@ class OpenAIChatModel(RemoteChatModel):
         url = resolve_base_url(base_url, provider, model)
         own = provider.url_for(model) or os.environ.get(provider.base_url_env or "", "").strip().rstrip("/")
         super().__init__(model, provider, url, default_url=own or DEFAULT_BASE_URL, **options)
+        self.window_note: str | None = None
         key = {provider.key_header: self._api_key} if provider.key_header else {}
         self._headers = {
             **(key or {"Authorization": f"Bearer {self._api_key}"}),
@@ -411,9 +437,22 @@ class OpenAIChatModel(RemoteChatModel):
         return payload, time.perf_counter() - started
 
     def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
-        return parse_completion(payload, self.model, latency_s, attempts, prepared[1])
+        response = parse_completion(payload, self.model, latency_s, attempts, prepared[1])
+        if self.window_note is None and self._ollama():
+            self.window_note = window_note(response.prompt_tokens, len(prepared[0]))
+        return response
+
+    def _ollama(self) -> bool:
+        """Ollama by name, or a server at Ollama's port behind `openai:`."""
+        return self.provider.name == "ollama" or urlsplit(self.base_url).port == OLLAMA_PORT
 
     def _failure(self, exc: Exception) -> AttemptFailure | None:
         import aiohttp
 
         return _client_failure(exc) if isinstance(exc, aiohttp.ClientError | OSError) else None
+
+
+def window_note_of(model: object) -> str | None:
+    """The note of a model (or of the one a response cache wraps) whose server cut its prompts (`window_note`)."""
+    inner = getattr(model, "inner", model)
+    return inner.window_note if isinstance(inner, OpenAIChatModel) else None

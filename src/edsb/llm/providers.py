@@ -18,6 +18,8 @@ from functools import cache
 from typing import Any, Literal
 
 Api = Literal["openai", "anthropic", "google", "responses"]
+# The clouds that serve Claude and Gemini under their own credentials (`llm.cloud`).
+Cloud = Literal["bedrock", "vertex"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,11 @@ class Provider:
     api_version_env: str | None = None
     api_version: str | None = None
     cap_field: str | None = None
+    # A cloud's route to Claude or Gemini (`llm.cloud`): the cloud, and the variables naming its region and project
+    # (the SDK's own names); its credentials are the cloud's, not a key.
+    cloud: Cloud | None = None
+    region_env: str | None = None
+    project_env: str | None = None
 
     def url_for(self, model: str) -> str | None:
         return None if self.base_url is None else self.base_url.format(model=model)
@@ -83,6 +90,48 @@ PROVIDERS: dict[str, Provider] = {
             extra="anthropic",
         ),
         Provider("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
+        # Claude and Gemini on the clouds, under the cloud's own credentials (`llm.cloud`); requests as built for the
+        # direct APIs. `key_env`: where an access token or Bedrock API key may be given instead.
+        Provider(
+            "anthropic-bedrock",
+            "anthropic",
+            "AWS_BEARER_TOKEN_BEDROCK",
+            None,
+            max_tokens=SDK_MAX_TOKENS,
+            takes_seed=False,
+            extra="bedrock",
+            keyless=True,
+            cloud="bedrock",
+            base_url_env="ANTHROPIC_BEDROCK_BASE_URL",
+            region_env="AWS_REGION",
+        ),
+        Provider(
+            "anthropic-vertex",
+            "anthropic",
+            "",
+            None,
+            max_tokens=SDK_MAX_TOKENS,
+            takes_seed=False,
+            extra="vertex",
+            keyless=True,
+            cloud="vertex",
+            base_url_env="ANTHROPIC_VERTEX_BASE_URL",
+            region_env="CLOUD_ML_REGION",
+            project_env="ANTHROPIC_VERTEX_PROJECT_ID",
+        ),
+        Provider(
+            "google-vertex",
+            "google",
+            "",
+            None,
+            max_tokens=SDK_MAX_TOKENS,
+            extra="vertex",
+            keyless=True,
+            cloud="vertex",
+            base_url_env="GOOGLE_VERTEX_BASE_URL",
+            region_env="GOOGLE_CLOUD_LOCATION",
+            project_env="GOOGLE_CLOUD_PROJECT",
+        ),
         Provider("openai-responses", "responses", "OPENAI_API_KEY", OPENAI_URL, takes_seed=False, extra="openai"),
         # Azure OpenAI's classic deployments: `azure:<deployment>`. The deployment's name is not a model name, so the
         # token cap goes as `max_completion_tokens`, which every model takes from API version 2024-10-21

@@ -28,12 +28,21 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from edsb.llm import cloud
 from edsb.llm.errors import ModelSpecError, ProviderSdkError, TransportError
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
 from edsb.llm.providers import PROVIDERS, Provider, anthropic_api, claude_adaptive
 from edsb.llm.reasoning import REDACTED, Split, split_think
 from edsb.llm.refusals import ServerError, read_error, refusal_fix
-from edsb.llm.remote import ProxyRoute, RemoteChatModel, carried, one_line, tls_context, token_count
+from edsb.llm.remote import (
+    KEYLESS_PLACEHOLDER,
+    ProxyRoute,
+    RemoteChatModel,
+    carried,
+    one_line,
+    tls_context,
+    token_count,
+)
 from edsb.llm.retry import AttemptFailure, retry_after_s
 
 if TYPE_CHECKING:
@@ -150,6 +159,10 @@ class SdkChatModel(RemoteChatModel):
     not_found_hint = "does the provider serve this model name, and does --base-url name its host?"
 
     def __init__(self, model: str, provider: Provider, *, base_url: str | None = None, **options: Any) -> None:
+        if provider.cloud is not None:  # the cloud's region and project decide its address (`llm.cloud`)
+            self._place = cloud.place(provider)
+            self.default_url = self._place.default_url
+            base_url = base_url or cloud.override_url(provider)
         url = (base_url or self.default_url).strip().rstrip("/")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -158,8 +171,20 @@ class SdkChatModel(RemoteChatModel):
         if any(character in self._api_key for character in "\r\n\0") or not self._api_key.isprintable():
             raise ModelSpecError(f"{self.base_url}: the API key has a character HTTP does not allow")
         self._sdk()  # the extra is missing: say so now, not at the first request
+        self._secret = self._cloud_secret() if provider.cloud is not None else None
         self.proxy()
         self._http: httpx2.AsyncClient | None = None
+
+    def _cloud_secret(self) -> Any:
+        """What a cloud route signs with, found now so that a missing one is an error before any request: the token
+        given (a Bedrock API key, a Vertex AI access token), else the cloud's own credentials (boto3's, which the
+        SDK signs with; Google's application default credentials)."""
+        token = None if self._api_key == KEYLESS_PLACEHOLDER else self._api_key
+        if self.provider.cloud == "vertex":
+            return cloud.google_credentials(self.provider, token)
+        if token is None:
+            cloud.check_aws_credentials(self.provider, self._place.region)
+        return token
 
     def _sdk(self) -> Any:
         raise NotImplementedError
@@ -184,7 +209,8 @@ class SdkChatModel(RemoteChatModel):
         self._http = None
 
     def _failure(self, exc: Exception) -> AttemptFailure | None:
-        return self._sdk_failure(exc) or _transport_failure(exc)
+        cloud_failure = cloud.credential_failure(exc) if self.provider.cloud == "vertex" else None
+        return cloud_failure or self._sdk_failure(exc) or _transport_failure(exc)
 
 
 def status_failure(status: int, body: bytes, retry_after: float | None) -> AttemptFailure:
@@ -197,18 +223,23 @@ class AnthropicChatModel(SdkChatModel):
 
     default_url = ANTHROPIC_URL
 
-    def __init__(self, model: str, *, prompt_cache: bool = True, **options: Any) -> None:
-        super().__init__(model, PROVIDERS["anthropic"], **options)
+    def __init__(
+        self, model: str, provider: Provider = PROVIDERS["anthropic"], *, prompt_cache: bool = True, **options: Any
+    ) -> None:
+        super().__init__(model, provider, **options)
         self.prompt_cache = prompt_cache  # mark the shared prefix for Anthropic's prompt cache
 
     def _sdk(self) -> Any:
         try:
             import anthropic
         except ImportError:
-            raise ProviderSdkError("anthropic: models need the SDK: pip install 'edsb[anthropic]'") from None
+            extra = self.provider.extra
+            raise ProviderSdkError(f"{self.provider.name}: models need the SDK: pip install 'edsb[{extra}]'") from None
         return anthropic
 
     def _make_client(self, http: httpx2.AsyncClient) -> Any:
+        if self.provider.cloud is not None:
+            return cloud.anthropic_client(self._sdk(), self.provider, self._place, self.base_url, http, self._secret)
         return self._sdk().AsyncAnthropic(
             api_key=self._api_key, base_url=self.base_url, http_client=http, max_retries=0
         )
@@ -394,17 +425,20 @@ class GoogleChatModel(SdkChatModel):
 
     default_url = GOOGLE_URL
 
-    def __init__(self, model: str, **options: Any) -> None:
-        super().__init__(model, PROVIDERS["google"], **options)
+    def __init__(self, model: str, provider: Provider = PROVIDERS["google"], **options: Any) -> None:
+        super().__init__(model, provider, **options)
 
     def _sdk(self) -> Any:
         try:
             from google import genai
         except ImportError:
-            raise ProviderSdkError("google: models need the SDK: pip install 'edsb[google]'") from None
+            extra = self.provider.extra
+            raise ProviderSdkError(f"{self.provider.name}: models need the SDK: pip install 'edsb[{extra}]'") from None
         return genai
 
     def _make_client(self, http: httpx2.AsyncClient) -> Any:
+        if self.provider.cloud is not None:
+            return cloud.genai_client(self._sdk(), self._place, self.base_url, http, self._secret)
         types = self._sdk().types
         options = types.HttpOptions(
             base_url=self.base_url,

@@ -27,6 +27,7 @@ from edsb.llm import (
     TranscriptWriter,
     build_model,
     transcripts_dir,
+    window_note_of,
 )
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
@@ -129,6 +130,8 @@ def run_benchmark(
     kept = _kept(out, keys)
     sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, kept, sandbox)
     stats = sweep.run(out, created)
+    if cut := window_note_of(model):  # Ollama cut the prompts to its context window
+        console.print(f"warning: {cut}", markup=False, highlight=False)
     # 5. Everything the directory holds now, this pass and earlier ones.
     results = load_results(out)
     if stats.interrupted:
