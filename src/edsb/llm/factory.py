@@ -82,7 +82,6 @@ def build_model(
         return OracleChatModel(data, wrong=parsed.kind == "oracle-wrong", perturb=perturb)
     if parsed.remote:
         assert parsed.target is not None
-        provider = get_provider(parsed.kind)
         options: dict[str, Any] = {
             "base_url": base_url,
             "api_key_env": api_key_env,
@@ -91,22 +90,27 @@ def build_model(
             "max_in_flight": max_in_flight,
             "max_response_bytes": max_response_bytes,
         }
-        if provider.api == "anthropic":
-            model = AnthropicChatModel(parsed.target, provider, prompt_cache=prompt_cache, **options)
-        elif provider.api == "google":
-            model = GoogleChatModel(parsed.target, provider, **options)
-        elif provider.api == "responses":
-            from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
-
-            model = OpenAIResponsesModel(parsed.target, **options)
-        else:
-            model = OpenAIChatModel(parsed.target, provider=provider, **options)
+        model = _remote_model(parsed.kind, parsed.target, options, prompt_cache=prompt_cache)
     else:
         # One context per run in flight, up to the cores (each then gets cores / contexts threads).
         model = LocalChatModel(parsed.target, instances=max_in_flight)
     if cache is False:
         return model
     return CachedChatModel(model, ResponseCache(None if cache is True else Path(cache)))
+
+
+def _remote_model(kind: str, target: str, options: dict[str, Any], *, prompt_cache: bool) -> ChatModel:
+    """The client of a provider's API: its official SDK where edsb uses one, else the OpenAI-compatible client."""
+    provider = get_provider(kind)
+    if provider.api == "anthropic":
+        return AnthropicChatModel(target, provider, prompt_cache=prompt_cache, **options)
+    if provider.api == "google":
+        return GoogleChatModel(target, provider, **options)
+    if provider.api == "responses":
+        from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
+
+        return OpenAIResponsesModel(target, **options)
+    return OpenAIChatModel(target, provider=provider, **options)
 
 
 def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
