@@ -30,9 +30,13 @@ def old_dir(tmp_path: Path) -> Path:
 
 
 def printed_by_0_1_0(fmt: str) -> str:
-    """What 0.1.0 printed; the results document says which version wrote it, now this one."""
+    """What 0.1.0 printed; the results document says which version wrote it, now this one, and its sampling settings
+    say whether requests carried prompt-cache markers (0.1.0's never did)."""
     text = (PRINTED / f"report.{fmt}").read_text(encoding="utf-8")
-    return text.replace('"written_by": "0.1.0"', f'"written_by": "{__version__}"') if fmt == "json" else text
+    if fmt != "json":
+        return text
+    text = text.replace('"written_by": "0.1.0"', f'"written_by": "{__version__}"')
+    return text.replace('"json_mode": true,\n', '"json_mode": true,\n      "prompt_cache": false,\n')
 
 
 def reports(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
@@ -60,9 +64,10 @@ def test_an_old_directory_resumes_through_the_migration(old_dir: Path, capsys: p
     assert "4 already done, 0 executed" in outcome.stdout + outcome.stderr
     assert (old_dir / "results.jsonl").read_bytes() == lines  # nothing was rerun or rewritten
     after = reports(old_dir, capsys)
-    # The resume recorded what 0.1.0 left out (the data directory it ran on, how many runs were planned) and the
-    # version that wrote config.json last.
+    # The resume recorded what 0.1.0 left out (the data directory it ran on, how many runs were planned), the
+    # version that wrote config.json last, and this run's prompt-cache setting.
     document, before = json.loads(after.pop("json")), json.loads(printed_by_0_1_0("json"))
+    del document["run"]["sampling"]["prompt_cache"], before["run"]["sampling"]["prompt_cache"]
     assert document["run"].pop("data")["path"] is not None and document["run"]["counts"].pop("planned") == 4
     assert document["run"].pop("edsb_version") == __version__
     del before["run"]["data"], before["run"]["counts"]["planned"], before["run"]["edsb_version"]

@@ -22,6 +22,7 @@ SAMPLER_BEFORE_CHOICE: Final = "optimal"  # before `--sampler`: edsb's optimiser
 SANDBOX_BEFORE_CHOICE: Final = "restricted"  # before `--sandbox`: RestrictedPython was the only sandbox
 SAMPLER_SECRET_BEFORE: Final = ""  # before the sampler secret: the PI draws came from the seed alone
 PERTURB_BEFORE: Final = 0  # before `--perturb`: the benchmark itself
+PROMPT_CACHE_BEFORE: Final = False  # before prompt caching: no request carried cache markers
 MODEL_BEFORE: Final = "local"  # a config.json without a model ran the embedded one, the default
 # Before `--max-tokens`, the embedded model capped every reply at 512 tokens and seeded each request with its repeat
 # number (base 0).
@@ -44,6 +45,7 @@ def _config_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     data.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
     data.setdefault("sampler_secret", SAMPLER_SECRET_BEFORE)
     data.setdefault("perturb", PERTURB_BEFORE)
+    data.setdefault("prompt_cache", PROMPT_CACHE_BEFORE)
     if "max_tokens" not in data and str(data.get("model", MODEL_BEFORE)).partition(":")[0] == "local":
         data.update(max_tokens=LOCAL_CAP_BEFORE_OPTION, model_seed=data.get("model_seed", LOCAL_SEED_BEFORE_OPTION))
     return data
