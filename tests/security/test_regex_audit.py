@@ -21,11 +21,20 @@ AUDITED = {
     ("llm/retry.py", r"(\d+(?:\.\d+)?)(ms|h|m|s)"): "the parts of a reset header the pattern above matched whole "
     "(alone, `findall` restarted at each digit of a flood: quadratic)",
     ("llm/sdk_client.py", r"(\d+(?:\.\d+)?)s"): "Gemini's retryDelay in an error body, fullmatch only: one start",
+    ("llm/refusals.py", r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"): "the words of a refusal's message "
+    "(finditer): each dotted part starts with its dot, so a match is one pass and the scan goes on after it "
+    "(200 KB floods in 21 ms)",
+    ("llm/refusals.py", r"(?<=[a-z0-9])(?=[A-Z])"): "a parameter name a server named: zero-width, one look each side",
+    ("llm/refusals.py", r"[.\[\]]+"): "a parameter path a server named (split): a single class, linear",
     # Not model text.
     ("llm/transcripts.py", r"[A-Za-z0-9][A-Za-z0-9._-]*"): "run ids edsb makes",
     ("llm/oracle/model.py", r"\[(?P<title>[^\]\n]+)\]\n(?P<body>.*?)(?=\n\n\[[^\]\n]+\]\n|\Z)"): "edsb's prompts",
     ("llm/oracle/model.py", r"^\[(?P<names>[^\]]*)\] (?P<activity>.*)$"): "the oracle's own event label",
     ("data/selection.py", r"^(\d+)\s*-\s*(\d+)$"): "the user's --cases",
+    (
+        "llm/providers.py",
+        r"claude-(?P<family>opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?",
+    ): "the user's --model",
     ("scoring/conditions.py", r"(\|\||&&|[()])"): "the benchmark's expected conditions",
 }
 # Patterns built at import time from edsb's own names: an alternation of escaped literals (the API names).
