@@ -3,6 +3,7 @@ weaker, the read paths Landlock grants, the seccomp list, and fail-closed `conta
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import host, kernel, reads, rules
+from edsb.sandbox import host, kernel, reads, rules, view
 from edsb.sandbox.kernel import MIN_LANDLOCK_ABI, PROBE_ENV, Containment, host_support
-from edsb.sandbox.selfcheck import run_contained
+from edsb.sandbox.selfcheck import run_contained, stand_in
 from tests.support.data import require_data
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
@@ -301,6 +302,42 @@ def test_a_child_in_the_file_view_finds_nothing_else(tmp_path: Path) -> None:
 
     outcome = run_contained(look, replace(FULL, landlock=False, seccomp=False))  # the view alone
     assert outcome.status == "refused" and outcome.detail.startswith("FileNotFoundError"), outcome
-    outcome = run_contained(lambda: [os.path.lexists(path) for path in paths], FULL)
+    outcome = run_contained(lambda: [os.path.lexists(path) and not stand_in(path) for path in paths], FULL)
     assert outcome.detail == repr([False] * len(paths)), outcome
     assert all(os.path.lexists(path) for path in paths)  # the control: each is there for this process
+
+
+def test_the_way_to_a_read_path_under_tmp_is_the_views_own_and_tells_nothing(tmp_path: Path) -> None:
+    """A virtual environment made by `mktemp` puts a read path under /tmp: the view holds the directories leading to
+    it, but they are its own (empty but for the next step, dated 0), and nothing else of the host's /tmp is there."""
+    require_kernel_sandbox()
+    if not host_support().view:
+        pytest.skip(f"no file view here: {host_support().view_note}")
+    read = tmp_path / "venv" / "lib"
+    read.mkdir(parents=True)
+    (read / "module.py").write_text("")
+    (tmp_path / "results.jsonl").write_text("{}\n")
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            view.enter_view(view.ViewPlan(binds=(str(read),), devices=()))
+            way = [str(tmp_path), str(tmp_path / "venv"), "/tmp"]
+            seen = {
+                "stand-ins": [stand_in(path) for path in way],
+                "listed": [os.listdir(path) for path in way],
+                "read": os.listdir(read),
+                "run file": os.path.lexists(tmp_path / "results.jsonl"),
+                "others in /tmp": sorted(set(os.listdir("/tmp")) - {tmp_path.parts[2]}),
+            }
+            os.write(writer, json.dumps(seen).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as answer:
+        seen = json.loads(answer.read())
+    os.waitpid(pid, 0)
+    assert seen["stand-ins"] == [True, True, True]
+    assert seen["listed"] == [["venv"], ["lib"], [tmp_path.parts[2]]]
+    assert seen["read"] == ["module.py"] and seen["run file"] is False and seen["others in /tmp"] == []
+    assert not stand_in(str(tmp_path)) and len(os.listdir("/tmp")) > 1  # the control: the host's are not

@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -224,12 +225,19 @@ def _path_handle() -> object:
 
 
 def _stat_outside() -> object:
-    """Look up paths outside the view (the checking process's directory, /tmp, /etc, /proc): each must be missing."""
+    """Look up paths outside the view (the checking process's directory, /tmp, /etc, /proc): each must be missing, or
+    be one of the view's own directories that lead to a read path (a /tmp that holds a virtual environment)."""
     paths = [os.environ.get("EDSB_CHECK_CWD", ""), "/tmp", "/etc/passwd", "/proc/self"]
-    found = [path for path in paths if path and os.path.lexists(path)]
+    found = [path for path in paths if path and os.path.lexists(path) and not stand_in(path)]
     if found:
         return f"found {found}"
-    raise FileNotFoundError("none of them exists for the run")
+    raise FileNotFoundError("none of them exists for the run, but as the view's own way to a read path")
+
+
+def stand_in(path: str) -> bool:
+    """Whether `path` is a directory the file view made on its way to a read path: on the view's own root, dated 0."""
+    info, root = os.lstat(path), os.lstat("/")
+    return stat.S_ISDIR(info.st_mode) and info.st_dev == root.st_dev and info.st_mtime == 0
 
 
 def _shared_futex() -> object:

@@ -9,7 +9,9 @@ The template builds it once (`enter_view`, before it forks), so a run pays nothi
 template makes a mount namespace directly; any other user makes it inside a user namespace of its own, mapping its
 own ids to themselves. The view holds: the standard library's directories whole (their site-packages hidden behind
 an empty read-only tmpfs), the other read paths (numpy's directories, the shared libraries), the symbolic links that
-the interpreter's path names go through, and `/dev/null`. No /proc, /tmp, /etc, home, data or run directory.
+the interpreter's path names go through, and `/dev/null`. No /proc, /etc, home, data or run directory, and no /tmp
+but the directories that lead to a read path under it (a virtual environment made by `mktemp`), which are the
+view's own, empty but for that path, and dated 1970.
 """
 
 from __future__ import annotations
@@ -167,12 +169,29 @@ def _fill(plan: ViewPlan) -> None:
         _mount("tmpfs", path, "tmpfs", hidden, "mode=0755,size=64k")
     for path in plan.inner:
         _bind(path, read_only=True)
-    for path in plan.masks:
-        _mount(None, path, None, _MS_REMOUNT | _MS_RDONLY | hidden)
     for path, target in plan.links:
         if not os.path.lexists(path):
             os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
             os.symlink(target, path)
+    _untimed(plan)
+    for path in plan.masks:
+        _mount(None, path, None, _MS_REMOUNT | _MS_RDONLY | hidden)
+
+
+def _untimed(plan: ViewPlan) -> None:
+    """The directories the view made to reach its paths (on its own tmpfs, not the host's) get time 0: a child that
+    finds one (a /tmp that leads to a virtual environment) learns only the path that it already has in sys.path."""
+    own = {os.lstat("/").st_dev} | {os.lstat(mask).st_dev for mask in plan.masks}
+    made = {"/", *plan.masks}
+    for path in [*plan.binds, *plan.devices, *plan.inner, *(link for link, _ in plan.links)]:
+        parent = os.path.dirname(path)
+        while parent not in made and parent != "/":
+            made.add(parent)
+            parent = os.path.dirname(parent)
+    for path in sorted(made, key=len, reverse=True):
+        with contextlib.suppress(FileNotFoundError):
+            if os.lstat(path).st_dev in own:
+                os.utime(path, (0, 0), follow_symlinks=False)
 
 
 def _bind(path: str, *, read_only: bool) -> None:
