@@ -127,15 +127,15 @@ def run_benchmark(
     finished = store.open()
     pending = longest_first([key for key in keys if key.id not in finished])
     services = _services(config, benchmark, model, limits, transcripts)
-    kept = _kept(out, keys)
-    sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, kept, sandbox)
+    stop_message = _stop_message(out, keys)
+    sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, stop_message, sandbox)
     stats = sweep.run(out, created)
     if cut := window_note_of(model):  # Ollama cut the prompts to its context window
         console.print(f"warning: {cut}", markup=False, highlight=False)
     # 5. Everything the directory holds now, this pass and earlier ones.
     results = load_results(out)
     if stats.interrupted:
-        console.print(f"interrupted: {kept()}", markup=False, highlight=False)
+        console.print(f"interrupted: {stop_message()}", markup=False, highlight=False)
     planned = {key.id for key in keys} | {result.key for result in results}
     return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
 
@@ -215,15 +215,15 @@ def _services(
     )
 
 
-def _kept(out: Path, keys: list[RunKey]) -> Callable[[], str]:
+def _stop_message(out: Path, keys: list[RunKey]) -> Callable[[], str]:
     """What a stopped sweep says it kept: the judged results of the keys asked for, and how to resume."""
     wanted = {key.id for key in keys}
 
-    def kept() -> str:
+    def message() -> str:
         done = sum(result.is_judged and result.key in wanted for result in load_results(out))
         return f"{done} of {len(keys)} results kept in {out}; rerun the same command to resume"
 
-    return kept
+    return message
 
 
 @dataclass
@@ -237,7 +237,7 @@ class _Sweep:
     concurrency: int
     quiet: bool
     console: Console
-    kept: Callable[[], str]
+    stop_message: Callable[[], str]
     sandbox: Future[None]
     stopped_by: int = signal.SIGINT  # the first stop signal, once one came
 
@@ -254,11 +254,11 @@ class _Sweep:
             discard = created and self.store.path.stat().st_size == 0
             raise
         except KeyboardInterrupt:
-            self.console.print(f"interrupted: {self.kept()}", markup=False, highlight=False)
+            self.console.print(f"interrupted: {self.stop_message()}", markup=False, highlight=False)
             raise
         except EndpointUnreachable as exc:
             hint = f"is the server up and the address right ({self.services.model.identity})?"
-            raise EndpointUnreachable(f"{exc}; {hint} {self.kept()}") from None
+            raise EndpointUnreachable(f"{exc}; {hint} {self.stop_message()}") from None
         finally:
             if not finished:  # nothing waits for the runs in flight any more: their code must not run on
                 shutdown_sandboxes()
@@ -272,7 +272,7 @@ class _Sweep:
         """The sweep on the event loop, stopped with the pool's own error when the sandbox cannot start, or at once
         (runs in flight dropped, their processes killed) by SIGTERM or SIGHUP."""
         stop = asyncio.Event()
-        signals = _StopSignals(stop, self.console, self.kept)
+        signals = _StopSignals(stop, self.console, self.stop_message)
         try:
             if not self.pending:
                 return LoopStats()
@@ -353,8 +353,8 @@ class _StopSignals:
     kept. Any second signal: kill every sandbox process and exit at once. Every result counted so far is already on
     disk, so any of them loses only the runs in flight, and the next pass redoes them."""
 
-    def __init__(self, stop: asyncio.Event, console: Console, kept: Callable[[], str]) -> None:
-        self.stop, self.console, self.kept = stop, console, kept
+    def __init__(self, stop: asyncio.Event, console: Console, stop_message: Callable[[], str]) -> None:
+        self.stop, self.console, self.stop_message = stop, console, stop_message
         self.halted = asyncio.Event()
         self.first: int | None = None
         self._loop = asyncio.get_running_loop()
@@ -385,7 +385,7 @@ class _StopSignals:
         fails on the way (the processes left would still die with edsb, by their parent-death signal)."""
         try:
             kill_sandboxes_now()
-            self._say(f"stopped: {self.kept()}")
+            self._say(f"stopped: {self.stop_message()}")
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
