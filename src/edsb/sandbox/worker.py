@@ -33,7 +33,7 @@ from typing import Any
 
 from edsb.results import ErrorKind
 from edsb.sandbox import exact, kernel
-from edsb.sandbox.answers import error, pack, watch_thread_starts
+from edsb.sandbox.child_answer import error, pack, watch_thread_starts
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, exception_text
 from edsb.sandbox.wire import (

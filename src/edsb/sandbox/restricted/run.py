@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 from RestrictedPython import compile_restricted_exec
 
 from edsb.results import ErrorKind
-from edsb.sandbox.answers import error, fault, pack
+from edsb.sandbox.child_answer import error, fault, pack
 from edsb.sandbox.code_api import ApiScene, CodeApi
 from edsb.sandbox.errors import CodeError, EdsbFault, exception_text
 from edsb.sandbox.provenance import MODEL_OPERATION, fault_text
