@@ -29,8 +29,9 @@ import numpy as np
 from edsb.data.benchmark import Benchmark
 from edsb.data.models import TestCase
 from edsb.geometry.scene import load_scene
-from edsb.planning import sampler
-from edsb.planning.sampler import Annealing, sample_position
+from edsb.planning import sampler, sampler_lattice
+from edsb.planning.sampler import sample_position
+from edsb.planning.sampler_anneal import MAX_PROPOSALS, Annealing
 from edsb.scoring.conditions import iter_atoms, parse_condition
 from edsb.scoring.judge import Judge
 
@@ -53,7 +54,8 @@ def hits(judge: Judge, relationships: list[str], points: list[tuple[float, float
 
 
 def counting_proposals(tally: list[int]):
-    """`sampler.anneal`, wrapped to add each annealing's proposal count to `tally`."""
+    """`sampler.anneal` (the name `sample_position` calls), wrapped to add each annealing's proposal count to
+    `tally`."""
     original = sampler.anneal
 
     def anneal(*args, **kwargs) -> Annealing:
@@ -77,7 +79,7 @@ def main() -> None:
     began = time.perf_counter()
     scenes = {case.scene_name: load_scene(benchmark, case.scene_name) for case in cases}
     for scene in scenes.values():
-        sampler._lattice_of(scene)  # the per-scene lattice and its collisions, built once per process
+        sampler_lattice.lattice_of(scene)  # the per-scene lattice and its collisions, built once per process
     setup = (time.perf_counter() - began) / len(scenes)
 
     proposals: list[int] = []
@@ -98,7 +100,7 @@ def main() -> None:
             for seed in range(samples):
                 rng = np.random.default_rng([seed, case.id])
                 if method == "cold":
-                    sampler._optimum.cache_clear()
+                    sampler_lattice.optimum.cache_clear()
                 start = time.perf_counter()
                 point = sample_position(
                     scene, relationships, characters=characters, rng=rng, sampler=method.replace("cold", "optimal")
@@ -130,7 +132,7 @@ def main() -> None:
     print(f"reference_ms_per_sample: {reference_ms:.2f} (ratio {reference_ms / REFERENCE_MS:.2f} of the reference's "
           f"{REFERENCE_MS:.0f} ms, target <= {TARGET_MS_RATIO:.1f}; worst sample {worst_ms:.0f} ms)")  # fmt: skip
     print(f"reference_proposals_per_sample: {sum(proposals) / len(proposals):.0f} (ratio "
-          f"{sum(proposals) / len(proposals) / sampler.MAX_PROPOSALS:.3f} of the {sampler.MAX_PROPOSALS} cap; "
+          f"{sum(proposals) / len(proposals) / MAX_PROPOSALS:.3f} of the {MAX_PROPOSALS} cap; "
           f"{len(proposals)} annealings)")  # fmt: skip
     print(f"optimal_ms_per_sample: {optimal_ms:.3f} (ratio {optimal_s / reference_s:.4f} of the annealer)")
     print(f"optimal_ms_per_sample_cold: {cold_ms:.3f} (ratio {cold_s / reference_s:.4f} of the annealer, search "

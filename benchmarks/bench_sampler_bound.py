@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import Scene, load_scene
-from edsb.planning.sampler import MAX_SAMPLING_TERMS, generator_for, sample_positions, sampling_terms
+from edsb.planning.sampler import MAX_SAMPLING_TERMS, sample_positions, sampling_terms
+from edsb.planning.sampler_rng import generator_for
 
 
 def _close_to_chairs(count: int) -> list[str]:

@@ -13,7 +13,9 @@ import pytest
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.grid import occupancy_grid_of
 from edsb.geometry.scene import Scene, load_scene
-from edsb.planning.sampler import anneal, compile_cost, point_cost, sample_position
+from edsb.planning.sampler import sample_position
+from edsb.planning.sampler_anneal import anneal, point_cost
+from edsb.planning.sampler_cost import compile_cost
 from edsb.scoring.judge import Judge
 
 

@@ -14,14 +14,10 @@ from edsb.data.benchmark import Benchmark
 from edsb.geometry.collision import floor_collisions, stands_on_floor
 from edsb.geometry.distances import box_distance, directional_distance, interaction_distance, two_anchor_distance
 from edsb.geometry.scene import Scene, load_scene
-from edsb.planning import sampler
-from edsb.planning.sampler import (
-    SEAT_LABELS,
-    compile_cost,
-    position_cost,
-    rewrite_relationships,
-    sample_position,
-)
+from edsb.planning import sampler_lattice
+from edsb.planning.sampler import sample_position
+from edsb.planning.sampler_cost import compile_cost, position_cost, rewrite_relationships
+from edsb.planning.sampler_start import SEAT_LABELS
 from edsb.results import RunError
 from edsb.scoring.conditions import iter_atoms, parse_condition
 from edsb.scoring.judge import Judge
@@ -296,7 +292,7 @@ def test_every_zero_cost_point_lies_in_the_zero_box(scenes, scene_name, relation
 def test_the_zero_box_search_finds_what_the_whole_lattice_search_finds(scenes, scene_name, relationships) -> None:
     scene = scenes[scene_name]
     cost = compile_cost(scene, relationships)
-    quick, full = sampler._search(cost), sampler._search(dataclasses.replace(cost, zero_box=None))
+    quick, full = sampler_lattice.search(cost), sampler_lattice.search(dataclasses.replace(cost, zero_box=None))
     assert (quick.point is None) == (full.point is None)
     assert np.array_equal(quick.candidates, full.candidates)
     if quick.point is not None:
@@ -309,7 +305,7 @@ def test_a_kept_search_result_gives_the_point_a_fresh_search_gives(scenes) -> No
     kept = [sample(office, relationships, seed) for seed in range(4)]
     fresh = []
     for seed in range(4):
-        sampler._optimum.cache_clear()
+        sampler_lattice.optimum.cache_clear()
         fresh.append(sample(office, relationships, seed))
     assert kept == fresh
 
@@ -326,11 +322,11 @@ def test_clearance_by_disc_rows_is_the_disc_test() -> None:
                 for dj in range(-reach, reach + 1):
                     if di * di + dj * dj <= radius * radius:
                         expected &= padded[reach + di : reach + di + shape[0], reach + dj : reach + dj + shape[1]]
-            assert np.array_equal(sampler._clear_of_worse(optimal, radius), expected)
+            assert np.array_equal(sampler_lattice._clear_of_worse(optimal, radius), expected)
 
 
 def test_the_polish_seeds_are_the_stable_sort_s_first() -> None:
     values = np.random.default_rng(5).integers(0, 6, size=500).astype(np.float64)  # many ties
     values[::7] = np.inf
     for count in (1, 16, 100, 500, 600):
-        assert np.array_equal(sampler._smallest(values, count), np.argsort(values, kind="stable")[:count])
+        assert np.array_equal(sampler_lattice._smallest(values, count), np.argsort(values, kind="stable")[:count])

@@ -18,8 +18,9 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
-from edsb.planning.sampler import MAX_SAMPLING_TERMS, sample_positions, sampling_terms, secret_seed_for
+from edsb.planning.sampler import MAX_SAMPLING_TERMS, sample_positions, sampling_terms
 from edsb.planning.sampler_pool import LIGHT_TERMS, SamplerPool, SamplingJob, SamplingOverBudget
+from edsb.planning.sampler_rng import secret_seed_for
 from edsb.sandbox import SceneSource
 from tests.support.data import DATA
 

@@ -21,7 +21,8 @@ from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
 from edsb.llm.oracle import OracleChatModel
 from edsb.planning.pipeline import RunServices
-from edsb.planning.sampler import MAX_SAMPLING_TERMS, generator_for, sampling_terms, secret_generator_for
+from edsb.planning.sampler import MAX_SAMPLING_TERMS, sampling_terms
+from edsb.planning.sampler_rng import generator_for, secret_generator_for
 from edsb.results import RunKey
 from edsb.runner.config import CONFIG_FILE
 from edsb.sandbox import SandboxPool

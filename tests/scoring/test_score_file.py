@@ -7,7 +7,8 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
-from edsb.planning.sampler import generator_for, line_sampler, sample_position
+from edsb.planning.sampler import line_sampler, sample_position
+from edsb.planning.sampler_rng import generator_for
 from edsb.scoring.score_file import score_lines, summarize_scores
 from tests.support.data import DATA
 from tests.support.edsb_cli import edsb_in_process

@@ -28,8 +28,9 @@ from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrato
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
-from edsb.planning.sampler import MAX_SAMPLING_TERMS, sampling_terms, secret_generator_for, secret_seed_for, seed_for
+from edsb.planning.sampler import MAX_SAMPLING_TERMS, sampling_terms
 from edsb.planning.sampler_pool import SamplerPool, SamplingJob, SamplingOverBudget
+from edsb.planning.sampler_rng import secret_generator_for, secret_seed_for, seed_for
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
