@@ -30,11 +30,12 @@ from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
 from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
 from edsb.planning.sampler import MAX_SAMPLING_TERMS, sampling_terms
 from edsb.planning.sampler_pool import SamplerPool, SamplingJob, SamplingOverBudget
-from edsb.planning.sampler_rng import secret_generator_for, secret_seed_for, seed_for
+from edsb.planning.sampler_rng import secret_generator_for, secret_seed_for
 from edsb.planning.scenario import Scenario, build_scenario
 from edsb.planning.variants import PlanningMode, SamplerName, get_variant
 from edsb.results import ErrorKind, RunError, RunKey, RunResult, RunStatus, internal_error_message
 from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SceneSource, fault_text, sandbox_threads
+from edsb.sandbox.seeds import code_seed
 from edsb.scoring.judge import Judge
 from edsb.text import TextLimits, TextRepairs
 
@@ -85,7 +86,7 @@ class RunServices:
     def code_seed(self, key: RunKey) -> int:
         """The seed of the run's code (`random`, `numpy.random`): from the seed and the run key only, so a run's
         code draws the same numbers at any concurrency and on a rerun. It is sent to the sandbox; the secret is not."""
-        return seed_for(self._seed_text(key))
+        return code_seed(self._seed_text(key))
 
     def _seed_text(self, key: RunKey) -> str:
         return f"{self.seed}/{key.id}"

@@ -2,7 +2,7 @@
 depends only on a text naming what is sampled, so neither concurrency nor order changes a sampled point.
 
 A run directory's secret keys the generator (HMAC-SHA256). Without it the sampler's seed is the run's code seed
-(`seed_for`), which the code knows, so the code could replay the sampler's draws.
+(`edsb.sandbox.seeds.code_seed`), which the code knows, so the code could replay the sampler's draws.
 """
 
 from __future__ import annotations
@@ -12,16 +12,13 @@ import hmac
 
 import numpy as np
 
+from edsb.sandbox.seeds import code_seed
+
 
 def generator_for(text: str) -> np.random.Generator:
     """A generator that depends only on `text` (the seed and what is sampled: a run key, a line number), so neither
     concurrency nor order changes a sampled point."""
-    return np.random.default_rng(seed_for(text))
-
-
-def seed_for(text: str) -> int:
-    """A 64-bit seed that depends only on `text` (also the seed of a run's code: its `random` and `numpy.random`)."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return np.random.default_rng(code_seed(text))
 
 
 def secret_generator_for(secret: str, text: str) -> np.random.Generator:
@@ -32,8 +29,8 @@ def secret_generator_for(secret: str, text: str) -> np.random.Generator:
 
 def secret_seed_for(secret: str, text: str) -> int:
     """The 64-bit seed of `secret_generator_for(secret, text)`: what a sampler process is sent instead of the
-    generator (an empty secret gives `seed_for(text)`)."""
+    generator (an empty secret gives the code's seed of `text`)."""
     if not secret:
-        return seed_for(text)
+        return code_seed(text)
     digest = hmac.new(secret.encode(), text.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "little")

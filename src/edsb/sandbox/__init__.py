@@ -5,20 +5,20 @@ Two ways to run the code, chosen per run directory (`SandboxLimits.sandbox`, `--
 `exec` as the reference's executor runs it (`exact`), contained by the kernel (`kernel`: descriptors, rlimits, an
 unprivileged user, Landlock, seccomp); and `restricted`, RestrictedPython with a curated surface, for hosts without
 those kernel layers, which also gets every layer the host has (the `restricted` subpackage, behind one call). Either
-way the child loads its scene before it is contained, seeds `random` and `numpy.random` from the run's seed, answers
-with bounded JSON of valid Unicode, never pickle (`child_answer`, `wire`), and is killed after its answer: nothing a
-run changes reaches a later one. The parent checks the answer as untrusted data.
+way the child loads its scene before it is contained, seeds `random` and `numpy.random` from the run's seed
+(`seeds`), answers with bounded JSON of valid Unicode, never pickle (`child_answer`, `wire`), and is killed after its
+answer: nothing a run changes reaches a later one. The parent checks the answer as untrusted data.
 
 Modules of the default path: `pool` (the parent's side), `worker` (the template's and the child's), `kernel`
 (containment, the host probe), `selfcheck` (`edsb sandbox check`), `exact` (the reference's `exec`), `child_answer`
-(what a child sends), `wire` (frames and plain values), `code_api` (the API the code calls), `provenance` (the marks
-that make an exception the model's, and where an edsb fault was raised), `source` (finding and rewriting the code in
-a reply), `limits` (settings, the `--sandbox` choice, and inputs) and `errors`. `restricted/`: `policy` and `modules`
-(RestrictedPython's rules, guards and importable modules), `blame` (under `restricted`, an exception raised while
-the code ran is the model's execution error only if the model's code, or its use of the API, caused it; a fault of
-edsb's own code is an `EdsbFault`: the run is incomplete, never counted against the model) and `run`. Under `exact`
-every failure is the model's, as in the reference. This package imports nothing from `planning`, `runner`, `report`,
-`llm` or the CLI.
+(what a child sends), `seeds` (the random state a run's code sees), `wire` (frames and plain values), `code_api` (the
+API the code calls), `provenance` (the marks that make an exception the model's, and where an edsb fault was raised),
+`source` (finding and rewriting the code in a reply), `limits` (settings, the `--sandbox` choice, and inputs) and
+`errors`. `restricted/`: `policy` and `modules` (RestrictedPython's rules, guards and importable modules), `blame`
+(under `restricted`, an exception raised while the code ran is the model's execution error only if the model's code,
+or its use of the API, caused it; a fault of edsb's own code is an `EdsbFault`: the run is incomplete, never counted
+against the model) and `run`. Under `exact` every failure is the model's, as in the reference. This package imports
+nothing from `planning`, `runner`, `report`, `llm` or the CLI.
 """
 
 from typing import TYPE_CHECKING, Any

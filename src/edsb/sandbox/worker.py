@@ -36,6 +36,7 @@ from edsb.sandbox import exact, kernel
 from edsb.sandbox.child_answer import error, pack, watch_thread_starts
 from edsb.sandbox.code_api import ApiScene
 from edsb.sandbox.errors import CodeError, exception_text
+from edsb.sandbox.seeds import seed_randomness
 from edsb.sandbox.wire import (
     HEADER,
     frame,
@@ -260,7 +261,7 @@ def _serve_one(channel: int, scenes: dict[tuple[str, ...], Any], settings: dict[
         return
     if request["scene"][0] != "held":  # still edsb's frame (no model code has run): the parent trusts it
         send({"status": "loaded"})
-    _seed(int(request["seed"]))
+    seed_randomness(int(request["seed"]))
     watch_thread_starts()
     if exact:
         send(_run_exact(request, api_scene))
@@ -285,16 +286,6 @@ def _containment(request: dict[str, Any], channel: int, exact: bool) -> kernel.C
         keep_fds=(channel,),
         **layers,
     )
-
-
-def _seed(seed: int) -> None:
-    """The run's own random state: every fork of the template starts from the same one."""
-    import random
-
-    import numpy
-
-    random.seed(seed)
-    numpy.random.seed(seed & 0xFFFFFFFF)
 
 
 _MIN_HEADROOM_BYTES = 32 << 20  # address space a run needs beyond the worker's own, at the very least
