@@ -290,7 +290,7 @@ def _cut_note(cap: int | None, trace: RunTrace) -> str:
     return f" (the {modules} reply stopped at the token cap of {cap}: see --max-tokens{thinking})"
 
 
-def _kept(services: RunServices, trace: RunTrace, **fields: Any) -> dict[str, Any]:
+def _bounded_fields(services: RunServices, trace: RunTrace, **fields: Any) -> dict[str, Any]:
     """The fields of a result that hold text from the model or server, as the record keeps them: valid Unicode
     (the error message may quote a server; the rest was cleaned where it entered) and, but for the plan, cut to
     `text_limits`."""
@@ -318,7 +318,9 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
     trace = RunTrace()
     started = time.perf_counter()
     outcome = await _outcome(services, key, scenario, trace)
-    kept = _kept(services, trace, error=outcome.message, reason=outcome.reason, plan=outcome.plan, event=trace.event)
+    bounded = _bounded_fields(
+        services, trace, error=outcome.message, reason=outcome.reason, plan=outcome.plan, event=trace.event
+    )
     return RunResult(
         key=key.id,
         variant=key.variant,
@@ -329,7 +331,7 @@ async def execute_run(services: RunServices, key: RunKey) -> RunResult:
         tags=list(case.tags),
         status=outcome.status,
         error_kind=outcome.error_kind,
-        **kept,
+        **bounded,
         prompt_tokens=sum(t["prompt"] for t in trace.tokens.values()),
         completion_tokens=sum(t["completion"] for t in trace.tokens.values()),
         tokens=trace.tokens,
