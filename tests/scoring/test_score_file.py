@@ -149,19 +149,22 @@ def scored_cli(path: Path, capsys: pytest.CaptureFixture[str], *options: str) ->
 def test_a_pi_plan_repeated_200_times_gives_200_reproducible_draws(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    plans = tmp_path / "plans.jsonl"
+    plans, head = tmp_path / "plans.jsonl", tmp_path / "head.jsonl"
     plans.write_text((line(case=67, plan=ROBERT) + "\n") * 200, encoding="utf-8")
+    head.write_text((line(case=67, plan=ROBERT) + "\n") * 20, encoding="utf-8")
 
     first = scored_cli(plans, capsys, "--seed", "3")
-    again = scored_cli(plans, capsys, "--seed", "3")
-    other = scored_cli(plans, capsys, "--seed", "4")
+    # A line's draw depends on the seed and its number only (next test): the first lines, scored again with the same
+    # seed and with another, show what the whole file would.
+    again = scored_cli(head, capsys, "--seed", "3")
+    other = scored_cli(head, capsys, "--seed", "4")
 
     assert len(first) == 200
-    assert [o["passed"] for o in first] == [o["passed"] for o in again]
-    assert first == again
+    assert again == first[:20]
     points = [tuple(o["sampled_positions"]["Robert"]) for o in first]  # type: ignore[index]
     assert len(set(points)) > 100  # independent draws, not one point repeated
-    assert [o["sampled_positions"] for o in other] != [o["sampled_positions"] for o in first]
+    assert len(other) == 20
+    assert all(o["sampled_positions"] != f["sampled_positions"] for o, f in zip(other, first[:20], strict=True))
     # the reference's annealer misses this area now and then; the optimiser never does
     assert 0 < sum(not o["passed"] for o in first) < 100
     assert all(o["passed"] for o in scored_cli(plans, capsys, "--sampler", "optimal"))
