@@ -11,7 +11,20 @@ with the handler (a chat completion, as the synchronous endpoint would) and stor
 `GET /v1/files/<id>/content` returns the output file. A line whose body holds a field the chat completions API does
 not take (as the SDK types it) fails as the API fails it (`Unrecognized request argument supplied`), in the batch's
 error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
-pass by sending its requests one by one.
+pass by sending its requests one by one; unless `probe` names the reply it gets (`edsb run --batch` sends one
+synchronous request first, check-model's, and nothing else), counted in `sync_requests`.
+
+What `edsb run --batch` needs besides, each as the reference describes it:
+- `GET /v1/batches` lists the batches with their `metadata`, newest first
+  (https://platform.openai.com/docs/api-reference/batch/list).
+- `held`: while set, a batch stays `in_progress` however often it is retrieved (a batch takes up to its 24-hour
+  window: https://platform.openai.com/docs/api-reference/batch/object).
+- `expire`: that many of the next batches end `expired`; the requests they did not answer are in the error file
+  with the code `batch_expired` (https://platform.openai.com/docs/guides/batch, "Batch expiration").
+- `line_reply(line)`: the reply of one request line instead of the handler's (a 500, a prompt over the context
+  window): a line answered with an error status is in the output file with that status and the error body
+  (https://platform.openai.com/docs/api-reference/batch/request-output).
+- `custom_ids()`: every request id ever batched, in order, to count what was paid for.
 """
 
 from __future__ import annotations
@@ -42,8 +55,18 @@ _CHAT_KEYS = _chat_keys()
 
 
 class OpenAIBatchServer:
-    def __init__(self, handler: Handler) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        probe: Reply | None = None,
+        line_reply: Callable[[dict[str, Any]], Reply | None] = (lambda line: None),
+    ) -> None:
         self.handler = handler
+        self.probe = probe
+        self.line_reply = line_reply
+        self.held = False
+        self.expire = 0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
         self.polls: dict[str, int] = {}
@@ -90,11 +113,23 @@ class OpenAIBatchServer:
             self.files[file_id] = data
         return _file_object(file_id, len(data), purpose)
 
+    def custom_ids(self) -> list[str]:
+        with self._lock:
+            return [line["custom_id"] for lines in self.batches.values() for line in lines]
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A batch: every line answered now by the handler, the output file stored."""
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
         output, errors = [], []
+        with self._lock:
+            expired, self.expire = self.expire > 0, max(self.expire - 1, 0)
         for line in lines:
+            if expired:
+                failure = {"code": "batch_expired", "message": "This request could not be executed before the "
+                           "completion window expired."}  # fmt: skip
+                errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": None,
+                               "error": failure})  # fmt: skip
+                continue
             unknown = sorted(set(line["body"]) - _CHAT_KEYS)
             if unknown:  # as the chat endpoint refuses it: that line fails, the others go on
                 message = f"Unrecognized request argument supplied: {unknown[0]}"
@@ -103,7 +138,7 @@ class OpenAIBatchServer:
                 errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
                 continue
             request = RecordedRequest("POST", line["url"], {}, json.dumps(line["body"]).encode(), time.monotonic())
-            reply = self.handler(request)
+            reply = self.line_reply(line) or self.handler(request)
             answer = {"status_code": reply.status, "request_id": line["custom_id"], "body": json.loads(reply.body)}
             output.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
         output_id, error_id = self.new_id("file"), self.new_id("file") if errors else None
@@ -118,6 +153,8 @@ class OpenAIBatchServer:
             "output_file_id": output_id,
             "error_file_id": error_id,
             "request_counts": {"total": len(lines), "completed": len(output), "failed": len(errors)},
+            "metadata": body.get("metadata"),
+            "final_status": "expired" if expired else "completed",
         }
         with self._lock:
             self.files[output_id] = "".join(json.dumps(entry) + "\n" for entry in output).encode()
@@ -131,9 +168,19 @@ class OpenAIBatchServer:
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         with self._lock:
             self.polls[batch_id] += 1
-            done = self.polls[batch_id] > 1
-        info = self._batch_info[batch_id]
-        return {**info, "status": "completed"} if done else {**info, "status": "in_progress", "output_file_id": None}
+            done = self.polls[batch_id] > 1 and not self.held
+        info = {**self._batch_info[batch_id]}
+        final = info.pop("final_status")
+        if done:
+            return {**info, "status": final}
+        return {**info, "status": "in_progress", "output_file_id": None, "error_file_id": None}
+
+    def listing(self) -> dict[str, Any]:
+        with self._lock:
+            infos = [{**info, "status": "in_progress"} for info in reversed(self._batch_info.values())]
+        for info in infos:
+            info.pop("final_status")
+        return {"object": "list", "data": infos, "first_id": None, "last_id": None, "has_more": False}
 
 
 def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
@@ -162,11 +209,16 @@ class _BatchHandler(BaseHTTPRequestHandler):
         else:
             if self.path == CHAT_PATH:
                 owner.sync_requests += 1
+                if owner.probe is not None:
+                    self._send(owner.probe.body, "application/json", owner.probe.status)
+                    return
             self._json({"error": {"message": f"no route {self.path}"}}, 404)
 
     def do_GET(self) -> None:
         owner, path = self.server_owner, self.path.partition("?")[0]
-        if path.startswith("/v1/batches/"):
+        if path == "/v1/batches":
+            self._json(owner.listing())
+        elif path.startswith("/v1/batches/"):
             self._json(owner.retrieve(path.removeprefix("/v1/batches/")))
         elif path.startswith("/v1/files/") and path.endswith("/content"):
             self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], "application/jsonl")

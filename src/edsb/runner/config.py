@@ -88,6 +88,15 @@ class RunConfig(GenerationSettings):
     data: str | None = None
     edsb_version: str = __version__
 
+    # `edsb run --batch` (docs/batch.md): how the requests travel, never what they are, so none of these is part of
+    # the run's identity: a batch pass and a synchronous pass get the same answers to the same requests, and either
+    # resumes the other's directory.
+    batch: bool = False  # through the provider's batch API, at its batch price
+    batch_detach: bool = False  # submit the pass's batch and exit; the same command collects it
+    batch_export: str | None = None  # write the pass's requests in OpenAI's batch format instead of sending them
+    batch_poll_s: float = Field(default=60.0, gt=0)  # seconds between two looks at the batches in flight
+    batch_retries: int = Field(default=2, ge=0)  # resends of a request whose batch expired or failed
+
     @property
     def generation(self) -> GenerationSettings:
         return GenerationSettings.model_validate(self.model_dump(include=set(GENERATION_FIELDS)))
@@ -110,7 +119,12 @@ class RunConfig(GenerationSettings):
 
 
 # Command-line spellings that differ from the field they set, and options that belong to one invocation only.
-_ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
+_ALIASES = {
+    "variant": "variants",
+    "code_memory": "code_memory_mb",
+    "detach": "batch_detach",
+    "batch_poll": "batch_poll_s",
+}
 SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
 # Keys a file may hold besides the fields: a preset, a config.json's format and edsb version.

@@ -1,0 +1,110 @@
+"""`edsb run --batch` against a loopback fake of OpenAI's Batch API (tests/support/openai_batch.py): the verdicts of
+a synchronous run on the same scripted answers, in two passes; a kill -9 between create and collect pays for
+nothing twice; `--detach` then collect; an expired batch; requests that fail inside a batch; a refused setting; a
+provider without a batch API."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from edsb.data.benchmark import Benchmark
+from edsb.results.batches import read_batches
+from tests.support.edsb_cli import (
+    child_env,
+    edsb_child,
+    run_edsb,
+    scripted_run_args,
+    start_edsb,
+    wait_until,
+)
+from tests.support.openai_batch import OpenAIBatchServer
+from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.run_dir import read_results
+from tests.support.scripted_stories import StoryModel, seat_answer
+
+CASES = "13,21"
+# A plan judged false (13) beside one that passes (21), so a verdict copied from the wrong request shows.
+MISTAKES = {("event_parser", 13): seat_answer("chair_3", "chair_3 is a free chair.")}
+SELECTION = ("--cases", CASES, "--distraction", "0", "--repeats", "1", "--quiet")
+PROBE_OK = Reply.completion('{"ok": true}')
+
+
+def _verdicts(out: Path) -> dict[str, tuple[str, str | None]]:
+    return {r["key"]: (r["status"], r["error_kind"]) for r in read_results(out)}
+
+
+def _batch_args(server: OpenAIBatchServer, out: Path, *options: str) -> list[str]:
+    return [*scripted_run_args(server.base_url, out, *SELECTION), "--batch", "--batch-poll", "0.01", *options]
+
+
+@pytest.fixture
+def story(benchmark: Benchmark) -> StoryModel:
+    return StoryModel(benchmark.cases, answers=dict(MISTAKES))
+
+
+@pytest.fixture
+def synchronous(story: StoryModel, tmp_path: Path) -> tuple[dict[str, tuple[str, str | None]], int]:
+    """The verdicts of the same selection run one request at a time, and how many requests that took."""
+    with OpenAIServer(story) as server:
+        assert run_edsb(*scripted_run_args(server.base_url, tmp_path / "sync", *SELECTION, "--no-cache")) == 0
+        sent = len(server.chat_requests)
+    verdicts = _verdicts(tmp_path / "sync")
+    assert {status for status, _ in verdicts.values()} == {"passed", "failed"}
+    return verdicts, sent
+
+
+def test_a_batch_sweep_gets_the_synchronous_verdicts_in_two_passes(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        assert run_edsb(*_batch_args(server, tmp_path / "batch")) == 0
+        ids = server.custom_ids()
+        batches = list(server.batches.values())
+        sync_requests = server.sync_requests
+    assert _verdicts(tmp_path / "batch") == expected
+    # Pass 1 the Narrator's requests, pass 2 the Event Parser's; the last pass sends nothing.
+    # Pass 1 the Narrator's requests; pass 2 the Event Parser's request of case 13 (case 21's Narrator lets nobody
+    # act); the last pass sends nothing.
+    assert [len(lines) for lines in batches] == [2, 1]
+    assert len(ids) == len(set(ids)) == sent_one_by_one  # every request paid for once
+    assert sync_requests == 1  # check-model's probe, nothing else one by one
+    records = read_batches(tmp_path / "batch")
+    assert [record.stage for record in records] == ["collected", "collected"]
+    assert all(record.batch_id for record in records) and records[0].answered == 2
+    config = json.loads((tmp_path / "batch" / "config.json").read_text())
+    assert config["batch"] is True
+
+
+def test_a_kill_between_create_and_collect_loses_nothing_and_pays_nothing_twice(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, private_cache: Path
+) -> None:
+    expected, sent_one_by_one = synchronous
+    out = tmp_path / "batch"
+    env = child_env(private_cache, OPENAI_API_KEY="not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        server.held = True  # the first batch stays in progress until the kill
+        process = start_edsb(_batch_args(server, out), env=env, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            wait_until(lambda: _recorded_id(out), process, "the batch id on disk")
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        assert len(server.batches) == 1
+        server.held = False
+        # The same command: it polls the recorded batch, collects it and goes on.
+        resumed = edsb_child(_batch_args(server, out), env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        ids = server.custom_ids()
+    assert len(ids) == len(set(ids)) == sent_one_by_one  # nothing sent twice
+    assert _verdicts(out) == expected
+
+
+def _recorded_id(out: Path) -> bool:
+    return any(record.batch_id for record in read_batches(out))  # each record is replaced whole: never half read
