@@ -17,6 +17,7 @@ from edsb.results.batches import read_batches
 from tests.support.edsb_cli import (
     child_env,
     edsb_child,
+    edsb_in_process,
     run_edsb,
     scripted_run_args,
     start_edsb,
@@ -24,6 +25,7 @@ from tests.support.edsb_cli import (
 )
 from tests.support.openai_batch import OpenAIBatchServer
 from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.provider_fakes import CONTEXT_TOO_LONG
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel, seat_answer
 
@@ -108,3 +110,108 @@ def test_a_kill_between_create_and_collect_loses_nothing_and_pays_nothing_twice(
 
 def _recorded_id(out: Path) -> bool:
     return any(record.batch_id for record in read_batches(out))  # each record is replaced whole: never half read
+
+
+def test_a_batched_request_is_byte_identical_to_the_synchronous_one(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The body in the batch file is the bytes the synchronous client posts for the same request."""
+    with OpenAIServer(story) as server:
+        args = scripted_run_args(server.base_url, tmp_path / "sync", *SELECTION, "--no-cache")
+        assert run_edsb(*args) == 0
+        narrator_bodies = {request.body for request in server.chat_requests[:2]}
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as batch_server:
+        assert run_edsb(*_batch_args(batch_server, tmp_path / "batch", "--detach")) == 0
+        uploaded = next(iter(batch_server.files.values()))  # the first file: the batch's input
+    head = b'"url":"/v1/chat/completions","body":'
+    bodies = {line.split(head, 1)[1][:-1] for line in uploaded.splitlines()}
+    assert bodies == narrator_bodies
+
+
+def test_detach_submits_and_exits_and_the_same_command_collects(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, _ = synchronous
+    out = tmp_path / "batch"
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        server.held = True
+        assert run_edsb(*_batch_args(server, out, "--detach")) == 0  # submitted pass 1, exited
+        assert run_edsb(*_batch_args(server, out, "--detach")) == 0  # still in flight: nothing new sent
+        assert len(server.batches) == 1 and not read_results(out)
+        server.held = False
+        # A synchronous pass may finish what a batch run began: the answers already collected are cache hits.
+        assert run_edsb(*_batch_args(server, out, "--detach")) == 0  # collects pass 1, submits pass 2
+        assert len(server.batches) == 2
+        server.sync = story
+        assert run_edsb(*scripted_run_args(server.base_url, out, *SELECTION)) == 0
+        # pass 1's answers are in the cache; pass 2's batch was never collected, so its one request goes again
+        assert server.sync_requests == 3  # two probes, then that request
+    assert _verdicts(out) == expected
+
+
+def test_an_expired_batch_and_failed_requests_go_into_the_next_batch(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, _ = synchronous
+    failed_once: set[str] = set()
+
+    def line_reply(line: dict) -> Reply | None:
+        """A server error for each Event Parser request, the first time it comes."""
+        if "Event to Parse" in line["body"]["messages"][-1]["content"] and line["custom_id"] not in failed_once:
+            failed_once.add(line["custom_id"])
+            return Reply.error(500, "The server had an error while processing your request.")
+        return None
+
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK, line_reply=line_reply) as server:
+        server.expire = 1  # the first batch expires unanswered
+        assert run_edsb(*_batch_args(server, tmp_path / "batch")) == 0
+        sizes = [len(lines) for lines in server.batches.values()]
+    assert sizes == [2, 2, 1, 1]  # expired, resent; the failed Event Parser request, resent
+    assert _verdicts(tmp_path / "batch") == expected
+    failures = [record.failures for record in read_batches(tmp_path / "batch")]
+    assert [next(iter(f.values()))["kind"] if f else None for f in failures] == ["expired", None, "failed", None]
+
+
+def test_a_prompt_the_batch_refuses_is_the_models_request_rejected(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def line_reply(line: dict) -> Reply | None:
+        return CONTEXT_TOO_LONG if "Event to Parse" in line["body"]["messages"][-1]["content"] else None
+
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK, line_reply=line_reply) as server:
+        run_edsb(*_batch_args(server, tmp_path / "batch"))
+        sizes = [len(lines) for lines in server.batches.values()]
+    assert sizes == [2, 1]  # a refused prompt is not sent again
+    assert _verdicts(tmp_path / "batch") == {
+        "ours/tc13-d0-r0": ("error", "request_rejected"),
+        "ours/tc21-d0-r0": ("passed", None),
+    }
+
+
+def test_a_refused_setting_stops_before_any_batch(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refusal = "Unsupported value: 'temperature' does not support 0.1 with this model. Only the default (1) value is "
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=Reply.error(400, refusal + "supported.")) as server:
+        outcome = edsb_in_process(_batch_args(server, tmp_path / "batch"), capsys)
+        assert not server.files and not server.batches and server.sync_requests == 1
+    assert outcome.returncode == 1 and "temperature" in outcome.stderr and "fix:" in outcome.stderr
+    assert not read_batches(tmp_path / "batch")
+
+
+def test_a_provider_without_a_batch_api_is_one_line_before_anything_is_sent(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "not-a-secret")
+    with OpenAIServer(story) as server:
+        args = ["run", "--model", "groq:llama-3.3-70b", "--base-url", server.base_url, *SELECTION, "--batch",
+                "--out", str(tmp_path / "batch")]  # fmt: skip
+        outcome = edsb_in_process(args, capsys)
+        assert not server.requests
+    outcome.assert_one_clear_error(2, contains="no batch API")
+    assert not (tmp_path / "batch").exists()

@@ -12,7 +12,8 @@ with the handler (a chat completion, as the synchronous endpoint would) and stor
 not take (as the SDK types it) fails as the API fails it (`Unrecognized request argument supplied`), in the batch's
 error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
 pass by sending its requests one by one; unless `probe` names the reply it gets (`edsb run --batch` sends one
-synchronous request first, check-model's, and nothing else), counted in `sync_requests`.
+synchronous request first, check-model's, and nothing else), or `sync` answers it (a synchronous pass over the same
+endpoint), counted in `sync_requests`.
 
 What `edsb run --batch` needs besides, each as the reference describes it:
 - `GET /v1/batches` lists the batches with their `metadata`, newest first
@@ -66,6 +67,7 @@ class OpenAIBatchServer:
         self.probe = probe
         self.line_reply = line_reply
         self.held = False
+        self.sync: Handler | None = None  # answers the synchronous endpoint, once set (a synchronous pass)
         self.expire = 0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
@@ -209,6 +211,10 @@ class _BatchHandler(BaseHTTPRequestHandler):
         else:
             if self.path == CHAT_PATH:
                 owner.sync_requests += 1
+                if owner.sync is not None:
+                    reply = owner.sync(RecordedRequest("POST", CHAT_PATH, {}, body, time.monotonic()))
+                    self._send(reply.body, "application/json", reply.status)
+                    return
                 if owner.probe is not None:
                     self._send(owner.probe.body, "application/json", owner.probe.status)
                     return
