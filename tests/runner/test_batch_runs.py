@@ -9,12 +9,15 @@ import json
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.results.batches import read_batches
+from tests.support.anthropic_batch import AnthropicBatchServer
 from tests.support.edsb_cli import (
+    SAMPLER_SECRET,
     child_env,
     edsb_child,
     edsb_in_process,
@@ -215,3 +218,47 @@ def test_a_provider_without_a_batch_api_is_one_line_before_anything_is_sent(
         assert not server.requests
     outcome.assert_one_clear_error(2, contains="no batch API")
     assert not (tmp_path / "batch").exists()
+
+
+def test_anthropic_batches_get_the_synchronous_verdicts_with_the_one_hour_cache_mark(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Message Batches: the same params as the synchronous client's but for the cache marks' one-hour TTL, which
+    leaves the request keys, and so the answers the next pass finds, unchanged."""
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-secret")
+    selection = ("--model", "anthropic:claude-sonnet-4-5", *SELECTION, "--sampler-secret", SAMPLER_SECRET)
+    with OpenAIServer(story) as server:
+        sync_args = ["run", "--base-url", server.root_url, *selection, "--no-cache", "--out", str(tmp_path / "claude")]
+        assert run_edsb(*sync_args) == 0
+        sync_bodies = [request.json() for request in server.native_requests]
+    with AnthropicBatchServer(story, probe=PROBE_OK) as batch_server:
+        args = ["run", "--base-url", batch_server.root_url, *selection, "--batch", "--batch-poll", "0.01"]
+        assert run_edsb(*args, "--out", str(tmp_path / "batch")) == 0
+        batched = [entry for requests in batch_server.batches.values() for entry in requests]
+    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "claude") == expected
+    assert len(batched) == len({entry["custom_id"] for entry in batched}) == sent_one_by_one
+    marks = [block["cache_control"] for entry in batched for block in entry["params"]["system"]]
+    assert marks and all(mark == {"type": "ephemeral", "ttl": "1h"} for mark in marks)
+    assert sorted(map(_without_ttl, (entry["params"] for entry in batched)), key=json.dumps) == sorted(
+        sync_bodies, key=json.dumps
+    )
+    card = json.loads(run_card_json(tmp_path / "batch"))["run"]["batch"]
+    assert card["provider"] == "anthropic" and card["prompt_cache_ttl"] == "1h"
+    assert card["batch_ids"] == list(batch_server.batches)
+
+
+def _without_ttl(params: Any) -> Any:
+    if isinstance(params, dict):
+        return {k: _without_ttl(v) for k, v in params.items() if k != "ttl"}
+    if isinstance(params, list):
+        return [_without_ttl(v) for v in params]
+    return params
+
+
+def run_card_json(out: Path) -> str:
+    from edsb.report.card import results_document
+    from edsb.report.render import open_run
+
+    run, summary = open_run(out)
+    return json.dumps(results_document(out, run.config, run.results, summary))
