@@ -26,6 +26,7 @@ from tests.support.edsb_cli import (
     start_edsb,
     wait_until,
 )
+from tests.support.gemini_batch import GeminiBatchServer
 from tests.support.openai_batch import OpenAIBatchServer
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.provider_fakes import CONTEXT_TOO_LONG
@@ -262,3 +263,23 @@ def run_card_json(out: Path) -> str:
 
     run, summary = open_run(out)
     return json.dumps(results_document(out, run.config, run.results, summary))
+
+
+def test_gemini_batch_mode_gets_the_synchronous_verdicts_from_the_same_requests(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("GEMINI_API_KEY", "not-a-secret")
+    selection = ("--model", "google:gemini-2.5-flash", *SELECTION, "--sampler-secret", SAMPLER_SECRET)
+    with OpenAIServer(story) as server:
+        sync_args = ["run", "--base-url", server.root_url, *selection, "--no-cache", "--out", str(tmp_path / "gemini")]
+        assert run_edsb(*sync_args) == 0
+        sync_bodies = [request.json() for request in server.native_requests]
+    with GeminiBatchServer(story, probe=PROBE_OK) as batch_server:
+        args = ["run", "--base-url", batch_server.root_url, *selection, "--batch", "--batch-poll", "0.01"]
+        assert run_edsb(*args, "--out", str(tmp_path / "batch")) == 0
+        batched = [entry for entries in batch_server.batches.values() for entry in entries]
+    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "gemini") == expected
+    assert len(batched) == len({entry["metadata"]["edsb_key"] for entry in batched}) == sent_one_by_one
+    bodies = [{key: value for key, value in entry["request"].items() if key != "model"} for entry in batched]
+    assert sorted(bodies, key=json.dumps) == sorted(sync_bodies, key=json.dumps)

@@ -178,6 +178,8 @@ class BatchSession:
         async def create() -> str:
             try:
                 return await route.submit(pending, record.tag)
+            except Exception as exc:
+                raise _api_error(exc, "creating a batch") from exc
             finally:
                 await route.aclose()
 
@@ -201,26 +203,35 @@ class BatchSession:
     async def _settle_async(self, route: BatchRoute) -> bool:
         cache = ResponseCache()
         try:
-            records = read_batches(self.out)
-            for record in records:
-                self.ledger.note(record, counted=False)
-            open_records = [await self._located(route, record) for record in records if record.stage != "collected"]
-            open_records = [record for record in open_records if record.stage == "submitted"]
-            while open_records:
-                statuses = {record.number: await route.poll(str(record.batch_id)) for record in open_records}
-                self._progress(records, open_records, statuses)
-                for record in [r for r in open_records if statuses[r.number].state == "ended"]:
-                    await self._collect(route, cache, record)
-                    open_records.remove(record)
-                if open_records and self.config.batch_detach:
-                    self._say(f"{len(open_records)} batch(es) still in flight; run the same command again to collect")
-                    return False
-                if open_records:
-                    await asyncio.sleep(self.config.batch_poll_s)
-            return True
+            return await self._wait(route, cache)
+        except (EdsbError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise _api_error(exc, "polling the batches") from exc
         finally:
             await route.aclose()
             cache.close()
+
+    async def _wait(self, route: BatchRoute, cache: ResponseCache) -> bool:
+        """1. what the records say; 2. the batches left at their intent, found or given up; 3. poll until each has
+        ended, collecting it as it does."""
+        records = read_batches(self.out)
+        for record in records:
+            self.ledger.note(record, counted=False)
+        open_records = [await self._located(route, record) for record in records if record.stage != "collected"]
+        open_records = [record for record in open_records if record.stage == "submitted"]
+        while open_records:
+            statuses = {record.number: await route.poll(str(record.batch_id)) for record in open_records}
+            self._progress(records, open_records, statuses)
+            for record in [r for r in open_records if statuses[r.number].state == "ended"]:
+                await self._collect(route, cache, record)
+                open_records.remove(record)
+            if open_records and self.config.batch_detach:
+                self._say(f"{len(open_records)} batch(es) still in flight; run the same command again to collect")
+                return False
+            if open_records:
+                await asyncio.sleep(self.config.batch_poll_s)
+        return True
 
     async def _located(self, route: BatchRoute, record: BatchRecord) -> BatchRecord:
         """A record left at its intent: the batch the provider made of it, if the API can find it by its tag; else
@@ -268,7 +279,7 @@ class BatchSession:
         ]
         oldest = min(datetime.fromisoformat(r.submitted_at or r.created_at) for r in open_records)
         age = _clock((datetime.now(UTC) - oldest).total_seconds())
-        cost = self._cost_so_far(records)
+        cost = self._cost_so_far(read_batches(self.out))  # the collected ones so far, this pass's too
         self._say(f"pass {max(r.number for r in open_records)} | {'; '.join(parts)} | oldest {age} | {cost}")
 
     def _cost_so_far(self, records: list[BatchRecord]) -> str:
@@ -281,6 +292,12 @@ class BatchSession:
 
     def _say(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
+
+
+def _api_error(exc: Exception, doing: str) -> EdsbError:
+    """A failure of the batch API as one line: what was being done, the SDK's words, and that nothing is lost."""
+    said = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return EdsbError(f"batch API failed {doing} ({said}); nothing is lost: run the same command again")
 
 
 def _clock(seconds: float) -> str:

@@ -20,6 +20,7 @@ from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
 
 KEY_FIELD = "edsb_key"
+CONTROL_TIMEOUT_S = 120.0  # one call of the batch API (create, get): never a wait for the answers
 _ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
           "JOB_STATE_PARTIALLY_SUCCEEDED"}  # fmt: skip
 _PENDING = {"JOB_STATE_PENDING", "JOB_STATE_QUEUED", "JOB_STATE_UNSPECIFIED"}
@@ -36,12 +37,15 @@ class GeminiBatch:
     def __init__(self, model: Any) -> None:
         self.model = model
         self._client: Any = None
+        self._http: Any = None
 
     def _sdk_client(self) -> Any:
+        """The synchronous client's own (its address, key and API version) over an httpx2 client of ours."""
         if self._client is None:
-            genai = self.model._sdk()
-            options = genai.types.HttpOptions(base_url=self.model.base_url)
-            self._client = genai.Client(api_key=self.model._api_key, vertexai=False, http_options=options)
+            import httpx2
+
+            self._http = httpx2.AsyncClient(timeout=CONTROL_TIMEOUT_S)
+            self._client = self.model._make_client(self._http)
         return self._client
 
     def inlined(self, key: str, request: ChatRequest) -> Any:
@@ -112,6 +116,6 @@ class GeminiBatch:
         return BatchFailure.of_status(status, json.dumps(body).encode())
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aio.aclose()
-            self._client = None
+        if self._http is not None:
+            await self._http.aclose()
+        self._client = self._http = None
