@@ -772,6 +772,15 @@ def run_command(
             rich_help_panel=BATCH_PANEL,
         ),
     ] = None,
+    batch_import: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The answers to --batch-export's requests, as OpenAI batch output JSONL (vLLM's run-batch writes "
+            "it); stored, then the next pass runs.",
+            rich_help_panel=BATCH_PANEL,
+        ),
+    ] = None,
     batch_poll: Annotated[
         float | None,
         typer.Option(
@@ -800,7 +809,7 @@ def run_command(
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     # 3. The sweep, then its summary.
     quiet = quiet or bool(session.get("quiet"))
-    if resolved.batch or resolved.batch_export:
+    if resolved.batch or resolved.batch_export or resolved.batch_import:
         from edsb.report.cost import batch_cost
         from edsb.runner.batch import run_batched
 

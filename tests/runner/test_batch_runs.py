@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from tests.support.edsb_cli import (
 )
 from tests.support.gemini_batch import GeminiBatchServer
 from tests.support.openai_batch import OpenAIBatchServer
-from tests.support.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.provider_fakes import CONTEXT_TOO_LONG
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel, seat_answer
@@ -283,3 +284,39 @@ def test_gemini_batch_mode_gets_the_synchronous_verdicts_from_the_same_requests(
     assert len(batched) == len({entry["metadata"]["edsb_key"] for entry in batched}) == sent_one_by_one
     bodies = [{key: value for key, value in entry["request"].items() if key != "model"} for entry in batched]
     assert sorted(bodies, key=json.dumps) == sorted(sync_bodies, key=json.dumps)
+
+
+def test_export_then_import_runs_the_sweep_through_files_for_an_offline_batch(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path
+) -> None:
+    """`--batch-export` writes OpenAI batch JSONL and sends nothing; the answers, in the output format vLLM's
+    `run-batch` writes (https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html, one line per request:
+    `custom_id` and `response` with `status_code` and `body`), come back with `--batch-import`."""
+    expected, sent_one_by_one = synchronous
+    out = tmp_path / "batch"
+    with OpenAIServer(story) as server:  # names the endpoint (the cache's keys); never asked
+        args = scripted_run_args(server.base_url, out, *SELECTION)
+        assert run_edsb(*args, "--batch-export", tmp_path / "in1.jsonl") == 0
+        _run_batch_offline(story, tmp_path / "in1.jsonl", tmp_path / "out1.jsonl")
+        flags = ("--batch-import", tmp_path / "out1.jsonl", "--batch-export", tmp_path / "in2.jsonl")
+        assert run_edsb(*args, *flags) == 0
+        _run_batch_offline(story, tmp_path / "in2.jsonl", tmp_path / "out2.jsonl")
+        assert run_edsb(*args, "--batch-import", tmp_path / "out2.jsonl") == 0
+        assert not server.requests
+    sizes = [len((tmp_path / name).read_bytes().splitlines()) for name in ("in1.jsonl", "in2.jsonl")]
+    assert sizes == [2, 1] and sum(sizes) == sent_one_by_one
+    assert _verdicts(out) == expected
+
+
+def _run_batch_offline(story: StoryModel, source: Path, output: Path) -> None:
+    """What an offline batch server does with the file: each line answered, in the batch output format."""
+    lines = []
+    for raw in source.read_bytes().splitlines():
+        line = json.loads(raw)
+        assert line["url"] == "/v1/chat/completions" and line["method"] == "POST"
+        request = RecordedRequest("POST", line["url"], {}, json.dumps(line["body"]).encode(), time.monotonic())
+        body = json.loads(story(request).body)
+        response = {"status_code": 200, "request_id": f"req-{len(lines)}", "body": body}
+        lines.append({"id": f"batch-req-{len(lines)}", "custom_id": line["custom_id"], "response": response,
+                      "error": None})  # fmt: skip
+    output.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")

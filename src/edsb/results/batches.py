@@ -21,7 +21,7 @@ from edsb.results.migrate import format_of
 from edsb.results.rundir import BATCHES_DIR, write_json
 
 BATCH_FORMAT: Final = 1
-BatchStage = Literal["intent", "submitted", "collected"]
+BatchStage = Literal["intent", "submitted", "collected", "exported"]
 
 
 class BatchTokens(BaseModel):
@@ -37,7 +37,8 @@ class BatchTokens(BaseModel):
 
 class BatchRecord(BaseModel):
     """One batch: `intent` (its requests chosen, nothing sent yet, or sent without the id coming back), `submitted`
-    (the provider's `batch_id` known), `collected` (its answers stored; `failures` what it did not answer)."""
+    (the provider's `batch_id` known), `collected` (its answers stored; `failures` what it did not answer);
+    `exported`: written to a file (`batch_id`, its path) for a server's offline batch, waiting for its answers."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -15,16 +15,19 @@ keeps one. `--detach` submits and exits; the same command collects.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from edsb.errors import EdsbError, UsageError
 from edsb.llm import ChatModel, RetryPolicy, build_model
-from edsb.llm.batch import BatchFailure, BatchRoute, BatchStatus, RequestDeferred, batch_route
+from edsb.llm.batch import BatchFailure, BatchRoute, BatchStatus, Outcome, RequestDeferred, batch_route, export_route
+from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.factory import CHECK_REQUEST, check_model_async
 from edsb.llm.protocol import ChatRequest, ChatResponse, request_key
@@ -110,9 +113,12 @@ class BatchSession:
         if not self.config.cache:
             raise UsageError("--batch keeps the answers in the response cache: drop --no-cache")
         model = self._client()
-        route = batch_route(model)
+        offline = not self.config.batch  # --batch-export / --batch-import alone: files, no batch API
+        route = export_route(model) if offline or self.config.batch_export else batch_route(model)
         self.identity = model.identity
-        # 2. The batches an earlier invocation left in flight, collected first.
+        # 2. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
+        if self.config.batch_import:
+            self._import(export_route(model), Path(self.config.batch_import).expanduser())
         if not self._settle(route):
             return None
         while True:
@@ -121,7 +127,7 @@ class BatchSession:
             outcome = self._pass(pending)
             if outcome.interrupted or not pending:
                 return outcome
-            if self.config.batch_export:
+            if self.config.batch_export or offline:
                 self._export(route, pending)
                 return None
             # 4. The batch: the refused setting first (one synchronous probe), then intent, create, id.
@@ -188,12 +194,52 @@ class BatchSession:
         return record
 
     def _export(self, route: BatchRoute, pending: dict[str, ChatRequest]) -> None:
-        path = Path(str(self.config.batch_export)).expanduser()
+        """The pass's requests as OpenAI batch JSONL (vLLM's `run-batch` input), recorded as an exported batch whose
+        answers `--batch-import` collects; nothing is sent."""
+        if not self.config.batch_export:
+            raise UsageError(
+                f"{len(pending)} requests still wait for an answer: write them with --batch-export FILE, or send "
+                "them with --batch"
+            )
+        path = Path(self.config.batch_export).expanduser().resolve()
+        number = len(read_batches(self.out)) + 1
+        requests = {key: route.sent(request) for key, request in pending.items()}
+        record = BatchRecord(number=number, tag=new_tag(), provider="export", model=self.identity, requests=requests)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as handle:
             for key, request in pending.items():
                 handle.write(route.line(key, request))
-        self._say(f"{len(pending)} requests written to {path} in OpenAI's batch format; nothing was sent")
+        write_batch(self.out, record.model_copy(update={"stage": "exported", "batch_id": str(path)}))
+        self._say(
+            f"{len(pending)} requests written to {path} in OpenAI's batch format (nothing was sent); answer them "
+            "(vLLM: run-batch), then run the same command with --batch-import OUTPUT.jsonl"
+        )
+
+    def _import(self, route: OpenAIBatch, path: Path) -> None:
+        """The answers in an OpenAI batch output file (vLLM's `run-batch` output) to the exported requests they
+        answer, stored as a collected batch's; a request the file does not answer goes into the next export."""
+        exported = [record for record in read_batches(self.out) if record.stage == "exported"]
+        if not exported:
+            raise UsageError(f"--batch-import {path}: {self.out} has no exported requests waiting for answers")
+        try:
+            lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--batch-import {path}: not a batch output file edsb can read ({exc})") from None
+        answers = {str(line.get("custom_id")): line for line in lines if isinstance(line, dict)}
+        asyncio.run(self._store_imported(route, exported, answers, path))
+
+    async def _store_imported(
+        self, route: OpenAIBatch, exported: list[BatchRecord], answers: dict[str, Any], path: Path
+    ) -> None:
+        cache = ResponseCache()
+        try:
+            for record in exported:
+                missing = BatchFailure(kind="failed", message=f"not answered in {path}")
+                outcomes = {key: route.read(answers[key], sent) if key in answers else missing
+                            for key, sent in record.requests.items()}  # fmt: skip
+                await self._store(cache, record, outcomes)
+        finally:
+            cache.close()
 
     def _settle(self, route: BatchRoute) -> bool:
         """Wait for every recorded batch that is not collected, and store what it answered; False if `--detach`
@@ -251,7 +297,9 @@ class BatchSession:
     async def _collect(self, route: BatchRoute, cache: ResponseCache, record: BatchRecord) -> None:
         """Store the batch's answers under their cache keys, then mark it collected (a kill in between collects it
         again: the first answer stored for a key wins, and downloading costs nothing)."""
-        outcomes = await route.collect(str(record.batch_id), record.requests)
+        await self._store(cache, record, await route.collect(str(record.batch_id), record.requests))
+
+    async def _store(self, cache: ResponseCache, record: BatchRecord, outcomes: dict[str, Outcome]) -> None:
         tokens = BatchTokens()
         failures = {}
         for key, outcome in outcomes.items():

@@ -94,6 +94,7 @@ class RunConfig(GenerationSettings):
     batch: bool = False  # through the provider's batch API, at its batch price
     batch_detach: bool = False  # submit the pass's batch and exit; the same command collects it
     batch_export: str | None = None  # write the pass's requests in OpenAI's batch format instead of sending them
+    batch_import: str | None = None  # the answers to exported requests, in OpenAI's batch output format
     batch_poll_s: float = Field(default=60.0, gt=0)  # seconds between two looks at the batches in flight
     batch_retries: int = Field(default=2, ge=0)  # resends of a request whose batch expired or failed
 

@@ -14,7 +14,7 @@ line before anything is sent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +23,9 @@ from edsb.llm.errors import TransportError
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
 from edsb.llm.refusals import judge, read_error
 from edsb.llm.retry import is_retryable_status
+
+if TYPE_CHECKING:
+    from edsb.llm.batch.openai import OpenAIBatch
 
 BatchState = Literal["pending", "running", "ended"]
 FailureKind = Literal["refused", "expired", "failed"]
@@ -112,6 +115,22 @@ class BatchRoute(Protocol):
     async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]: ...
 
     async def aclose(self) -> None: ...
+
+
+def export_route(model: ChatModel) -> OpenAIBatch:
+    """OpenAI's batch format for a model behind an OpenAI-compatible chat API (`--batch-export`, `--batch-import`:
+    files for a server's offline batch, such as vLLM's `run-batch`); a usage error for any other model."""
+    from edsb.llm.openai_client import OpenAIChatModel
+
+    inner = getattr(model, "inner", model)
+    if not isinstance(inner, OpenAIChatModel):
+        raise UsageError(
+            "--batch-export and --batch-import write and read OpenAI's chat completions batch format: they need an "
+            f"OpenAI-compatible model (openai:<model> --base-url URL), not {model.identity.split('@')[0]}"
+        )
+    from edsb.llm.batch.openai import OpenAIBatch
+
+    return OpenAIBatch(inner)
 
 
 def batch_route(model: ChatModel) -> BatchRoute:

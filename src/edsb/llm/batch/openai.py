@@ -111,17 +111,21 @@ class OpenAIBatch:
 
     def _outcome(self, entry: dict[str, Any], sent: Mapping[str, dict[str, Any]]) -> tuple[str, Outcome]:
         key = str(entry.get("custom_id"))
+        return key, self.read(entry, sent.get(key, {}))
+
+    def read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
+        """One line of an output or error file (OpenAI's, or vLLM's `run-batch` output) as an answer or failure."""
         response, error = entry.get("response") or {}, entry.get("error") or {}
         status, body = response.get("status_code"), response.get("body")
         if status == 200 and isinstance(body, dict):
             try:
-                return key, self._parse(body, sent.get(key, {}))
+                return self._parse(body, sent)
             except AttemptFailure as exc:
-                return key, BatchFailure(kind="failed", message=exc.message)
+                return BatchFailure(kind="failed", message=exc.message)
         if isinstance(status, int):
-            return key, BatchFailure.of_status(status, json.dumps(body).encode() if body is not None else b"")
+            return BatchFailure.of_status(status, json.dumps(body).encode() if body is not None else b"")
         code, message = str(error.get("code") or ""), str(error.get("message") or "no answer")
-        return key, BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
+        return BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
 
     def _parse(self, body: dict[str, Any], sent: dict[str, Any]) -> Any:
         if self.responses:
