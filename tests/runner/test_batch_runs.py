@@ -222,32 +222,46 @@ def test_a_provider_without_a_batch_api_is_one_line_before_anything_is_sent(
     assert not (tmp_path / "batch").exists()
 
 
-def test_anthropic_batches_get_the_synchronous_verdicts_with_the_one_hour_cache_mark(
-    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# Per SDK route: the model, its key variable, the fake, and each batched request as (its key, the native body the
+# synchronous client posts for it, the one-hour TTL of the cache marks taken out).
+SDK_ROUTES = {
+    "anthropic": ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY", AnthropicBatchServer,
+                  lambda entry: (entry["custom_id"], _without_ttl(entry["params"]))),
+    "google": ("google:gemini-2.5-flash", "GEMINI_API_KEY", GeminiBatchServer,
+               lambda entry: (entry["metadata"]["edsb_key"],
+                              {k: v for k, v in entry["request"].items() if k != "model"})),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", list(SDK_ROUTES))
+def test_sdk_batches_get_the_synchronous_verdicts_from_the_same_requests(
+    provider: str, story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Message Batches: the same params as the synchronous client's but for the cache marks' one-hour TTL, which
-    leaves the request keys, and so the answers the next pass finds, unchanged."""
+    """Message Batches and Gemini's batch mode: the synchronous client's request bodies (on Anthropic, but for the
+    cache marks' one-hour TTL, which leaves the request keys, and so the answers the next pass finds, unchanged)."""
     expected, sent_one_by_one = synchronous
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-secret")
-    selection = ("--model", "anthropic:claude-sonnet-4-5", *SELECTION, "--sampler-secret", SAMPLER_SECRET)
+    model, key_variable, fake, entry_of = SDK_ROUTES[provider]
+    monkeypatch.setenv(key_variable, "not-a-secret")
+    selection = ("--model", model, *SELECTION, "--sampler-secret", SAMPLER_SECRET)
     with OpenAIServer(story) as server:
-        sync_args = ["run", "--base-url", server.root_url, *selection, "--no-cache", "--out", str(tmp_path / "claude")]
+        sync_args = ["run", "--base-url", server.root_url, *selection, "--no-cache", "--out", str(tmp_path / "one")]
         assert run_edsb(*sync_args) == 0
         sync_bodies = [request.json() for request in server.native_requests]
-    with AnthropicBatchServer(story, probe=PROBE_OK) as batch_server:
+    with fake(story, probe=PROBE_OK) as batch_server:
         args = ["run", "--base-url", batch_server.root_url, *selection, "--batch", "--batch-poll", "0.01"]
         assert run_edsb(*args, "--out", str(tmp_path / "batch")) == 0
-        batched = [entry for requests in batch_server.batches.values() for entry in requests]
-    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "claude") == expected
-    assert len(batched) == len({entry["custom_id"] for entry in batched}) == sent_one_by_one
-    marks = [block["cache_control"] for entry in batched for block in entry["params"]["system"]]
-    assert marks and all(mark == {"type": "ephemeral", "ttl": "1h"} for mark in marks)
-    assert sorted(map(_without_ttl, (entry["params"] for entry in batched)), key=json.dumps) == sorted(
-        sync_bodies, key=json.dumps
-    )
+        entries = [entry for requests in batch_server.batches.values() for entry in requests]
+        batch_ids = list(batch_server.batches)
+    batched = [entry_of(entry) for entry in entries]
+    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "one") == expected
+    assert len(batched) == len({key for key, _ in batched}) == sent_one_by_one
+    assert sorted((body for _, body in batched), key=json.dumps) == sorted(sync_bodies, key=json.dumps)
     card = json.loads(run_card_json(tmp_path / "batch"))["run"]["batch"]
-    assert card["provider"] == "anthropic" and card["prompt_cache_ttl"] == "1h"
-    assert card["batch_ids"] == list(batch_server.batches)
+    assert card["provider"] == provider and card["batch_ids"] == batch_ids
+    assert card.get("prompt_cache_ttl") == ("1h" if provider == "anthropic" else None)
+    if provider == "anthropic":  # every cache mark sent with the one-hour TTL
+        marks = [block["cache_control"] for entry in entries for block in entry["params"]["system"]]
+        assert marks and all(mark == {"type": "ephemeral", "ttl": "1h"} for mark in marks)
 
 
 def _without_ttl(params: Any) -> Any:
@@ -264,26 +278,6 @@ def run_card_json(out: Path) -> str:
 
     run, summary = open_run(out)
     return json.dumps(results_document(out, run.config, run.results, summary))
-
-
-def test_gemini_batch_mode_gets_the_synchronous_verdicts_from_the_same_requests(
-    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    expected, sent_one_by_one = synchronous
-    monkeypatch.setenv("GEMINI_API_KEY", "not-a-secret")
-    selection = ("--model", "google:gemini-2.5-flash", *SELECTION, "--sampler-secret", SAMPLER_SECRET)
-    with OpenAIServer(story) as server:
-        sync_args = ["run", "--base-url", server.root_url, *selection, "--no-cache", "--out", str(tmp_path / "gemini")]
-        assert run_edsb(*sync_args) == 0
-        sync_bodies = [request.json() for request in server.native_requests]
-    with GeminiBatchServer(story, probe=PROBE_OK) as batch_server:
-        args = ["run", "--base-url", batch_server.root_url, *selection, "--batch", "--batch-poll", "0.01"]
-        assert run_edsb(*args, "--out", str(tmp_path / "batch")) == 0
-        batched = [entry for entries in batch_server.batches.values() for entry in entries]
-    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "gemini") == expected
-    assert len(batched) == len({entry["metadata"]["edsb_key"] for entry in batched}) == sent_one_by_one
-    bodies = [{key: value for key, value in entry["request"].items() if key != "model"} for entry in batched]
-    assert sorted(bodies, key=json.dumps) == sorted(sync_bodies, key=json.dumps)
 
 
 def test_export_then_import_runs_the_sweep_through_files_for_an_offline_batch(

@@ -24,16 +24,16 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
+from tests.support.loopback import JsonHandler, LoopbackServer
 from tests.support.openai_server import ANTHROPIC_PATH, RecordedRequest, Reply, as_chat, in_dialect
 
 Handler = Callable[[RecordedRequest], Reply]
 _ERROR_TYPES = {400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 
 
-class AnthropicBatchServer:
+class AnthropicBatchServer(LoopbackServer):
     def __init__(self, handler: Handler, *, probe: Reply | None = None) -> None:
         self.handler = handler
         self.probe = probe
@@ -44,27 +44,6 @@ class AnthropicBatchServer:
         self._polls: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        owner = self
-
-        class _Handler(_BatchHandler):
-            server_owner = owner
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         results = [self._result(entry) for entry in body["requests"]]
@@ -109,40 +88,29 @@ class AnthropicBatchServer:
         return b"".join(json.dumps(result).encode() + b"\n" for result in reversed(self._results[batch_id]))
 
 
-class _BatchHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _BatchHandler(JsonHandler):
     server_owner: AnthropicBatchServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body, owner = self.rfile.read(length), self.server_owner
+        body, owner = self._body(), self.server_owner
         if self.path == "/v1/messages/batches":
-            self._send(json.dumps(owner.create(json.loads(body))).encode(), "application/json")
+            self._send(json.dumps(owner.create(json.loads(body))).encode())
         elif self.path == ANTHROPIC_PATH and owner.probe is not None:
             owner.sync_requests += 1
             reply = in_dialect(owner.probe, "anthropic")
-            self._send(reply.body, "application/json", reply.status)
+            self._send(reply.body, reply.status)
         else:
-            self._send(json.dumps({"type": "error", "error": {"type": "not_found_error"}}).encode(), "x", 404)
+            self._send(json.dumps({"type": "error", "error": {"type": "not_found_error"}}).encode(), 404)
 
     def do_GET(self) -> None:
         owner, path = self.server_owner, self.path.partition("?")[0]
         if path.endswith("/results"):
             batch_id = path.removeprefix("/v1/messages/batches/").removesuffix("/results")
-            self._send(owner.results(batch_id), "application/x-jsonl")
+            self._send(owner.results(batch_id), 200, "application/x-jsonl")
         elif path.startswith("/v1/messages/batches/"):
-            self._send(
-                json.dumps(owner.retrieve(path.removeprefix("/v1/messages/batches/"))).encode(), "application/json"
-            )
+            self._send(json.dumps(owner.retrieve(path.removeprefix("/v1/messages/batches/"))).encode())
         else:
-            self._send(b"{}", "application/json", 404)
+            self._send(b"{}", 404)
 
-    def _send(self, body: bytes, content_type: str, status: int = 200) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+
+AnthropicBatchServer.handler_class = _BatchHandler

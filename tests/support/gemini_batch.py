@@ -25,9 +25,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
+from tests.support.loopback import JsonHandler, LoopbackServer
 from tests.support.openai_server import RecordedRequest, Reply, as_chat, in_dialect
 
 Handler = Callable[[RecordedRequest], Reply]
@@ -37,7 +37,7 @@ _SYNC = re.compile(r"/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent")
 _GET = re.compile(r"/v1(?:beta)?/(?P<name>batches/[^/:]+)")
 
 
-class GeminiBatchServer:
+class GeminiBatchServer(LoopbackServer):
     def __init__(self, handler: Handler, *, probe: Reply | None = None) -> None:
         self.handler = handler
         self.probe = probe
@@ -47,27 +47,6 @@ class GeminiBatchServer:
         self._polls: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        owner = self
-
-        class _Handler(_BatchHandler):
-            server_owner = owner
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
 
     def create(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         entries = body["batch"]["inputConfig"]["requests"]["requests"]
@@ -105,16 +84,11 @@ class GeminiBatchServer:
         return {"name": name, "metadata": metadata, "done": state == "BATCH_STATE_SUCCEEDED"}
 
 
-class _BatchHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _BatchHandler(JsonHandler):
     server_owner: GeminiBatchServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body, owner, path = self.rfile.read(length), self.server_owner, self.path.partition("?")[0]
+        body, owner, path = self._body(), self.server_owner, self.path.partition("?")[0]
         if match := _CREATE.fullmatch(path):
             self._send(json.dumps(owner.create(match["model"], json.loads(body))).encode())
         elif _SYNC.fullmatch(path) and owner.probe is not None:
@@ -132,9 +106,5 @@ class _BatchHandler(BaseHTTPRequestHandler):
         else:
             self._send(b"{}", 404)
 
-    def _send(self, body: bytes, status: int = 200) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+
+GeminiBatchServer.handler_class = _BatchHandler

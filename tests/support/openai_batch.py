@@ -38,9 +38,9 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
+from tests.support.loopback import JsonHandler, LoopbackServer
 from tests.support.openai_server import CHAT_PATH, RecordedRequest, Reply
 
 Handler = Callable[[RecordedRequest], Reply]
@@ -55,7 +55,7 @@ def _chat_keys() -> frozenset[str]:
 _CHAT_KEYS = _chat_keys()
 
 
-class OpenAIBatchServer:
+class OpenAIBatchServer(LoopbackServer):
     def __init__(
         self,
         handler: Handler,
@@ -79,24 +79,7 @@ class OpenAIBatchServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        owner = self
-
-        class _Handler(_BatchHandler):
-            server_owner = owner
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        return f"{self.root_url}/v1"
 
     def new_id(self, prefix: str) -> str:
         with self._lock:
@@ -191,16 +174,8 @@ def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
             "purpose": purpose, "status": "processed"}  # fmt: skip
 
 
-class _BatchHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _BatchHandler(JsonHandler):
     server_owner: OpenAIBatchServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def do_POST(self) -> None:
         body, owner = self._body(), self.server_owner
@@ -213,10 +188,10 @@ class _BatchHandler(BaseHTTPRequestHandler):
                 owner.sync_requests += 1
                 if owner.sync is not None:
                     reply = owner.sync(RecordedRequest("POST", CHAT_PATH, {}, body, time.monotonic()))
-                    self._send(reply.body, "application/json", reply.status)
+                    self._send(reply.body, reply.status)
                     return
                 if owner.probe is not None:
-                    self._send(owner.probe.body, "application/json", owner.probe.status)
+                    self._send(owner.probe.body, owner.probe.status)
                     return
             self._json({"error": {"message": f"no route {self.path}"}}, 404)
 
@@ -227,16 +202,12 @@ class _BatchHandler(BaseHTTPRequestHandler):
         elif path.startswith("/v1/batches/"):
             self._json(owner.retrieve(path.removeprefix("/v1/batches/")))
         elif path.startswith("/v1/files/") and path.endswith("/content"):
-            self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], "application/jsonl")
+            self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], 200, "application/jsonl")
         else:
             self._json({"error": {"message": f"no route {path}"}}, 404)
 
     def _json(self, payload: Any, status: int = 200) -> None:
-        self._send(json.dumps(payload).encode(), "application/json", status)
+        self._send(json.dumps(payload).encode(), status)
 
-    def _send(self, body: bytes, content_type: str, status: int = 200) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+
+OpenAIBatchServer.handler_class = _BatchHandler

@@ -30,7 +30,7 @@ from edsb.llm.batch import BatchFailure, BatchRoute, BatchStatus, Outcome, Reque
 from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.factory import CHECK_REQUEST, check_model_async
-from edsb.llm.protocol import ChatRequest, ChatResponse, request_key
+from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.results.batches import (
     BatchRecord,
     BatchTokens,
@@ -69,8 +69,7 @@ class DeferringModel:
     as a transport failure (the run stays incomplete, for a later pass)."""
 
     def __init__(self, cached: CachedChatModel, ledger: BatchLedger, pending: dict[str, ChatRequest], max_tries: int):
-        self.inner = cached.inner
-        self.cache = cached.cache
+        self.cached, self.inner = cached, cached.inner
         self.ledger, self.pending, self.max_tries = ledger, pending, max_tries
 
     @property
@@ -78,10 +77,9 @@ class DeferringModel:
         return self.inner.identity
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        key = request_key(self.identity, request)
-        stored = await self.cache.lookup(key)
+        key, stored = await self.cached.cached(request)
         if stored is not None:
-            return stored.model_copy(update={"source": "cache"})
+            return stored
         failure = self.ledger.failures.get(key)
         if failure is not None and (failure.final or self.ledger.tries.get(key, 0) > self.max_tries):
             raise failure.to_error()
@@ -89,8 +87,7 @@ class DeferringModel:
         raise RequestDeferred(key)
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
-        self.cache.close()
+        await self.cached.aclose()
 
 
 @dataclass
