@@ -6,6 +6,7 @@ provider without a batch API."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from edsb.data.benchmark import Benchmark
-from edsb.results.batches import read_batches
+from edsb.results.batches import read_batches, write_batch
 from tests.support.anthropic_batch import AnthropicBatchServer
 from tests.support.edsb_cli import (
     SAMPLER_SECRET,
@@ -124,14 +125,13 @@ def test_a_batched_request_is_byte_identical_to_the_synchronous_one(
     with OpenAIServer(story) as server:
         args = scripted_run_args(server.base_url, tmp_path / "sync", *SELECTION, "--no-cache")
         assert run_edsb(*args) == 0
-        narrator_bodies = {request.body for request in server.chat_requests[:2]}
+        sync_bodies = sorted(request.body for request in server.chat_requests)
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
     with OpenAIBatchServer(story, probe=PROBE_OK) as batch_server:
-        assert run_edsb(*_batch_args(batch_server, tmp_path / "batch", "--detach")) == 0
-        uploaded = next(iter(batch_server.files.values()))  # the first file: the batch's input
+        assert run_edsb(*_batch_args(batch_server, tmp_path / "batch")) == 0
+        uploaded = batch_server.inputs()
     head = b'"url":"/v1/chat/completions","body":'
-    bodies = {line.split(head, 1)[1][:-1] for line in uploaded.splitlines()}
-    assert bodies == narrator_bodies
+    assert sorted(line.split(head, 1)[1][:-1] for data in uploaded for line in data.splitlines()) == sync_bodies
 
 
 def test_detach_submits_and_exits_and_the_same_command_collects(
@@ -314,3 +314,45 @@ def _run_batch_offline(story: StoryModel, source: Path, output: Path) -> None:
         lines.append({"id": f"batch-req-{len(lines)}", "custom_id": line["custom_id"], "response": response,
                       "error": None})  # fmt: skip
     output.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_a_batch_run_resumes_a_synchronous_directory_and_finds_a_batch_it_did_not_record(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A synchronous pass ran case 21; `--batch` sends only case 13's requests. Its first batch's id is then lost
+    (as by a kill during the create call): the next invocation finds the batch by its tag instead of paying again."""
+    expected, _ = synchronous
+    out = tmp_path / "batch"
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        server.sync = story
+        only_21 = ["--cases", "21", *SELECTION[2:]]
+        assert run_edsb(*scripted_run_args(server.base_url, out, *only_21)) == 0
+        server.sync, server.held = None, True
+        assert run_edsb(*_batch_args(server, out, "--detach")) == 0
+        (record,) = read_batches(out)
+        intent = record.model_copy(update={"stage": "intent", "batch_id": None, "submitted_at": None})
+        write_batch(out, intent)
+        server.held = False
+        assert run_edsb(*_batch_args(server, out)) == 0
+        ids = server.custom_ids()
+    assert len(ids) == len(set(ids)) == 2  # case 13's Narrator and Event Parser requests, each once
+    assert read_batches(out)[0].batch_id == record.batch_id
+    assert _verdicts(out) == expected
+
+
+def test_progress_names_the_pass_the_batch_its_counts_and_age_within_80_columns(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    monkeypatch.setenv("COLUMNS", "80")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        args = [arg for arg in _batch_args(server, tmp_path / "batch") if arg != "--quiet"]
+        outcome = edsb_in_process(args, capsys)
+    assert outcome.returncode == 0, outcome.stderr
+    ours = [line for line in outcome.stderr.splitlines() if line.startswith(("pass ", "  batch "))]
+    assert ours and all(len(line) <= 80 for line in ours), ours
+    shown = "\n".join(ours)
+    first = r"^pass 1 \| oldest batch 0:00:\d\d \| cost: no price known\n  batch 1 in_progress: 0/2 answered, 0 failed$"
+    assert re.search(first, shown, re.MULTILINE), shown
+    assert re.search(r"^  batch 2 completed: 1/1 answered, 0 failed$", shown, re.MULTILINE), shown

@@ -98,6 +98,11 @@ class OpenAIBatchServer(LoopbackServer):
             self.files[file_id] = data
         return _file_object(file_id, len(data), purpose)
 
+    def inputs(self) -> list[bytes]:
+        """The input file of each batch, as uploaded."""
+        with self._lock:
+            return [self.files[info["input_file_id"]] for info in self._batch_info.values()]
+
     def custom_ids(self) -> list[str]:
         with self._lock:
             return [line["custom_id"] for lines in self.batches.values() for line in lines]
@@ -158,7 +163,14 @@ class OpenAIBatchServer(LoopbackServer):
         final = info.pop("final_status")
         if done:
             return {**info, "status": final}
-        return {**info, "status": "in_progress", "output_file_id": None, "error_file_id": None}
+        counts = {**info["request_counts"], "completed": 0, "failed": 0}  # nothing answered yet
+        return {
+            **info,
+            "status": "in_progress",
+            "output_file_id": None,
+            "error_file_id": None,
+            "request_counts": counts,
+        }
 
     def listing(self) -> dict[str, Any]:
         with self._lock:

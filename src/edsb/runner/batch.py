@@ -265,7 +265,7 @@ class BatchSession:
         open_records = [record for record in open_records if record.stage == "submitted"]
         while open_records:
             statuses = {record.number: await route.poll(str(record.batch_id)) for record in open_records}
-            self._progress(records, open_records, statuses)
+            self._progress(open_records, statuses)
             for record in [r for r in open_records if statuses[r.number].state == "ended"]:
                 await self._collect(route, cache, record)
                 open_records.remove(record)
@@ -312,20 +312,23 @@ class BatchSession:
         write_batch(self.out, record)
         self.ledger.note(record, counted=True)
 
-    def _progress(self, records: list[BatchRecord], open_records: list[BatchRecord], statuses: dict[int, BatchStatus]):
-        """One line (wrapped, never cut): the pass, each open batch with the provider's counts, the oldest batch's
-        age, the cost so far at batch prices."""
+    def _progress(self, open_records: list[BatchRecord], statuses: dict[int, BatchStatus]) -> None:
+        """The pass, the oldest batch's age and the cost so far at batch prices, then one line per batch in flight
+        with the provider's own state and counts: each line well inside 80 columns."""
         if self.quiet:
             return
-        parts = [
-            f"batch {r.number} {statuses[r.number].provider_status}: {statuses[r.number].succeeded}/"
-            f"{statuses[r.number].total or len(r.requests)} answered, {statuses[r.number].failed} failed"
-            for r in open_records
-        ]
         oldest = min(datetime.fromisoformat(r.submitted_at or r.created_at) for r in open_records)
         age = _clock((datetime.now(UTC) - oldest).total_seconds())
         cost = self._cost_so_far(read_batches(self.out))  # the collected ones so far, this pass's too
-        self._say(f"pass {max(r.number for r in open_records)} | {'; '.join(parts)} | oldest {age} | {cost}")
+        lines = [f"pass {max(r.number for r in open_records)} | oldest batch {age} | {cost}"]
+        for record in open_records:
+            status = statuses[record.number]
+            total = status.total or len(record.requests)
+            lines.append(
+                f"  batch {record.number} {status.provider_status}: {status.succeeded:,}/{total:,} answered, "
+                f"{status.failed:,} failed"
+            )
+        self._say("\n".join(lines))
 
     def _cost_so_far(self, records: list[BatchRecord]) -> str:
         if self.cost is None:
