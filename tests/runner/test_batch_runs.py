@@ -356,3 +356,18 @@ def test_progress_names_the_pass_the_batch_its_counts_and_age_within_80_columns(
     first = r"^pass 1 \| oldest batch 0:00:\d\d \| cost: no price known\n  batch 1 in_progress: 0/2 answered, 0 failed$"
     assert re.search(first, shown, re.MULTILINE), shown
     assert re.search(r"^  batch 2 completed: 1/1 answered, 0 failed$", shown, re.MULTILINE), shown
+
+
+def test_a_pass_over_the_apis_limits_goes_in_several_batches(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edsb.llm.batch.openai import OpenAIBatch
+
+    expected, _ = synchronous
+    monkeypatch.setattr(OpenAIBatch, "max_requests", 1)  # as if each request filled a batch
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        assert run_edsb(*_batch_args(server, tmp_path / "batch")) == 0
+        sizes = [len(lines) for lines in server.batches.values()]
+    assert sizes == [1, 1, 1]
+    assert _verdicts(tmp_path / "batch") == expected

@@ -129,12 +129,10 @@ class BatchSession:
                 return None
             # 4. The batch: the refused setting first (one synchronous probe), then intent, create, id.
             self._probe()
-            record = self._submit(route, pending)
+            records = [self._submit(route, part) for part in _parts(route, pending)]
             if self.config.batch_detach:
-                self._say(
-                    f"batch {record.number} ({record.batch_id}, {len(pending)} requests) submitted; run the same "
-                    "command again to collect it and go on"
-                )
+                ids = ", ".join(f"{record.number} ({record.batch_id})" for record in records)
+                self._say(f"{len(pending)} requests submitted in batch {ids}; run the same command again to collect")
                 return None
             if not self._settle(route):
                 return None
@@ -240,8 +238,12 @@ class BatchSession:
 
     def _settle(self, route: BatchRoute) -> bool:
         """Wait for every recorded batch that is not collected, and store what it answered; False if `--detach`
-        leaves one in flight."""
-        return asyncio.run(self._settle_async(route))
+        leaves one in flight. A Ctrl-C here loses nothing: every batch in flight is on record."""
+        try:
+            return asyncio.run(self._settle_async(route))
+        except KeyboardInterrupt:
+            self._say(f"interrupted: the batches in flight are recorded in {self.out}; run the same command to collect")
+            raise
 
     async def _settle_async(self, route: BatchRoute) -> bool:
         cache = ResponseCache()
@@ -340,6 +342,20 @@ class BatchSession:
 
     def _say(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
+
+
+def _parts(route: BatchRoute, pending: dict[str, ChatRequest]) -> list[dict[str, ChatRequest]]:
+    """The pass's requests in batches within the API's limits (`BatchRoute.max_requests`, `max_bytes`), in order."""
+    parts: list[dict[str, ChatRequest]] = [{}]
+    size = 0
+    for key, request in pending.items():
+        length = len(route.line(key, request))
+        if parts[-1] and (len(parts[-1]) >= route.max_requests or size + length > route.max_bytes):
+            parts.append({})
+            size = 0
+        parts[-1][key] = request
+        size += length
+    return parts
 
 
 def _api_error(exc: Exception, doing: str) -> EdsbError:

@@ -97,6 +97,8 @@ class BatchRoute(Protocol):
     so that a batch collected after a crash reads as the synchronous reply would."""
 
     name: str
+    max_requests: int  # what one batch may hold: requests, and bytes of its input (`line` for each request)
+    max_bytes: int
 
     def sent(self, request: ChatRequest) -> dict[str, Any]: ...
 

@@ -43,6 +43,10 @@ class AnthropicBatch:
     """Message Batches of the endpoint the Anthropic client speaks to."""
 
     name = "anthropic"
+    # A batch holds up to 100,000 requests and 256 MB (https://docs.anthropic.com/en/docs/build-with-claude/
+    # batch-processing#batch-limitations); a little room is kept under the bytes.
+    max_requests = 100_000
+    max_bytes = 240_000_000
 
     def __init__(self, model: Any) -> None:
         self.model = model

@@ -33,6 +33,10 @@ class GeminiBatch:
     """Batch mode of the Gemini API the Google client speaks to."""
 
     name = "google"
+    # Inline requests may total 20 MB per batch (https://ai.google.dev/gemini-api/docs/batch-mode); a larger pass
+    # goes in several batches. A little room is kept for the request's envelope.
+    max_requests = 100_000
+    max_bytes = 18_000_000
 
     def __init__(self, model: Any) -> None:
         self.model = model

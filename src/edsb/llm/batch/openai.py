@@ -29,6 +29,11 @@ _PENDING = {"validating"}
 class OpenAIBatch:
     """The Batch API of the endpoint a chat completions or Responses client speaks to."""
 
+    # A batch's input file holds up to 50,000 requests and 200 MB
+    # (https://platform.openai.com/docs/guides/batch#rate-limits); a little room is kept under the bytes.
+    max_requests = 50_000
+    max_bytes = 190_000_000
+
     def __init__(self, model: Any) -> None:
         self.model = model
         self.responses = model.provider.api == "responses"
