@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 
 from edsb.data.benchmark import Benchmark
+from edsb.report.render import token_rows
+from edsb.report.summary import build_summary
 from edsb.results.batches import read_batches, write_batch
+from edsb.results.rundir import load_results
 from tests.support.anthropic_batch import AnthropicBatchServer
 from tests.support.edsb_cli import (
     SAMPLER_SECRET,
@@ -88,6 +91,10 @@ def test_a_batch_sweep_gets_the_synchronous_verdicts_in_two_passes(
     assert all(record.batch_id for record in records) and records[0].answered == 2
     config = json.loads((tmp_path / "batch" / "config.json").read_text())
     assert config["batch"] is True
+    # The report prices a batch run at batch prices (here as if the model had a list price: gpt-4o's).
+    summary = build_summary(load_results(tmp_path / "batch"))
+    _, price = token_rows(summary, {**config, "model": "openai:gpt-4o-2024-08-06"}, (None, None))
+    assert price is not None and price.input_per_million == 1.25 and "batch" in price.source
 
 
 def test_a_kill_between_create_and_collect_loses_nothing_and_pays_nothing_twice(
