@@ -809,6 +809,8 @@ def run_command(
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     # 3. The sweep, then its summary.
     quiet = quiet or bool(session.get("quiet"))
+    if resolved.batch_detach and not resolved.batch:
+        raise UsageError("--detach submits a batch and exits: it needs --batch")
     if resolved.batch or resolved.batch_export or resolved.batch_import:
         from edsb.report.cost import batch_cost
         from edsb.runner.batch import run_batched

@@ -102,6 +102,7 @@ class BatchSession:
     cost: Cost | None = None
     ledger: BatchLedger = field(default_factory=BatchLedger)
     probed: bool = False
+    identity: str = ""  # the model's identity, part of every cache key (set by `run`)
 
     def run(self) -> RunOutcome | None:
         """The passes until every run is recorded; None when `--detach` left batches in flight (or `--batch-export`
