@@ -89,7 +89,6 @@ API_KEY_ENV_HELP = "Environment variable holding the API key (default the provid
 # The panels of `edsb run --help`, where a reader looks for an option; `check-model` shares the first and third.
 MODEL_PANEL, SELECTION_PANEL, GENERATION_PANEL = "Model", "Selection", "Generation"
 SAMPLER_PANEL, LIMITS_PANEL, OUTPUT_PANEL = "Sampler and sandbox", "Limits", "Output"
-BATCH_PANEL = "Batch"
 
 
 def _in_panel(option: Any, panel: str) -> Any:
@@ -752,7 +751,7 @@ def run_command(
             "--batch",
             help="Send the requests through the provider's batch API, at half price (OpenAI, Azure, Anthropic, "
             "Gemini; docs/batch.md).",
-            rich_help_panel=BATCH_PANEL,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = False,
     detach: Annotated[
@@ -760,7 +759,7 @@ def run_command(
         typer.Option(
             "--detach",
             help="With --batch: submit the pass's batch and exit; the same command collects it.",
-            rich_help_panel=BATCH_PANEL,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = False,
     batch_export: Annotated[
@@ -769,7 +768,7 @@ def run_command(
             metavar="FILE",
             help="With --batch: write the pass's requests as OpenAI batch JSONL (vLLM's run-batch takes it); "
             "nothing is sent.",
-            rich_help_panel=BATCH_PANEL,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = None,
     batch_import: Annotated[
@@ -778,7 +777,7 @@ def run_command(
             metavar="FILE",
             help="The answers to --batch-export's requests, as OpenAI batch output JSONL (vLLM's run-batch writes "
             "it); stored, then the next pass runs.",
-            rich_help_panel=BATCH_PANEL,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = None,
     batch_poll: Annotated[
@@ -786,7 +785,7 @@ def run_command(
         typer.Option(
             metavar="SECONDS",
             help=f"With --batch: seconds between looks at the batches (default {_default('batch_poll_s')}).",
-            rich_help_panel=BATCH_PANEL,
+            rich_help_panel=MODEL_PANEL,
         ),
     ] = None,
 ) -> None:

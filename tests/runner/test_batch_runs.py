@@ -20,6 +20,7 @@ from edsb.report.render import token_rows
 from edsb.report.summary import build_summary
 from edsb.results.batches import read_batches, write_batch
 from edsb.results.rundir import load_results
+from edsb.runner.batch import BatchSession
 from tests.support.anthropic_batch import AnthropicBatchServer
 from tests.support.edsb_cli import (
     SAMPLER_SECRET,
@@ -363,6 +364,22 @@ def test_progress_names_the_pass_the_batch_its_counts_and_age_within_80_columns(
     first = r"^pass 1 \| oldest batch 0:00:\d\d \| cost: no price known\n  batch 1 in_progress: 0/2 answered, 0 failed$"
     assert re.search(first, shown, re.MULTILINE), shown
     assert re.search(r"^  batch 2 completed: 1/1 answered, 0 failed$", shown, re.MULTILINE), shown
+
+
+def test_responses_api_batches_get_the_synchronous_verdicts(
+    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-secret")
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        args = [*_batch_args(server, tmp_path / "batch")]
+        args[args.index("openai:scripted")] = "openai-responses:scripted"
+        # check-model's probe goes to the synchronous Responses endpoint, which this fake does not serve
+        monkeypatch.setattr(BatchSession, "_probe", lambda self: None)
+        assert run_edsb(*args) == 0
+        lines = [line for lines in server.batches.values() for line in lines]
+    assert {line["url"] for line in lines} == {"/v1/responses"} and len(lines) == sent_one_by_one
+    assert _verdicts(tmp_path / "batch") == expected
 
 
 def test_a_pass_over_the_apis_limits_goes_in_several_batches(

@@ -26,6 +26,8 @@ What `edsb run --batch` needs besides, each as the reference describes it:
   window): a line answered with an error status is in the output file with that status and the error body
   (https://platform.openai.com/docs/api-reference/batch/request-output).
 - `custom_ids()`: every request id ever batched, in order, to count what was paid for.
+- A line for `/v1/responses` (the Responses API in a batch: https://platform.openai.com/docs/api-reference/batch/create)
+  is answered as the Responses API answers, through the chat shape `OpenAIServer` uses for every protocol.
 """
 
 from __future__ import annotations
@@ -41,18 +43,19 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.loopback import JsonHandler, LoopbackServer
-from tests.support.openai_server import CHAT_PATH, RecordedRequest, Reply
+from tests.support.openai_server import CHAT_PATH, RESPONSES_PATH, RecordedRequest, Reply, as_chat, in_dialect
 
 Handler = Callable[[RecordedRequest], Reply]
 
 
-def _chat_keys() -> frozenset[str]:
-    """The fields of a chat completion request, as the installed `openai` SDK types them."""
-    params = importlib.import_module("openai.types.chat.completion_create_params").CompletionCreateParamsNonStreaming
+def _keys(module: str, name: str) -> frozenset[str]:
+    """The fields of a request, as the installed `openai` SDK types them."""
+    params = getattr(importlib.import_module(module), name)
     return frozenset(params.__required_keys__ | params.__optional_keys__)
 
 
-_CHAT_KEYS = _chat_keys()
+_CHAT_KEYS = _keys("openai.types.chat.completion_create_params", "CompletionCreateParamsNonStreaming")
+_RESPONSES_KEYS = _keys("openai.types.responses.response_create_params", "ResponseCreateParamsNonStreaming")
 
 
 class OpenAIBatchServer(LoopbackServer):
@@ -120,7 +123,8 @@ class OpenAIBatchServer(LoopbackServer):
                 errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": None,
                                "error": failure})  # fmt: skip
                 continue
-            unknown = sorted(set(line["body"]) - _CHAT_KEYS)
+            responses = line["url"] == RESPONSES_PATH  # the Responses API's body, answered in its own shape
+            unknown = sorted(set(line["body"]) - (_RESPONSES_KEYS if responses else _CHAT_KEYS))
             if unknown:  # as the chat endpoint refuses it: that line fails, the others go on
                 message = f"Unrecognized request argument supplied: {unknown[0]}"
                 failure = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
@@ -128,7 +132,10 @@ class OpenAIBatchServer(LoopbackServer):
                 errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
                 continue
             request = RecordedRequest("POST", line["url"], {}, json.dumps(line["body"]).encode(), time.monotonic())
-            reply = self.line_reply(line) or self.handler(request)
+            if responses:
+                reply = in_dialect(self.line_reply(line) or self.handler(as_chat(request, "responses")), "responses")
+            else:
+                reply = self.line_reply(line) or self.handler(request)
             answer = {"status_code": reply.status, "request_id": line["custom_id"], "body": json.loads(reply.body)}
             output.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
         output_id, error_id = self.new_id("file"), self.new_id("file") if errors else None

@@ -133,10 +133,11 @@ class OpenAIBatch:
         return BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
 
     def _parse(self, body: dict[str, Any], sent: dict[str, Any]) -> Any:
-        if self.responses:
+        if self.responses:  # read into the SDK's type as the SDK reads a synchronous reply: leniently
+            from openai._models import construct_type
             from openai.types.responses import Response
 
-            return self.model._parse(Response.model_validate(body), 0.0, 1, (None, sent))
+            return self.model._parse(construct_type(type_=Response, value=body), 0.0, 1, (None, sent))
         return self.model._parse(to_json(body), 0.0, 1, (b"", sent))
 
     async def aclose(self) -> None:
