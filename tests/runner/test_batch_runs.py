@@ -143,7 +143,11 @@ def test_a_batched_request_is_byte_identical_to_the_synchronous_one(
 
 
 def test_detach_submits_and_exits_and_the_same_command_collects(
-    story: StoryModel, synchronous: tuple[dict, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    story: StoryModel,
+    synchronous: tuple[dict, int],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     expected, _ = synchronous
     out = tmp_path / "batch"
@@ -158,10 +162,14 @@ def test_detach_submits_and_exits_and_the_same_command_collects(
         assert run_edsb(*_batch_args(server, out, "--detach")) == 0  # collects pass 1, submits pass 2
         assert len(server.batches) == 2
         server.sync = story
-        assert run_edsb(*scripted_run_args(server.base_url, out, *SELECTION)) == 0
+        synchronous_pass = edsb_in_process(scripted_run_args(server.base_url, out, *SELECTION), capsys)
         # pass 1's answers are in the cache; pass 2's batch was never collected, so its one request goes again
         assert server.sync_requests == 3  # two probes, then that request
+    assert synchronous_pass.returncode == 0
+    assert "1 batch(es) of `edsb run --batch` may still be in flight here" in synchronous_pass.stderr
     assert _verdicts(out) == expected
+    card = json.loads(run_card_json(out))["run"]["batch"]
+    assert card["prices"] == "list" and len(card["batch_ids"]) == 2  # the last pass went one by one
 
 
 def test_an_expired_batch_and_failed_requests_go_into_the_next_batch(

@@ -121,7 +121,10 @@ class BatchCard(_Strict):
     provider: str = Field(description="the batch API: openai (also Azure and the Responses API), anthropic, google")
     batch_ids: list[str] = Field(description="the provider's id of every batch the run sent, in order")
     requests: int = Field(description="requests sent by batch (a resent one counts again)")
-    prices: Literal["batch"] = Field(default="batch", description="the cost estimate applies the batch prices")
+    prices: Literal["batch", "list"] = Field(
+        description="the prices of the cost estimate: `batch` when the last pass went by batch (config.json's "
+        "`batch`), else the list prices"
+    )
     prompt_cache_ttl: str | None = Field(
         default=None, description="the TTL of the prompt-cache marks in batched requests (Anthropic: 1h)"
     )
@@ -342,7 +345,7 @@ def run_card(
     run_dir = Path(run_dir)
     records = read_records(run_dir)[0] if records is None else records
     extra = config.model_extra or {}
-    batch = _batch_card(run_dir)
+    batch = _batch_card(run_dir, extra.get("batch") is True)
     card = RunCard(
         name=run_dir.resolve().name,
         edsb_version=config.edsb_version,
@@ -373,7 +376,7 @@ def run_card(
     return card
 
 
-def _batch_card(run_dir: Path) -> BatchCard | None:
+def _batch_card(run_dir: Path, batched: bool) -> BatchCard | None:
     records = [record for record in read_batches(run_dir) if record.batch_id]
     if not records:
         return None
@@ -382,6 +385,7 @@ def _batch_card(run_dir: Path) -> BatchCard | None:
         provider=records[-1].provider,
         batch_ids=[str(record.batch_id) for record in records],
         requests=sum(len(record.requests) for record in records),
+        prices="batch" if batched else "list",
         prompt_cache_ttl=ttl,
     )
 

@@ -33,6 +33,7 @@ from edsb.llm.batch import RequestDeferred
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
+from edsb.results.batches import read_batches
 from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
@@ -123,7 +124,7 @@ def run_benchmark(
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
     config = with_sampler_secret(out, config)
-    for note in [*check_resume(out, config), *_secret_notes(config)]:
+    for note in [*check_resume(out, config), *_secret_notes(config), *([] if wrap else _batch_notes(out))]:
         console.print(f"note: {note}", markup=False, highlight=False)
     # 4. The sweep over the keys the directory does not hold yet.
     transcripts = TranscriptWriter(transcripts_dir(out))
@@ -143,6 +144,15 @@ def run_benchmark(
         console.print(f"interrupted: {kept()}", markup=False, highlight=False)
     planned = {key.id for key in keys} | {result.key for result in results}
     return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
+
+
+def _batch_notes(out: Path) -> list[str]:
+    """A synchronous pass over a directory whose batches may still be in flight asks their requests again."""
+    waiting = [record.number for record in read_batches(out) if record.stage in ("intent", "submitted")]
+    if not waiting:
+        return []
+    return [f"{len(waiting)} batch(es) of `edsb run --batch` may still be in flight here; this run asks their "
+            "requests again (the same command with --batch collects them instead)"]  # fmt: skip
 
 
 def _secret_notes(config: RunConfig) -> list[str]:
