@@ -316,6 +316,8 @@ def test_export_then_import_runs_the_sweep_through_files_for_an_offline_batch(
     sizes = [len((tmp_path / name).read_bytes().splitlines()) for name in ("in1.jsonl", "in2.jsonl")]
     assert sizes == [2, 1] and sum(sizes) == sent_one_by_one
     assert _verdicts(out) == expected
+    recorded = json.loads((out / "config.json").read_text())
+    assert not {"batch_export", "batch_import", "batch_detach"} & set(recorded)  # one invocation's, not the run's
 
 
 def _run_batch_offline(story: StoryModel, source: Path, output: Path) -> None:

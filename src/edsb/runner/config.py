@@ -119,6 +119,9 @@ class RunConfig(GenerationSettings):
         return TextLimits(self.max_error_chars, self.max_text_chars)
 
 
+# `--batch`'s options that shape one invocation (files to write or read, exit once submitted): kept out of
+# config.json, so that a config.json given back as `--config` does not export or detach again.
+BATCH_INVOCATION_FIELDS = ("batch_detach", "batch_export", "batch_import")
 # Command-line spellings that differ from the field they set, and options that belong to one invocation only.
 _ALIASES = {
     "variant": "variants",
@@ -291,8 +294,9 @@ def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    """config.json: its format first, then every setting."""
-    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **config.model_dump()})
+    """config.json: its format first, then every setting (but `BATCH_INVOCATION_FIELDS`)."""
+    settings = config.model_dump(exclude=set(BATCH_INVOCATION_FIELDS))
+    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **settings})
 
 
 def resolve_run_config(
