@@ -68,7 +68,9 @@ class DeferringModel:
     pipeline records it as a synchronous run would; one that expired or failed `max_tries` times is left to the run
     as a transport failure (the run stays incomplete, for a later pass)."""
 
-    def __init__(self, cached: CachedChatModel, ledger: BatchLedger, pending: dict[str, ChatRequest], max_tries: int):
+    def __init__(
+        self, cached: CachedChatModel, ledger: BatchLedger, pending: dict[str, ChatRequest], max_tries: int
+    ) -> None:
         self.cached, self.inner = cached, cached.inner
         self.ledger, self.pending, self.max_tries = ledger, pending, max_tries
 
