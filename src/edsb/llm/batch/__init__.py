@@ -27,6 +27,7 @@ from edsb.llm.retry import is_retryable_status
 if TYPE_CHECKING:
     from edsb.llm.batch.openai import OpenAIBatch
 
+FIND_WITHIN = 1_000
 BatchState = Literal["pending", "running", "ended"]
 FailureKind = Literal["refused", "expired", "failed"]
 
@@ -109,7 +110,8 @@ class BatchRoute(Protocol):
     async def submit(self, requests: Mapping[str, ChatRequest], tag: str) -> str: ...
 
     async def find(self, tag: str) -> str | None:
-        """The batch an earlier process created under `tag` but did not live to record, if the API can say."""
+        """The batch an earlier process created under `tag` but did not live to record, if the API can say (among
+        the `FIND_WITHIN` newest batches: a search, not a walk through an account's whole history)."""
         ...
 
     async def poll(self, batch_id: str) -> BatchStatus: ...

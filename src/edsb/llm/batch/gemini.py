@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
 
@@ -75,9 +75,13 @@ class GeminiBatch:
         return str(job.name)
 
     async def find(self, tag: str) -> str | None:
+        seen = 0
         async for job in await self._sdk_client().aio.batches.list():
             if job.display_name == f"edsb-{tag}":
                 return str(job.name)
+            seen += 1
+            if seen >= FIND_WITHIN:
+                break
         return None
 
     async def poll(self, batch_id: str) -> BatchStatus:

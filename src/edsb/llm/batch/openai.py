@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
@@ -81,9 +81,13 @@ class OpenAIBatch:
         return str(batch.id)
 
     async def find(self, tag: str) -> str | None:
-        async for batch in self._sdk_client().batches.list(limit=100):
+        seen = 0
+        async for batch in self._sdk_client().batches.list(limit=100):  # newest first
             if (batch.metadata or {}).get(TAG_FIELD) == tag:
                 return str(batch.id)
+            seen += 1
+            if seen >= FIND_WITHIN:
+                break
         return None
 
     async def poll(self, batch_id: str) -> BatchStatus:
