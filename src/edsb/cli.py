@@ -744,9 +744,55 @@ def run_command(
     ] = False,
     data: Annotated[Path | None, _in_panel(DataOption, SELECTION_PANEL)] = None,
     offline: Annotated[bool, _in_panel(OfflineOption, SELECTION_PANEL)] = False,
+    # `--batch` and its options (docs/batch.md): how the requests travel, not part of the run's identity.
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Send the requests through the provider's batch API, at half price (OpenAI, Azure, Anthropic, "
+            "Gemini; docs/batch.md).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="With --batch: submit the pass's batch and exit; the same command collects it.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = False,
+    batch_export: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="With --batch: write the pass's requests as OpenAI batch JSONL (vLLM's run-batch takes it); "
+            "nothing is sent.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    batch_import: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The answers to --batch-export's requests, as OpenAI batch output JSONL (vLLM's run-batch writes "
+            "it); stored, then the next pass runs.",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
+    batch_poll: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help=f"With --batch: seconds between looks at the batches (default {_default('batch_poll_s')}).",
+            rich_help_panel=MODEL_PANEL,
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model on the benchmark through the paper's framework; resumable, writes results and a summary."""
     given = dict(locals())
+    for flag in ("batch", "detach"):  # an unset flag leaves a config file's value alone
+        given[flag] = given[flag] or None
     from edsb.report.summary import write_summary
     from edsb.runner.config import default_out_dir, load_session_options, resolve_run_config
     from edsb.runner.run import run_benchmark
@@ -761,7 +807,19 @@ def run_command(
     session = load_session_options(config) if config else {}
     out = out or (Path(session["out"]) if session.get("out") else None) or default_out_dir(resolved.model)
     # 3. The sweep, then its summary.
-    outcome = run_benchmark(resolved, out, quiet=quiet or bool(session.get("quiet")), console=err)
+    quiet = quiet or bool(session.get("quiet"))
+    if resolved.batch_detach and not resolved.batch:
+        raise UsageError("--detach submits a batch and exits: it needs --batch")
+    if resolved.batch or resolved.batch_export or resolved.batch_import:
+        from edsb.report.cost import batch_cost
+        from edsb.runner.batch import run_batched
+
+        batched = run_batched(resolved, out, quiet=quiet, console=err, cost=batch_cost(resolved.model))
+        if batched is None:  # detached, or exported: nothing to summarise yet
+            return
+        outcome = batched
+    else:
+        outcome = run_benchmark(resolved, out, quiet=quiet, console=err)
     summary = write_summary(out, outcome.results, runs_planned=outcome.runs_planned)
     if outcome.interrupted:  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
         raise typer.Exit(outcome.exit_status)

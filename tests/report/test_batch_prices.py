@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from edsb.report.cost import batch_price, price_for
+from edsb.report.cost import batch_cost, batch_price, price_for
+from edsb.results.batches import BatchTokens
 
 
 def test_anthropic_batches_halve_every_rate_cache_included() -> None:
@@ -28,3 +29,12 @@ def test_openai_batches_halve_the_list_price_without_the_cache_discount() -> Non
 def test_a_provider_without_a_batch_api_has_no_batch_price() -> None:
     price = price_for("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
     assert price is not None and batch_price("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", price) is None
+
+
+def test_a_batch_runs_cost_so_far_applies_the_batch_rates() -> None:
+    """The progress of `edsb run --batch`: Anthropic's cache reads and writes at their own rates, halved."""
+    cost = batch_cost("anthropic:claude-sonnet-4-5")
+    assert cost is not None
+    tokens = BatchTokens(prompt=3_000_000, completion=1_000_000, cached=1_000_000, cache_write=1_000_000)
+    assert cost(tokens) == pytest.approx(1.50 + 7.50 + 0.15 + 1.875)
+    assert batch_cost("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo") is None

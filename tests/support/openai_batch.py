@@ -11,7 +11,23 @@ with the handler (a chat completion, as the synchronous endpoint would) and stor
 `GET /v1/files/<id>/content` returns the output file. A line whose body holds a field the chat completions API does
 not take (as the SDK types it) fails as the API fails it (`Unrecognized request argument supplied`), in the batch's
 error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
-pass by sending its requests one by one.
+pass by sending its requests one by one; unless `probe` names the reply it gets (`edsb run --batch` sends one
+synchronous request first, check-model's, and nothing else), or `sync` answers it (a synchronous pass over the same
+endpoint), counted in `sync_requests`.
+
+What `edsb run --batch` needs besides, each as the reference describes it:
+- `GET /v1/batches` lists the batches with their `metadata`, newest first
+  (https://platform.openai.com/docs/api-reference/batch/list).
+- `held`: while set, a batch stays `in_progress` however often it is retrieved (a batch takes up to its 24-hour
+  window: https://platform.openai.com/docs/api-reference/batch/object).
+- `expire`: that many of the next batches end `expired`; the requests they did not answer are in the error file
+  with the code `batch_expired` (https://platform.openai.com/docs/guides/batch, "Batch expiration").
+- `line_reply(line)`: the reply of one request line instead of the handler's (a 500, a prompt over the context
+  window): a line answered with an error status is in the output file with that status and the error body
+  (https://platform.openai.com/docs/api-reference/batch/request-output).
+- `custom_ids()`: every request id ever batched, in order, to count what was paid for.
+- A line for `/v1/responses` (the Responses API in a batch: https://platform.openai.com/docs/api-reference/batch/create)
+  is answered as the Responses API answers, through the chat shape `OpenAIServer` uses for every protocol.
 """
 
 from __future__ import annotations
@@ -24,26 +40,38 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
-from tests.support.openai_server import CHAT_PATH, RecordedRequest, Reply
+from tests.support.loopback import JsonHandler, LoopbackServer
+from tests.support.openai_server import CHAT_PATH, RESPONSES_PATH, RecordedRequest, Reply, as_chat, in_dialect
 
 Handler = Callable[[RecordedRequest], Reply]
 
 
-def _chat_keys() -> frozenset[str]:
-    """The fields of a chat completion request, as the installed `openai` SDK types them."""
-    params = importlib.import_module("openai.types.chat.completion_create_params").CompletionCreateParamsNonStreaming
+def _keys(module: str, name: str) -> frozenset[str]:
+    """The fields of a request, as the installed `openai` SDK types them."""
+    params = getattr(importlib.import_module(module), name)
     return frozenset(params.__required_keys__ | params.__optional_keys__)
 
 
-_CHAT_KEYS = _chat_keys()
+_CHAT_KEYS = _keys("openai.types.chat.completion_create_params", "CompletionCreateParamsNonStreaming")
+_RESPONSES_KEYS = _keys("openai.types.responses.response_create_params", "ResponseCreateParamsNonStreaming")
 
 
-class OpenAIBatchServer:
-    def __init__(self, handler: Handler) -> None:
+class OpenAIBatchServer(LoopbackServer):
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        probe: Reply | None = None,
+        line_reply: Callable[[dict[str, Any]], Reply | None] = (lambda line: None),
+    ) -> None:
         self.handler = handler
+        self.probe = probe
+        self.line_reply = line_reply
+        self.held = False
+        self.sync: Handler | None = None  # answers the synchronous endpoint, once set (a synchronous pass)
+        self.expire = 0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
         self.polls: dict[str, int] = {}
@@ -54,24 +82,7 @@ class OpenAIBatchServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        owner = self
-
-        class _Handler(_BatchHandler):
-            server_owner = owner
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        return f"{self.root_url}/v1"
 
     def new_id(self, prefix: str) -> str:
         with self._lock:
@@ -90,12 +101,30 @@ class OpenAIBatchServer:
             self.files[file_id] = data
         return _file_object(file_id, len(data), purpose)
 
+    def inputs(self) -> list[bytes]:
+        """The input file of each batch, as uploaded."""
+        with self._lock:
+            return [self.files[info["input_file_id"]] for info in self._batch_info.values()]
+
+    def custom_ids(self) -> list[str]:
+        with self._lock:
+            return [line["custom_id"] for lines in self.batches.values() for line in lines]
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A batch: every line answered now by the handler, the output file stored."""
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
         output, errors = [], []
+        with self._lock:
+            expired, self.expire = self.expire > 0, max(self.expire - 1, 0)
         for line in lines:
-            unknown = sorted(set(line["body"]) - _CHAT_KEYS)
+            if expired:
+                failure = {"code": "batch_expired", "message": "This request could not be executed before the "
+                           "completion window expired."}  # fmt: skip
+                errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": None,
+                               "error": failure})  # fmt: skip
+                continue
+            responses = line["url"] == RESPONSES_PATH  # the Responses API's body, answered in its own shape
+            unknown = sorted(set(line["body"]) - (_RESPONSES_KEYS if responses else _CHAT_KEYS))
             if unknown:  # as the chat endpoint refuses it: that line fails, the others go on
                 message = f"Unrecognized request argument supplied: {unknown[0]}"
                 failure = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
@@ -103,7 +132,10 @@ class OpenAIBatchServer:
                 errors.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
                 continue
             request = RecordedRequest("POST", line["url"], {}, json.dumps(line["body"]).encode(), time.monotonic())
-            reply = self.handler(request)
+            if responses:
+                reply = in_dialect(self.line_reply(line) or self.handler(as_chat(request, "responses")), "responses")
+            else:
+                reply = self.line_reply(line) or self.handler(request)
             answer = {"status_code": reply.status, "request_id": line["custom_id"], "body": json.loads(reply.body)}
             output.append({"id": self.new_id("batch_req"), "custom_id": line["custom_id"], "response": answer})
         output_id, error_id = self.new_id("file"), self.new_id("file") if errors else None
@@ -118,6 +150,8 @@ class OpenAIBatchServer:
             "output_file_id": output_id,
             "error_file_id": error_id,
             "request_counts": {"total": len(lines), "completed": len(output), "failed": len(errors)},
+            "metadata": body.get("metadata"),
+            "final_status": "expired" if expired else "completed",
         }
         with self._lock:
             self.files[output_id] = "".join(json.dumps(entry) + "\n" for entry in output).encode()
@@ -131,9 +165,26 @@ class OpenAIBatchServer:
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         with self._lock:
             self.polls[batch_id] += 1
-            done = self.polls[batch_id] > 1
-        info = self._batch_info[batch_id]
-        return {**info, "status": "completed"} if done else {**info, "status": "in_progress", "output_file_id": None}
+            done = self.polls[batch_id] > 1 and not self.held
+        info = {**self._batch_info[batch_id]}
+        final = info.pop("final_status")
+        if done:
+            return {**info, "status": final}
+        counts = {**info["request_counts"], "completed": 0, "failed": 0}  # nothing answered yet
+        return {
+            **info,
+            "status": "in_progress",
+            "output_file_id": None,
+            "error_file_id": None,
+            "request_counts": counts,
+        }
+
+    def listing(self) -> dict[str, Any]:
+        with self._lock:
+            infos = [{**info, "status": "in_progress"} for info in reversed(self._batch_info.values())]
+        for info in infos:
+            info.pop("final_status")
+        return {"object": "list", "data": infos, "first_id": None, "last_id": None, "has_more": False}
 
 
 def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
@@ -142,16 +193,8 @@ def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
             "purpose": purpose, "status": "processed"}  # fmt: skip
 
 
-class _BatchHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _BatchHandler(JsonHandler):
     server_owner: OpenAIBatchServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
 
     def do_POST(self) -> None:
         body, owner = self._body(), self.server_owner
@@ -162,23 +205,28 @@ class _BatchHandler(BaseHTTPRequestHandler):
         else:
             if self.path == CHAT_PATH:
                 owner.sync_requests += 1
+                if owner.sync is not None:
+                    reply = owner.sync(RecordedRequest("POST", CHAT_PATH, {}, body, time.monotonic()))
+                    self._send(reply.body, reply.status)
+                    return
+                if owner.probe is not None:
+                    self._send(owner.probe.body, owner.probe.status)
+                    return
             self._json({"error": {"message": f"no route {self.path}"}}, 404)
 
     def do_GET(self) -> None:
         owner, path = self.server_owner, self.path.partition("?")[0]
-        if path.startswith("/v1/batches/"):
+        if path == "/v1/batches":
+            self._json(owner.listing())
+        elif path.startswith("/v1/batches/"):
             self._json(owner.retrieve(path.removeprefix("/v1/batches/")))
         elif path.startswith("/v1/files/") and path.endswith("/content"):
-            self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], "application/jsonl")
+            self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], 200, "application/jsonl")
         else:
             self._json({"error": {"message": f"no route {path}"}}, 404)
 
     def _json(self, payload: Any, status: int = 200) -> None:
-        self._send(json.dumps(payload).encode(), "application/json", status)
+        self._send(json.dumps(payload).encode(), status)
 
-    def _send(self, body: bytes, content_type: str, status: int = 200) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+
+OpenAIBatchServer.handler_class = _BatchHandler

@@ -168,11 +168,16 @@ class CachedChatModel:
     def identity(self) -> str:
         return self.inner.identity
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
+    async def cached(self, request: ChatRequest) -> tuple[str, ChatResponse | None]:
+        """The request's key, and its stored response marked `source="cache"` (None: not stored)."""
         key = request_key(self.identity, request)
         stored = await self.cache.lookup(key)
+        return key, None if stored is None else stored.model_copy(update={"source": "cache"})
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        key, stored = await self.cached(request)
         if stored is not None:
-            return stored.model_copy(update={"source": "cache"})
+            return stored
         response = await self.inner.complete(request)
         await self.cache.store(key, self.identity, response)
         return response

@@ -162,6 +162,10 @@ class TranscriptWriter:
                 self._fd = open_appending(self.path)
             os.write(self._fd, b"".join(lines))
 
+    def discard_run(self, run: str) -> None:
+        """Forget the run's records kept so far: it will be run again whole (it waits for a batch)."""
+        self._pending.pop(run, None)
+
     def close(self) -> None:
         """Write every record still kept (runs that never got a result line), then release the file."""
         try:

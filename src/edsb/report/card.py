@@ -34,6 +34,7 @@ from edsb.planning.variants import PRESETS
 from edsb.report.formats import paper_order
 from edsb.report.summary_types import RunSummary, VariantSummary
 from edsb.results import RunResult, RunStatus
+from edsb.results.batches import read_batches
 from edsb.results.rundir import RESULTS_DOCUMENT_FILE, SUMMARY_FILE, ReportedConfig, write_json
 
 RESULTS_FORMAT: Final = "edsb.results/1"
@@ -114,6 +115,21 @@ class Sampling(_Strict):
     sent: list[SentSettings]
 
 
+class BatchCard(_Strict):
+    """How the requests travelled when the run went through the provider's batch API (`edsb run --batch`)."""
+
+    provider: str = Field(description="the batch API: openai (also Azure and the Responses API), anthropic, google")
+    batch_ids: list[str] = Field(description="the provider's id of every batch the run sent, in order")
+    requests: int = Field(description="requests sent by batch (a resent one counts again)")
+    prices: Literal["batch", "list"] = Field(
+        description="the prices of the cost estimate: `batch` when the last pass went by batch (config.json's "
+        "`batch`), else the list prices"
+    )
+    prompt_cache_ttl: str | None = Field(
+        default=None, description="the TTL of the prompt-cache marks in batched requests (Anthropic: 1h)"
+    )
+
+
 class Counts(_Strict):
     """How many runs the directory holds, by outcome."""
 
@@ -148,6 +164,7 @@ class RunCard(_Strict):
     started_at: datetime | None = Field(description="the first request's start, from the transcripts (UTC)")
     finished_at: datetime | None = Field(description="the last request's end, from the transcripts (UTC)")
     counts: Counts
+    batch: BatchCard | None = Field(default=None, description="the batches the run went by (absent: none)")
 
 
 class ResultsDocument(_Strict):
@@ -328,7 +345,8 @@ def run_card(
     run_dir = Path(run_dir)
     records = read_records(run_dir)[0] if records is None else records
     extra = config.model_extra or {}
-    return RunCard(
+    batch = _batch_card(run_dir, extra.get("batch") is True)
+    card = RunCard(
         name=run_dir.resolve().name,
         edsb_version=config.edsb_version,
         written_by=__version__,
@@ -352,6 +370,23 @@ def run_card(
         started_at=min((r.started_at for r in records), default=None),
         finished_at=max((r.finished_at for r in records), default=None),
         counts=_counts(results, _planned(run_dir) if planned is None else planned),
+    )
+    if batch is not None:  # set only then: a document without batches reads as before
+        card.batch = batch
+    return card
+
+
+def _batch_card(run_dir: Path, batched: bool) -> BatchCard | None:
+    records = [record for record in read_batches(run_dir) if record.batch_id]
+    if not records:
+        return None
+    ttl = next((sent["cache_ttl"] for r in records for sent in r.requests.values() if "cache_ttl" in sent), None)
+    return BatchCard(
+        provider=records[-1].provider,
+        batch_ids=[str(record.batch_id) for record in records],
+        requests=sum(len(record.requests) for record in records),
+        prices="batch" if batched else "list",
+        prompt_cache_ttl=ttl,
     )
 
 

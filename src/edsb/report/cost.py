@@ -10,9 +10,11 @@ price. Where a provider says what it billed (OpenRouter's `usage.cost`), the rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from edsb.report.summary_types import Tokens
+from edsb.results.batches import BatchTokens
 
 # The date of the list prices below: standard tier, no batch discount, prompts under 200K tokens (Gemini's Pro
 # models and Claude's long-context rates cost more above). They were read from the providers' price pages as
@@ -109,15 +111,21 @@ def _undated(name: str) -> str:
 
 def estimate_cost(tokens: Tokens, price: Price) -> dict[str, float]:
     """USD per module and in total from a variant summary's token counts, cached input at its own rates."""
-    costs: dict[str, float] = {}
-    cached_rate = price.input_per_million if price.cached_per_million is None else price.cached_per_million
-    write_rate = price.input_per_million if price.cache_write_per_million is None else price.cache_write_per_million
-    for module, counts in tokens.by_module.items():
-        fresh = max(counts.prompt - counts.cached - counts.cache_write, 0)
-        input_cost = fresh * price.input_per_million + counts.cached * cached_rate + counts.cache_write * write_rate
-        costs[module] = (input_cost + counts.completion * price.output_per_million) / 1e6
+    costs = {
+        module: usd(price, counts.prompt, counts.completion, counts.cached, counts.cache_write)
+        for module, counts in tokens.by_module.items()
+    }
     costs["total"] = sum(costs.values())
     return costs
+
+
+def usd(price: Price, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float:
+    """What these billed tokens cost: input read from the cache and written to it at their own rates, where known."""
+    cached_rate = price.input_per_million if price.cached_per_million is None else price.cached_per_million
+    write_rate = price.input_per_million if price.cache_write_per_million is None else price.cache_write_per_million
+    fresh = max(prompt - cached - cache_write, 0)
+    input_cost = fresh * price.input_per_million + cached * cached_rate + cache_write * write_rate
+    return (input_cost + completion * price.output_per_million) / 1e6
 
 
 def batch_price(model_spec: str, price: Price) -> Price | None:
@@ -137,3 +145,14 @@ def batch_price(model_spec: str, price: Price) -> Price | None:
         None if cached is None else cached * factor,
         None if write is None else write * factor,
     )
+
+
+def batch_cost(model_spec: str) -> Callable[[BatchTokens], float | None] | None:
+    """USD of a batch's billed tokens at the model's batch price (`edsb run --batch`'s progress); None where no price
+    is known."""
+    price = price_for(model_spec)
+    batch = None if price is None else batch_price(model_spec, price)
+    if batch is None:
+        return None
+    known = batch
+    return lambda tokens: usd(known, tokens.prompt, tokens.completion, tokens.cached, tokens.cache_write)

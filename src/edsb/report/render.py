@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from edsb.report.cost import Price, estimate_cost, price_for
+from edsb.report.cost import Price, batch_price, estimate_cost, price_for
 from edsb.report.formats import ReportFormat, plural
 from edsb.report.stats import ALPHA, POWER, REPEATS_PROJECTED
 from edsb.report.summary import (
@@ -63,6 +63,8 @@ def token_rows(
     summary: RunSummary, config: Mapping[str, Any], prices: tuple[float | None, float | None]
 ) -> tuple[list[list[str]], Price | None]:
     price = price_for(config.get("model", ""), *prices)
+    if price is not None and config.get("batch") and prices == (None, None):  # list prices of a `--batch` run
+        price = batch_price(config.get("model", ""), price) or price
     rows = []
     for variant, data in summary.variants.items():
         tokens, total = data.tokens, data.total

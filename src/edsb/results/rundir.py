@@ -35,6 +35,7 @@ RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 RESULTS_DOCUMENT_FILE = "results.json"  # the run card and every cell (docs/results-schema.md)
+BATCHES_DIR = "batches"  # one record per provider batch of `edsb run --batch` (`results.batches`)
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, a full quota
 
 
@@ -300,10 +301,19 @@ class RunDirectory:
         )
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Replace a JSON file atomically (a reader sees the old file or the new one, never half of one)."""
+def write_json(path: Path, data: Any, *, durable: bool = False) -> None:
+    """Replace a JSON file atomically (a reader sees the old file or the new one, never half of one). `durable`:
+    fsynced, file and folder, before this returns (a record that must survive a power cut, not only a kill)."""
     text = json.dumps(data, indent=2) + "\n"
     temporary = path.with_suffix(".tmp")
     with writing(path, temporary):
-        temporary.write_text(text, encoding="utf-8")
+        if durable:
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        else:
+            temporary.write_text(text, encoding="utf-8")
         temporary.replace(path)
+    if durable:
+        _fsync_dir(path.parent)

@@ -88,6 +88,16 @@ class RunConfig(GenerationSettings):
     data: str | None = None
     edsb_version: str = __version__
 
+    # `edsb run --batch` (docs/batch.md): how the requests travel, never what they are, so none of these is part of
+    # the run's identity: a batch pass and a synchronous pass get the same answers to the same requests, and either
+    # resumes the other's directory.
+    batch: bool = False  # through the provider's batch API, at its batch price
+    batch_detach: bool = False  # submit the pass's batch and exit; the same command collects it
+    batch_export: str | None = None  # write the pass's requests in OpenAI's batch format instead of sending them
+    batch_import: str | None = None  # the answers to exported requests, in OpenAI's batch output format
+    batch_poll_s: float = Field(default=60.0, gt=0)  # seconds between two looks at the batches in flight
+    batch_retries: int = Field(default=2, ge=0)  # resends of a request whose batch expired or failed
+
     @property
     def generation(self) -> GenerationSettings:
         return GenerationSettings.model_validate(self.model_dump(include=set(GENERATION_FIELDS)))
@@ -109,8 +119,16 @@ class RunConfig(GenerationSettings):
         return TextLimits(self.max_error_chars, self.max_text_chars)
 
 
+# `--batch`'s options that shape one invocation (files to write or read, exit once submitted): kept out of
+# config.json, so that a config.json given back as `--config` does not export or detach again.
+BATCH_INVOCATION_FIELDS = ("batch_detach", "batch_export", "batch_import")
 # Command-line spellings that differ from the field they set, and options that belong to one invocation only.
-_ALIASES = {"variant": "variants", "code_memory": "code_memory_mb"}
+_ALIASES = {
+    "variant": "variants",
+    "code_memory": "code_memory_mb",
+    "detach": "batch_detach",
+    "batch_poll": "batch_poll_s",
+}
 SESSION_OPTIONS = ("out", "quiet")
 _NOT_OPTIONS = ("config",)
 # Keys a file may hold besides the fields: a preset, a config.json's format and edsb version.
@@ -276,8 +294,9 @@ def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    """config.json: its format first, then every setting."""
-    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **config.model_dump()})
+    """config.json: its format first, then every setting (but `BATCH_INVOCATION_FIELDS`)."""
+    settings = config.model_dump(exclude=set(BATCH_INVOCATION_FIELDS))
+    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **settings})
 
 
 def resolve_run_config(

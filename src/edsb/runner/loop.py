@@ -22,7 +22,7 @@ from edsb.errors import EdsbError
 from edsb.results import ErrorKind, RunKey, RunResult, RunStatus
 from edsb.results.rundir import ResultStore
 
-Execute = Callable[[RunKey], Awaitable[RunResult]]
+Execute = Callable[[RunKey], Awaitable[RunResult | None]]  # None: the run waits for a batch (`--batch`)
 
 LOG_EVERY_S = 30.0  # a plain progress line at least this often, whether or not runs finish
 LOG_STEPS = 10  # and one each time another tenth of the runs is done
@@ -45,6 +45,7 @@ class LoopStats:
     incomplete: int = 0
     tokens: int = 0
     in_flight: int = 0
+    waiting: int = 0  # runs whose request went into a batch (`--batch`): not done, not recorded this pass
     interrupted: bool = False  # stopped by Ctrl-C before every run was done
     connection_streak: int = 0  # consecutive finished runs that could not connect to the model
     error_kinds: dict[str, int] = field(default_factory=dict)
@@ -71,9 +72,10 @@ class LoopStats:
             return f"{self.waiting_for()} | in flight {self.in_flight}"
         judged = self.done - self.incomplete
         rate = f"{self.passed / judged:.2f}" if judged else "-"
+        waiting = f" | waiting for a batch {self.waiting}" if self.waiting else ""
         return (
             f"success {rate} | errors {self.errors} | incomplete {self.incomplete} | tokens {self.tokens:,} | "
-            f"in flight {self.in_flight}"
+            f"in flight {self.in_flight}{waiting}"
         )
 
 
@@ -307,6 +309,9 @@ class _Pass:
                 result = await self.execute(key)
             finally:
                 self.stats.in_flight -= 1
+            if result is None:
+                self.stats.waiting += 1
+                continue
             self._commit(result)
 
     def _commit(self, result: RunResult) -> None:

@@ -29,9 +29,11 @@ from edsb.llm import (
     transcripts_dir,
     window_note_of,
 )
+from edsb.llm.batch import RequestDeferred
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
+from edsb.results.batches import read_batches
 from edsb.results.rundir import ResultStore, load_results
 from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
@@ -98,10 +100,13 @@ def run_benchmark(
     quiet: bool = False,
     console: Console | None = None,
     retry: RetryPolicy | None = None,
+    wrap: Callable[[ChatModel], ChatModel] | None = None,
 ) -> RunOutcome:
     """Run every key of `config` that `out` does not hold yet; return the results of the whole directory.
 
-    `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply).
+    `retry` replaces the default backoff of remote models (`config.max_retries` then does not apply). `wrap`: what
+    the model is seen through (`--batch`: a run whose request must wait for a batch raises `RequestDeferred` and is
+    not recorded this pass).
     """
     # 1. The runs asked for.
     benchmark = Benchmark.open(config.data, perturb=config.perturb)
@@ -114,11 +119,12 @@ def run_benchmark(
     prepare_out_dir(out)
     limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None, keys)
+    model = model if wrap is None else wrap(model)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
     config = with_sampler_secret(out, config)
-    for note in [*check_resume(out, config), *_secret_notes(config)]:
+    for note in [*check_resume(out, config), *_secret_notes(config), *([] if wrap else _batch_notes(out))]:
         console.print(f"note: {note}", markup=False, highlight=False)
     # 4. The sweep over the keys the directory does not hold yet.
     transcripts = TranscriptWriter(transcripts_dir(out))
@@ -138,6 +144,15 @@ def run_benchmark(
         console.print(f"interrupted: {stop_message()}", markup=False, highlight=False)
     planned = {key.id for key in keys} | {result.key for result in results}
     return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
+
+
+def _batch_notes(out: Path) -> list[str]:
+    """A synchronous pass over a directory whose batches may still be in flight asks their requests again."""
+    waiting = [record.number for record in read_batches(out) if record.stage in ("intent", "submitted")]
+    if not waiting:
+        return []
+    return [f"{len(waiting)} batch(es) of `edsb run --batch` may still be in flight here; this run asks their "
+            "requests again (the same command with --batch collects them instead)"]  # fmt: skip
 
 
 def _secret_notes(config: RunConfig) -> list[str]:
@@ -279,7 +294,7 @@ class _Sweep:
             sweep = asyncio.ensure_future(
                 run_keys(
                     self.pending,
-                    lambda key: execute_run(self.services, key),
+                    self._execute_run,
                     self.store,
                     concurrency=self.concurrency,
                     quiet=self.quiet,
@@ -307,6 +322,15 @@ class _Sweep:
             signals.remove()
             await self.services.model.aclose()
             self.services.close()
+
+    async def _execute_run(self, key: RunKey) -> RunResult | None:
+        """The run's result; None for a run that waits for a batch (its records so far are dropped: the pass that
+        gets its answers records the run whole)."""
+        try:
+            return await execute_run(self.services, key)
+        except RequestDeferred:
+            self.transcripts.discard_run(key.file_stem)
+            return None
 
 
 async def _until_halted(

@@ -1,0 +1,167 @@
+"""The providers' batch APIs behind one small protocol: submit requests, poll the batch, collect what came back.
+
+A batch sells the same requests at half price and answers within a day. edsb sends each request exactly as the
+synchronous client would (the client's own `_prepare` builds the body), names it by its `request_key` (the response
+cache's key, so an answer lands where the next pass looks for it), and reads each answer with the client's own
+`_parse`. What a batch could not answer comes back as a `BatchFailure`, judged as the synchronous client judges a
+refusal (`refusals.judge`), so a refused prompt stays the model's `request_rejected`.
+
+One module per API: `openai` (OpenAI's Batch API, also Azure's and the Responses API's), `anthropic` (Message
+Batches), `gemini` (Gemini's batch mode). `batch_route(model)` picks the one that serves a model, or refuses with one
+line before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from edsb.errors import UsageError
+from edsb.llm.errors import TransportError
+from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
+from edsb.llm.refusals import judge, read_error
+from edsb.llm.retry import is_retryable_status
+
+if TYPE_CHECKING:
+    from edsb.llm.batch.openai import OpenAIBatch
+
+FIND_WITHIN = 1_000
+BatchState = Literal["pending", "running", "ended"]
+FailureKind = Literal["refused", "expired", "failed"]
+
+
+class RequestDeferred(BaseException):
+    """A run's request is not in the response cache and has been put in the pass's batch: the run waits for it.
+
+    A BaseException, so that the pipeline, which records every `Exception` as an outcome, lets it through and the
+    run is not recorded this pass."""
+
+
+class BatchStatus(BaseModel):
+    """A batch as the provider reports it: its state and its own counts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: BatchState
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0  # errored, expired or cancelled requests, as far as the provider has counted them
+    provider_status: str = ""  # the provider's own word (`in_progress`, `JOB_STATE_RUNNING`)
+
+
+class BatchFailure(BaseModel):
+    """A request a batch did not answer. `refused`: the provider refused it (judged as a synchronous refusal);
+    `expired`: the batch's window closed first; `failed`: the batch or the request failed for another reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FailureKind
+    message: str
+    status: int | None = None
+    prompt_fault: bool = False
+    fix: str | None = None
+
+    @classmethod
+    def of_status(cls, status: int, body: bytes) -> BatchFailure:
+        """A request answered with an error status, its body in any provider's shape: a refusal (4xx) is judged as
+        the synchronous client judges it; a rate limit or a server error failed, and is sent again."""
+        error = read_error(body, status)
+        if is_retryable_status(status):
+            return cls(kind="failed", message=f"HTTP {status}: {error.message}", status=status)
+        verdict = judge(status, error)
+        return cls(
+            kind="refused", message=error.message, status=status, prompt_fault=verdict.prompt_fault, fix=verdict.fix
+        )
+
+    @property
+    def final(self) -> bool:
+        """A refusal is the answer the synchronous endpoint gives too; sending it again changes nothing."""
+        return self.kind == "refused"
+
+    def to_error(self) -> TransportError:
+        """The failure as the synchronous client would have raised it, for the pipeline to classify."""
+        if self.kind == "refused":
+            kind = "http" if self.status is not None else "rejected"
+            return TransportError(
+                kind, self.message, attempts=1, status=self.status, fix=self.fix, prompt_fault=self.prompt_fault
+            )
+        return TransportError("timeout", f"batch request {self.kind}: {self.message}", attempts=1)
+
+
+Outcome = ChatResponse | BatchFailure
+
+
+class BatchRoute(Protocol):
+    """One provider's batch API. `sent` is what a request sends (`ChatResponse.sent`), kept with the batch's intent
+    so that a batch collected after a crash reads as the synchronous reply would."""
+
+    name: str
+    max_requests: int  # what one batch may hold: requests, and bytes of its input (`line` for each request)
+    max_bytes: int
+
+    def sent(self, request: ChatRequest) -> dict[str, Any]: ...
+
+    def line(self, key: str, request: ChatRequest) -> bytes:
+        """The request as one JSON line of the provider's batch input."""
+        ...
+
+    async def submit(self, requests: Mapping[str, ChatRequest], tag: str) -> str: ...
+
+    async def find(self, tag: str) -> str | None:
+        """The batch an earlier process created under `tag` but did not live to record, if the API can say (among
+        the `FIND_WITHIN` newest batches: a search, not a walk through an account's whole history)."""
+        ...
+
+    async def poll(self, batch_id: str) -> BatchStatus: ...
+
+    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def export_route(model: ChatModel) -> OpenAIBatch:
+    """OpenAI's batch format for a model behind an OpenAI-compatible chat API (`--batch-export`, `--batch-import`:
+    files for a server's offline batch, such as vLLM's `run-batch`); a usage error for any other model."""
+    from edsb.llm.openai_client import OpenAIChatModel
+
+    inner = getattr(model, "inner", model)
+    if not isinstance(inner, OpenAIChatModel):
+        raise UsageError(
+            "--batch-export and --batch-import write and read OpenAI's chat completions batch format: they need an "
+            f"OpenAI-compatible model (openai:<model> --base-url URL), not {model.identity.split('@')[0]}"
+        )
+    from edsb.llm.batch.openai import OpenAIBatch
+
+    return OpenAIBatch(inner)
+
+
+def batch_route(model: ChatModel) -> BatchRoute:
+    """The batch API that serves `model` (the client under a response cache); a usage error where there is none."""
+    inner = getattr(model, "inner", model)
+    # Imported here: each route imports its SDK only when a batch run uses it.
+    from edsb.llm.openai_client import OpenAIChatModel
+    from edsb.llm.responses_client import OpenAIResponsesModel
+    from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
+
+    if isinstance(inner, OpenAIChatModel) and inner.provider.name in ("openai", "azure"):
+        from edsb.llm.batch.openai import OpenAIBatch
+
+        return OpenAIBatch(inner)
+    if isinstance(inner, OpenAIResponsesModel):
+        from edsb.llm.batch.openai import OpenAIBatch
+
+        return OpenAIBatch(inner)
+    if isinstance(inner, AnthropicChatModel) and inner.provider.cloud is None:
+        from edsb.llm.batch.anthropic import AnthropicBatch
+
+        return AnthropicBatch(inner)
+    if isinstance(inner, GoogleChatModel) and inner.provider.cloud is None:
+        from edsb.llm.batch.gemini import GeminiBatch
+
+        return GeminiBatch(inner)
+    raise UsageError(
+        f"--batch: {model.identity.split('@')[0]} has no batch API edsb can use (openai, azure, openai-responses, "
+        "anthropic and google have one); drop --batch"
+    )

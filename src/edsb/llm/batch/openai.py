@@ -1,0 +1,159 @@
+"""OpenAI's Batch API (https://platform.openai.com/docs/api-reference/batch) through the `openai` SDK, for the chat
+completions client (OpenAI, and Azure OpenAI's deployments, which serve the same API:
+https://learn.microsoft.com/en-us/azure/ai-foundry/openai/how-to/batch) and the Responses client.
+
+A batch is a JSONL file uploaded with purpose `batch`, one request a line (`custom_id`, `method`, `url`, `body`), then
+a batch over it with a 24-hour window. It ends `completed`, `expired`, `failed` or `cancelled`; the answers are in its
+output file and the requests it could not answer in its error file, both JSONL keyed by `custom_id`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic_core import to_json
+
+from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
+from edsb.llm.errors import ProviderSdkError
+from edsb.llm.protocol import ChatRequest
+from edsb.llm.retry import AttemptFailure
+
+WINDOW = "24h"
+TAG_FIELD = "edsb_batch"  # the batch's metadata entry naming the intent it carries
+_ENDED = {"completed", "expired", "failed", "cancelled"}
+_PENDING = {"validating"}
+
+
+class OpenAIBatch:
+    """The Batch API of the endpoint a chat completions or Responses client speaks to."""
+
+    # A batch's input file holds up to 50,000 requests and 200 MB
+    # (https://platform.openai.com/docs/guides/batch#rate-limits); a little room is kept under the bytes.
+    max_requests = 50_000
+    max_bytes = 190_000_000
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.responses = model.provider.api == "responses"
+        self.azure = model.provider.name == "azure"
+        self.name = model.provider.name
+        chat = "/chat/completions" if self.azure else "/v1/chat/completions"  # Azure's path has no version
+        self.url = "/v1/responses" if self.responses else chat
+        self._client: Any = None
+
+    def _sdk_client(self) -> Any:
+        if self._client is None:
+            try:
+                import openai
+            except ImportError:
+                needs = "--batch: OpenAI's Batch API needs the SDK: pip install 'edsb[openai]'"
+                raise ProviderSdkError(needs) from None
+            key = self.model._api_key
+            if self.azure:
+                self._client = openai.AsyncAzureOpenAI(
+                    azure_endpoint=self.model.base_url, api_key=key, api_version=self.model.api_version()
+                )
+            else:
+                self._client = openai.AsyncOpenAI(api_key=key, base_url=self.model.base_url)
+        return self._client
+
+    def _body(self, request: ChatRequest) -> tuple[bytes, dict[str, Any]]:
+        """The body the synchronous client sends, byte for byte, and what it records as sent."""
+        prepared, sent = self.model._prepare(request)
+        return (prepared if isinstance(prepared, bytes) else to_json(prepared)), sent
+
+    def sent(self, request: ChatRequest) -> dict[str, Any]:
+        return self._body(request)[1]
+
+    def line(self, key: str, request: ChatRequest) -> bytes:
+        head = to_json({"custom_id": key, "method": "POST", "url": self.url})
+        return head[:-1] + b',"body":' + self._body(request)[0] + b"}\n"
+
+    async def submit(self, requests: Mapping[str, ChatRequest], tag: str) -> str:
+        client = self._sdk_client()
+        data = b"".join(self.line(key, request) for key, request in requests.items())
+        uploaded = await client.files.create(file=(f"edsb-{tag}.jsonl", data), purpose="batch")
+        batch = await client.batches.create(
+            input_file_id=uploaded.id, endpoint=self.url, completion_window=WINDOW, metadata={TAG_FIELD: tag}
+        )
+        return str(batch.id)
+
+    async def find(self, tag: str) -> str | None:
+        seen = 0
+        async for batch in self._sdk_client().batches.list(limit=100):  # newest first
+            if (batch.metadata or {}).get(TAG_FIELD) == tag:
+                return str(batch.id)
+            seen += 1
+            if seen >= FIND_WITHIN:
+                break
+        return None
+
+    async def poll(self, batch_id: str) -> BatchStatus:
+        batch = await self._sdk_client().batches.retrieve(batch_id)
+        counts = batch.request_counts
+        return BatchStatus(
+            state="ended" if batch.status in _ENDED else "pending" if batch.status in _PENDING else "running",
+            total=getattr(counts, "total", 0) or 0,
+            succeeded=getattr(counts, "completed", 0) or 0,
+            failed=getattr(counts, "failed", 0) or 0,
+            provider_status=str(batch.status),
+        )
+
+    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+        """Every request's answer or failure: the output file, the error file, and for requests in neither the
+        batch's own end (a failed batch's errors, expiry, cancellation)."""
+        client = self._sdk_client()
+        batch = await client.batches.retrieve(batch_id)
+        outcomes: dict[str, Outcome] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await client.files.content(file_id)
+                for raw in content.content.splitlines():
+                    if raw.strip():
+                        key, outcome = self._outcome(json.loads(raw), sent)
+                        if key in sent:
+                            outcomes[key] = outcome
+        missing = _batch_failure(batch)
+        return {key: outcomes.get(key, missing) for key in sent}
+
+    def _outcome(self, entry: dict[str, Any], sent: Mapping[str, dict[str, Any]]) -> tuple[str, Outcome]:
+        key = str(entry.get("custom_id"))
+        return key, self.read(entry, sent.get(key, {}))
+
+    def read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
+        """One line of an output or error file (OpenAI's, or vLLM's `run-batch` output) as an answer or failure."""
+        response, error = entry.get("response") or {}, entry.get("error") or {}
+        status, body = response.get("status_code"), response.get("body")
+        if status == 200 and isinstance(body, dict):
+            try:
+                return self._parse(body, sent)
+            except AttemptFailure as exc:
+                return BatchFailure(kind="failed", message=exc.message)
+        if isinstance(status, int):
+            return BatchFailure.of_status(status, json.dumps(body).encode() if body is not None else b"")
+        code, message = str(error.get("code") or ""), str(error.get("message") or "no answer")
+        return BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
+
+    def _parse(self, body: dict[str, Any], sent: dict[str, Any]) -> Any:
+        if self.responses:  # read into the SDK's type as the SDK reads a synchronous reply: leniently
+            from openai._models import construct_type
+            from openai.types.responses import Response
+
+            return self.model._parse(construct_type(type_=Response, value=body), 0.0, 1, (None, sent))
+        return self.model._parse(to_json(body), 0.0, 1, (b"", sent))
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _batch_failure(batch: Any) -> BatchFailure:
+    """What a request in neither file came to: the batch's window closed, it failed validation, or it was cancelled."""
+    if batch.status == "expired":
+        return BatchFailure(kind="expired", message=f"the batch expired after its {WINDOW} window")
+    errors = getattr(getattr(batch, "errors", None), "data", None) or []
+    said = "; ".join(str(getattr(error, "message", "") or "") for error in errors if getattr(error, "message", None))
+    return BatchFailure(kind="failed", message=f"the batch ended {batch.status}" + (f": {said}" if said else ""))
