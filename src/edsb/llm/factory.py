@@ -12,17 +12,11 @@ from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.errors import TransportError
 from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.llm.local import LocalChatModel
-from edsb.llm.openai_client import (
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT_S,
-    OpenAIChatModel,
-)
+from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_S
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
 from edsb.llm.providers import get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
-from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
 from edsb.llm.spec import ModelSpec, parse_model_spec
 from edsb.results.rundir import CONFIG_FILE
 
@@ -100,17 +94,8 @@ def build_model(
 
 
 def _remote_model(kind: str, target: str, options: dict[str, Any], *, prompt_cache: bool) -> ChatModel:
-    """The client of a provider's API: its official SDK where edsb uses one, else the OpenAI-compatible client."""
-    provider = get_provider(kind)
-    if provider.api == "anthropic":
-        return AnthropicChatModel(target, provider, prompt_cache=prompt_cache, **options)
-    if provider.api == "google":
-        return GoogleChatModel(target, provider, **options)
-    if provider.api == "responses":
-        from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
-
-        return OpenAIResponsesModel(target, **options)
-    return OpenAIChatModel(target, provider=provider, **options)
+    """The client of a provider's API, as the provider names it (`Provider.client`)."""
+    return get_provider(kind).client(target, options, prompt_cache=prompt_cache)
 
 
 def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
