@@ -14,7 +14,7 @@ from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.llm.local import LocalChatModel
 from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_S
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
-from edsb.llm.providers import get_provider
+from edsb.llm.providers import PROVIDERS, get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
 from edsb.llm.spec import ModelSpec, parse_model_spec
@@ -122,6 +122,13 @@ def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def seedless() -> str:
+    """The providers whose API has no sampling seed, as `--model-seed`'s help names them: a cloud's route
+    (`anthropic-bedrock`) under its provider's name."""
+    names = [name for name, provider in PROVIDERS.items() if not provider.takes_seed]
+    return ", ".join(name for name in names if not any(name.startswith(f"{other}-") for other in names))
 
 
 def takes_seed(spec: str | ModelSpec) -> bool:
