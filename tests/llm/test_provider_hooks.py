@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from edsb.llm import ChatRequest, Message, OpenAIChatModel, build_model, tell_window_note
+from edsb.llm import ChatRequest, Message, OpenAIChatModel, TransportError, build_model, tell_window_note
 from edsb.llm.providers import PROVIDERS
 from edsb.llm.providers.azure import azure_host
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
@@ -29,6 +29,7 @@ class TokenEndpoint:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self.refuse = False  # answer 400, as for a scope the identity may not have
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,7 +37,9 @@ class TokenEndpoint:
                 endpoint.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 token = {"access_token": f"tok-{len(endpoint.requests)}", "expires_on": str(int(time.time()) + 3600)}
                 body = json.dumps({**token, "resource": "https://cognitiveservices.azure.com", "token_type": "Bearer"})
-                self.send_response(200)
+                if endpoint.refuse:
+                    body = json.dumps({"error": "invalid_scope", "error_description": "no such scope"})
+                self.send_response(400 if endpoint.refuse else 200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -86,11 +89,35 @@ def test_azure_without_a_key_signs_in_with_entra_id(token_endpoint: TokenEndpoin
     assert "resource=https://cognitiveservices.azure.com" in path and headers["x-identity-header"] == "not-a-secret"
 
 
+def test_a_sign_in_without_a_token_stops_the_sweep_naming_the_key(token_endpoint: TokenEndpoint) -> None:
+    token_endpoint.refuse = True
+    with OpenAIServer(validator=azure_classic) as server:
+        model = build_model("azure:eval-4o", base_url=server.root_url, cache=False, max_retries=0)
+
+        async def once() -> None:
+            try:
+                await model.complete(REQUEST)
+            finally:
+                await model.aclose()
+
+        with pytest.raises(TransportError) as refused:
+            asyncio.run(once())
+        sent = len(server.requests)
+    assert sent == 0 and refused.value.client_refused  # nothing sent; no request of the run could succeed
+    assert "az login" in str(refused.value) and "export AZURE_OPENAI_API_KEY" in str(refused.value)
+    assert "ManagedIdentityCredential" in str(refused.value)  # the credential's own account, kept
+
+
 def test_a_key_wins_over_the_sign_in(token_endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "key-not-a-secret")
     with OpenAIServer(validator=azure_classic) as server:
         model = build_model("azure:eval-4o", base_url=server.root_url, cache=False)
-        asyncio.run(model.complete(REQUEST))
+
+        async def once() -> None:
+            await model.complete(REQUEST)
+            await model.aclose()
+
+        asyncio.run(once())
         (sent,) = server.requests
     assert sent.headers["api-key"] == "key-not-a-secret" and "authorization" not in sent.headers
     assert not token_endpoint.requests

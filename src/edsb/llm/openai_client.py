@@ -354,8 +354,9 @@ class OpenAIChatModel(RemoteChatModel):
             value = await self._sign_in.header()
             _check_header("Authorization", value)
         except Exception as exc:  # the credential's own errors, whichever library raised them
-            message = one_line(f"the sign-in found no token for {self.provider.name}: {type(exc).__name__}: {exc}")
-            raise AttemptFailure.http(401, ServerError(message), None) from None
+            key = f"or export {self.provider.key_env}, or name a key variable with --api-key-env"
+            fix = f"no Microsoft Entra ID token for {self.provider.name}: sign in (az login, a managed identity) {key}"
+            raise AttemptFailure.http(401, ServerError(flat(f"{fix}; {type(exc).__name__}: {exc}")), None) from None
         return value
 
     def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
