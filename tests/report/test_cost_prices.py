@@ -26,6 +26,7 @@ from edsb.report.summary_types import ModuleTokens, Tokens
         ("google:gemini-2.5-flash", (0.30, 2.50)),
         ("google:gemini-3-pro-preview", (2.00, 12.00)),
         ("gpt-4o-2024-08-06", (2.50, 10.00)),  # a bare name, as older configs hold it
+        ("openai-responses:gpt-5", (1.25, 10.00)),  # OpenAI's price through either API
     ],
 )
 def test_the_builtin_table_is_dated_and_covers_todays_models(spec: str, prices: tuple[float, float]) -> None:

@@ -71,7 +71,8 @@ class Provider:
     max_tokens: int | None = None
     takes_seed: bool = True  # whether the API has a sampling seed for `--model-seed`
     extra: str | None = None  # the pip extra that installs its SDK
-    keyless: bool = False  # a server on the user's own machine (Ollama): no key is needed at its default host
+    # No key is needed at its default host: a server on the user's own machine (Ollama), or a sign-in (`sign_in`).
+    keyless: bool = False
     body: Mapping[str, Any] = field(default_factory=dict)
     effort_object: bool = False
     ignores_temperature: tuple[str, ...] = ()

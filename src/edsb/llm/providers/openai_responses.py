@@ -33,6 +33,10 @@ class OpenAIResponses(Provider):
 
         return OpenAIResponsesModel(model, **options)
 
+    def priced_as(self, model: str) -> tuple[str, str]:
+        """OpenAI bills a model alike through either API."""
+        return "openai", model
+
 
 def responses_body(model: str, request: ChatRequest) -> dict[str, Any]:
     """The keyword arguments of `responses.create`; a setting left unset is not sent."""
