@@ -131,10 +131,13 @@ def seedless() -> str:
     return ", ".join(name for name in names if not any(name.startswith(f"{other}-") for other in names))
 
 
-def takes_seed(spec: str | ModelSpec) -> bool:
-    """Whether `--model-seed` reaches the model: not for Anthropic, whose Messages API has no seed."""
+def seed_refused(spec: str | ModelSpec) -> str | None:
+    """Why `--model-seed` cannot reach the model (its provider's API has no seed, as Anthropic's); None if it can."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
-    return not parsed.remote or get_provider(parsed.kind).takes_seed
+    provider = get_provider(parsed.kind) if parsed.remote else None
+    if provider is None or provider.takes_seed:
+        return None
+    return f"{parsed} takes no sampling seed ({provider.no_seed()})"
 
 
 async def check_model_async(

@@ -142,6 +142,9 @@ class Anthropic(Provider):
     def json_mode_not_sent(self) -> str | None:
         return "Anthropic's Messages API has no JSON mode; JSON is asked for in the prompt only"
 
+    def no_seed(self) -> str:
+        return "Anthropic's Messages API has none"
+
     def priced_as(self, model: str) -> tuple[str, str]:
         """A cloud's Claude is priced as Anthropic's model of that name (`report.cost` dates the cloud's rows):
         Bedrock's `us.anthropic.claude-sonnet-4-5-20250929-v1:0` and Vertex AI's `claude-sonnet-4-5@20250929` are

@@ -3,11 +3,11 @@
 A provider is one frozen row of data (its host, key variable, default token cap, extra) and a class that says the
 rest, each in one place: which client speaks its API (`client`), what its API refuses before any request, naming
 the option that fixes it (`refuses`), which paper default it cannot be sent and why (`temperature_not_sent`,
-`json_mode_not_sent`), which refusal phrases of its error bodies name a fix of their own (`refusal_fixes`), whose
-list prices its models cost (`priced_as`), what signs in without a key (`sign_in`), whether the server may cut
-prompts short without an error (`cut_note`) and its batch route (`batch`). The request body, the reply's
-reasoning and usage are built and read by the provider's module (`providers.openai`, `providers.anthropic`, ...),
-which its client calls.
+`json_mode_not_sent`, `no_seed`), which refusal phrases of its error bodies name a fix of their own
+(`refusal_fixes`), whose list prices its models cost (`priced_as`), what signs in without a key (`sign_in`),
+whether the server may cut prompts short without an error (`cut_note`) and its batch route (`batch`). The request
+body, the reply's reasoning and usage are built and read by the provider's module (`providers.openai`,
+`providers.anthropic`, ...), which its client calls.
 
 The defaults are those of an OpenAI-compatible host; a provider overrides only what differs.
 """
@@ -132,6 +132,10 @@ class Provider:
     def json_mode_not_sent(self) -> str | None:
         """Why JSON mode, asked for, does not go to this API (None: it does)."""
         return None
+
+    def no_seed(self) -> str:
+        """Why `--model-seed` is refused where the API has no seed (`takes_seed` False)."""
+        return f"{self.name}'s API has none"
 
     def refusal_fixes(self) -> tuple[tuple[str, str], ...]:
         """(phrase, fix): a refusal whose message holds the phrase (lower case) is fixed so, whatever field it names."""

@@ -33,6 +33,9 @@ class OpenAIResponses(Provider):
 
         return OpenAIResponsesModel(model, **options)
 
+    def no_seed(self) -> str:
+        return "OpenAI's Responses API has none"
+
     def priced_as(self, model: str) -> tuple[str, str]:
         """OpenAI bills a model alike through either API."""
         return "openai", model
