@@ -21,7 +21,7 @@ from edsb import __version__
 from edsb.data.download import ARCHIVE_NAME, ARCHIVE_URL, OFFLINE_ENV, URL_ENV
 from edsb.data.models import TAGS, SceneName, TagName
 from edsb.errors import EdsbError, UsageError, hint
-from edsb.llm.factory import CHECK_TIMEOUT_S
+from edsb.llm.factory import CHECK_TIMEOUT_S, seedless
 from edsb.planning.generation import PROVIDER_DEFAULT, ReasoningEffort, ThinkingLevel
 from edsb.planning.variants import PresetName, SamplerName, VariantName
 from edsb.report.formats import CompareFormat, ReportFormat, plural
@@ -399,8 +399,8 @@ ModelSeedOption = Annotated[
     typer.Option(
         min=0,
         metavar="N",
-        help=f"Sampling seed sent to the model, N + r on repeat r (default {_default('model_seed')}, the embedded "
-        "model 0; not for anthropic).",
+        help=f"Sampling seed, N + r on repeat r (default {_default('model_seed')}, the embedded "
+        f"model 0; not for {seedless()}).",
         rich_help_panel=GENERATION_PANEL,
     ),
 ]

@@ -43,5 +43,6 @@ def test_a_prompt_cut_to_the_window_is_said(
     assert run.returncode == 0, run.stderr
     assert longest // 4 > 2 * 1024  # the benchmark's prompts are longer than the window of this test
     said = " ".join(run.stderr.split())  # the warning wraps to the terminal's width
-    assert ("warning: the server counted 1,024 prompt tokens" in said) == warned, run.stderr
-    assert ("OLLAMA_CONTEXT_LENGTH=32768" in said) == warned
+    # Said when first seen, and again at the end of the sweep: once each.
+    assert said.count("warning: the server counted 1,024 prompt tokens") == (2 if warned else 0), run.stderr
+    assert said.count("OLLAMA_CONTEXT_LENGTH=32768") == (2 if warned else 0)

@@ -7,6 +7,7 @@ import pytest
 
 from edsb.errors import UsageError
 from edsb.llm import rules as dialects
+from edsb.llm.providers import anthropic
 from edsb.planning.generation import GenerationSettings
 from edsb.runner.config import resolve_generation
 
@@ -15,7 +16,7 @@ CLAUDE = "anthropic:claude-sonnet-4-5"
 
 @pytest.fixture(params=[False, True], ids=["no temperature", "temperature"])
 def takes_temperature(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    monkeypatch.setattr(dialects, "anthropic_api", lambda: ("2099-01-01", request.param))
+    monkeypatch.setattr(anthropic, "temperature_api", lambda: ("2099-01-01", request.param))
     return bool(request.param)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edsb.report.cost import PRICES_AS_OF, Price, estimate_cost, price_for
+from edsb.report.cost import CLOUD_PRICES_AS_OF, CLOUD_SOURCE, PRICES_AS_OF, Price, estimate_cost, price_for
 from edsb.report.summary_types import ModuleTokens, Tokens
 
 
@@ -26,6 +26,7 @@ from edsb.report.summary_types import ModuleTokens, Tokens
         ("google:gemini-2.5-flash", (0.30, 2.50)),
         ("google:gemini-3-pro-preview", (2.00, 12.00)),
         ("gpt-4o-2024-08-06", (2.50, 10.00)),  # a bare name, as older configs hold it
+        ("openai-responses:gpt-5", (1.25, 10.00)),  # OpenAI's price through either API
     ],
 )
 def test_the_builtin_table_is_dated_and_covers_todays_models(spec: str, prices: tuple[float, float]) -> None:
@@ -55,3 +56,31 @@ def test_cost_is_of_billed_output_thinking_included() -> None:
     price = price_for("google:gemini-2.5-flash")
     assert price is not None
     assert estimate_cost(tokens, price)["total"] == pytest.approx((2_000 * 0.30 + 1_240 * 2.50) / 1e6)
+
+
+@pytest.mark.parametrize(
+    ("spec", "prices", "cached"),
+    [
+        ("anthropic-bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", (3.00, 15.00), 0.30),
+        ("anthropic-bedrock:global.anthropic.claude-haiku-4-5-20251001-v1:0", (1.00, 5.00), 0.10),
+        ("anthropic-bedrock:anthropic.claude-opus-4-1-20250805-v1:0", (15.00, 75.00), 1.50),
+        ("anthropic-vertex:claude-sonnet-4-5@20250929", (3.00, 15.00), 0.30),
+        ("anthropic-vertex:claude-opus-4-6", (5.00, 25.00), 0.50),
+        ("google-vertex:gemini-2.5-pro", (1.25, 10.00), 0.125),
+    ],
+)
+def test_the_clouds_routes_are_priced_as_the_models_they_serve(
+    spec: str, prices: tuple[float, float], cached: float
+) -> None:
+    price = price_for(spec)
+    assert price is not None and (price.input_per_million, price.output_per_million) == prices
+    assert price.cached_per_million == cached
+    route = spec.partition(":")[0]
+    assert price.source == f"built-in list price as of {CLOUD_PRICES_AS_OF[route]}, {CLOUD_SOURCE[route]}"
+    if route.startswith("anthropic"):  # cache writes as Anthropic bills them
+        assert price.cache_write_per_million == pytest.approx(prices[0] * 1.25)
+
+
+@pytest.mark.parametrize("spec", ["anthropic-bedrock:meta.llama3-70b-instruct-v1:0", "google-vertex:gemini-9"])
+def test_a_clouds_model_the_table_lacks_has_no_price(spec: str) -> None:
+    assert price_for(spec) is None

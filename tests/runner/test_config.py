@@ -282,7 +282,9 @@ def test_generation_settings_default_to_what_each_model_is_sent(model: str, cap:
 def test_a_seed_for_a_model_that_takes_none_is_refused() -> None:
     with pytest.raises(UsageError, match="takes no sampling seed") as raised:
         resolve_run_config({**NO_OPTIONS, "model": "anthropic:claude", "model_seed": 3})
-    assert "\n" not in str(raised.value)
+    assert "\n" not in str(raised.value) and "Anthropic's Messages API has none" in str(raised.value)
+    with pytest.raises(UsageError, match=r"\(OpenAI's Responses API has none\)"):
+        resolve_run_config({**NO_OPTIONS, "model": "openai-responses:gpt-5", "model_seed": 3})
     assert resolve_run_config({**NO_OPTIONS, "model": "google:gemini", "model_seed": 3}).model_seed == 3
 
 

@@ -20,7 +20,7 @@ AUDITED = {
     "ends in a unit letter, so backtracking crosses each part once",
     ("llm/retry.py", r"(\d+(?:\.\d+)?)(ms|h|m|s)"): "the parts of a reset header the pattern above matched whole "
     "(alone, `findall` restarted at each digit of a flood: quadratic)",
-    ("llm/sdk_client.py", r"(\d+(?:\.\d+)?)s"): "Gemini's retryDelay in an error body, fullmatch only: one start",
+    ("llm/providers/google.py", r"(\d+(?:\.\d+)?)s"): "Gemini's retryDelay in an error body, fullmatch only: one start",
     ("llm/refusals.py", r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"): "the words of a refusal's message "
     "(finditer): each dotted part starts with its dot, so a match is one pass and the scan goes on after it "
     "(200 KB floods in 21 ms)",
@@ -32,9 +32,11 @@ AUDITED = {
     ("llm/oracle/model.py", r"^\[(?P<names>[^\]]*)\] (?P<activity>.*)$"): "the oracle's own event label",
     ("data/selection.py", r"^(\d+)\s*-\s*(\d+)$"): "the user's --cases",
     (
-        "llm/providers.py",
+        "llm/providers/anthropic.py",
         r"claude-(?P<family>opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?",
     ): "the user's --model",
+    ("llm/providers/anthropic.py", r"^(?:[a-z]{2,6}\.)?anthropic\.|-v\d+(?::\d+)?$|@\d{8}$"): "a cloud's name for a "
+    "Claude model (the user's --model, priced): each alternative anchored or bounded by its literal head",
     ("scoring/conditions.py", r"(\|\||&&|[()])"): "the benchmark's expected conditions",
 }
 # Patterns built at import time from edsb's own names: an alternation of escaped literals (the API names).

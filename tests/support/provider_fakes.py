@@ -208,12 +208,13 @@ AZURE_DEPLOYMENTS = {"eval-mini": "gpt-5-mini", "eval-4o": "gpt-4o"}
 
 def azure_classic(request: RecordedRequest, dialect: Dialect) -> Reply | None:
     """Azure OpenAI's classic deployment URL needs `?api-version=` and refuses a request without it; the key goes in
-    the `api-key` header (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference); the deployment's
-    model then refuses what OpenAI's refuses (a gpt-5-mini deployment refuses `max_tokens`, whatever its name)."""
+    the `api-key` header, or an Entra ID token as a bearer one
+    (https://learn.microsoft.com/en-us/azure/ai-foundry/openai/reference); the deployment's model then refuses what
+    OpenAI's refuses (a gpt-5-mini deployment refuses `max_tokens`, whatever its name)."""
     if "api-version=" not in request.query:
         error = {"code": "BadRequest", "message": "Missing required query parameter: api-version"}
         return Reply.json({"error": error}, status=400)
-    if "api-key" not in request.headers:
+    if "api-key" not in request.headers and not request.headers.get("authorization", "").startswith("Bearer "):
         message = "Access denied due to invalid subscription key or wrong API endpoint."
         return Reply.json({"error": {"code": "401", "message": message}}, status=401)
     match = AZURE_PATH.fullmatch(request.path)

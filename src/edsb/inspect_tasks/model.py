@@ -23,8 +23,8 @@ from inspect_ai.model import (
 )
 
 from edsb.llm.errors import TransportError
-from edsb.llm.openai_client import reasoning_model
 from edsb.llm.protocol import ChatRequest, ChatResponse, Message
+from edsb.llm.providers.openai import reasoning_model
 
 # Providers that speak OpenAI's chat API and so understand `response_format: json_object`, the JSON mode the
 # reference asks for on the Narrator. Other providers get the same prompt without it (the prompt asks for JSON too).

@@ -8,7 +8,7 @@ from edsb.llm.cache import CachedChatModel, CacheError, ResponseCache, default_c
 from edsb.llm.errors import ApiKeyError, LocalModelError, ModelSpecError, ReplayError, TransportError
 from edsb.llm.factory import build_model, check_model, check_model_async
 from edsb.llm.local import LocalChatModel, bundled_gguf_path
-from edsb.llm.openai_client import OpenAIChatModel, window_note_of
+from edsb.llm.openai_client import OpenAIChatModel, tell_window_note, window_note_of
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse, Message, request_key
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
@@ -49,6 +49,7 @@ __all__ = [
     "parse_model_spec",
     "read_transcripts",
     "request_key",
+    "tell_window_note",
     "transcripts_by_run",
     "transcripts_dir",
     "window_note_of",

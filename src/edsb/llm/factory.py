@@ -12,17 +12,11 @@ from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.errors import TransportError
 from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.llm.local import LocalChatModel
-from edsb.llm.openai_client import (
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT_S,
-    OpenAIChatModel,
-)
+from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_S
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
-from edsb.llm.providers import get_provider
+from edsb.llm.providers import PROVIDERS, get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
-from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
 from edsb.llm.spec import ModelSpec, parse_model_spec
 from edsb.results.rundir import CONFIG_FILE
 
@@ -100,17 +94,8 @@ def build_model(
 
 
 def _remote_model(kind: str, target: str, options: dict[str, Any], *, prompt_cache: bool) -> ChatModel:
-    """The client of a provider's API: its official SDK where edsb uses one, else the OpenAI-compatible client."""
-    provider = get_provider(kind)
-    if provider.api == "anthropic":
-        return AnthropicChatModel(target, provider, prompt_cache=prompt_cache, **options)
-    if provider.api == "google":
-        return GoogleChatModel(target, provider, **options)
-    if provider.api == "responses":
-        from edsb.llm.responses_client import OpenAIResponsesModel  # the SDK's types load with the model
-
-        return OpenAIResponsesModel(target, **options)
-    return OpenAIChatModel(target, provider=provider, **options)
+    """The client of a provider's API, as the provider names it (`Provider.client`)."""
+    return get_provider(kind).client(target, options, prompt_cache=prompt_cache)
 
 
 def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
@@ -139,10 +124,20 @@ def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def takes_seed(spec: str | ModelSpec) -> bool:
-    """Whether `--model-seed` reaches the model: not for Anthropic, whose Messages API has no seed."""
+def seedless() -> str:
+    """The providers whose API has no sampling seed, as `--model-seed`'s help names them: a cloud's route
+    (`anthropic-bedrock`) under its provider's name."""
+    names = [name for name, provider in PROVIDERS.items() if not provider.takes_seed]
+    return ", ".join(name for name in names if not any(name.startswith(f"{other}-") for other in names))
+
+
+def seed_refused(spec: str | ModelSpec) -> str | None:
+    """Why `--model-seed` cannot reach the model (its provider's API has no seed, as Anthropic's); None if it can."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
-    return not parsed.remote or get_provider(parsed.kind).takes_seed
+    provider = get_provider(parsed.kind) if parsed.remote else None
+    if provider is None or provider.takes_seed:
+        return None
+    return f"{parsed} takes no sampling seed ({provider.no_seed()})"
 
 
 async def check_model_async(

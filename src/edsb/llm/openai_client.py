@@ -1,9 +1,7 @@
 """`openai:<model>` and the other OpenAI-compatible providers (`deepinfra`, `openrouter`, `deepseek`, `xai`, `ollama`,
-...): any server that speaks the OpenAI chat completions API, over aiohttp.
-
-What is sent: the messages, the temperature when one is given, `response_format` `json_object` in JSON mode, the
-token cap when one is given (as `max_completion_tokens` to OpenAI's reasoning models, which refuse `max_tokens`),
-`reasoning_effort`, `top_p` and `seed` when given. The reply is split into reasoning and answer (`reasoning`).
+...): any server that speaks the OpenAI chat completions API, over aiohttp. What is sent and how the usage reads is
+the provider's (`providers.openai.chat_body`, `billed_usage`); the reply is split into reasoning and answer
+(`reasoning`).
 
 edsb speaks the one endpoint it needs (`POST {base_url}/chat/completions`, bearer key) over aiohttp, as
 lm-evaluation-harness's API models do, rather than through the openai SDK, whose request path (typed request
@@ -30,17 +28,20 @@ import os
 import ssl
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic_core import from_json, to_json
 
 from edsb import __version__
-from edsb.llm.errors import ModelSpecError, TransportError
+from edsb.llm.errors import ModelSpecError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.providers import OPENAI_URL, PROVIDERS, Provider
+from edsb.llm.providers.base import BearerSource
+from edsb.llm.providers.openai import billed_usage, chat_body
 from edsb.llm.reasoning import split_message
-from edsb.llm.refusals import read_error
+from edsb.llm.refusals import ServerError, read_error
 from edsb.llm.remote import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -52,7 +53,6 @@ from edsb.llm.remote import (
     one_line,
     resolve_api_key,
     tls_context,
-    token_count,
 )
 from edsb.llm.retry import AttemptFailure, retry_after_s
 
@@ -135,10 +135,6 @@ def _client_failure(exc: aiohttp.ClientError | OSError) -> AttemptFailure:
     return AttemptFailure("connection", flat(f"{type(exc).__name__}: {exc or repr(exc)}"))
 
 
-def _token_count(usage: dict[str, Any], name: str) -> int:
-    return token_count(usage.get(name), f"usage.{name}")
-
-
 def _load_body(body: bytes) -> Any:
     """The JSON of a body. pydantic-core's parser first (json.loads on bytes spends as long detecting the encoding);
     it refuses a lone surrogate escape (`"\\ud800"`), which JSON allows and the Python parser keeps, to be replaced
@@ -189,51 +185,6 @@ def parse_completion(
     )
 
 
-def billed_usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """The `ChatResponse` token fields of a chat completion's usage, as billed: the cached input tokens
-    (`prompt_tokens_details.cached_tokens`), OpenRouter's `cost`, and, where `total_tokens` exceeds prompt plus
-    completion (xAI leaves its reasoning tokens out of `completion_tokens` and bills them as output), the difference
-    as output reasoning."""
-    prompt = _token_count(usage, "prompt_tokens")
-    completion = _token_count(usage, "completion_tokens")
-    reasoning = _reasoning_tokens(usage)
-    total = usage.get("total_tokens")
-    hidden = token_count(total, "usage.total_tokens") - prompt - completion if total is not None else 0
-    if hidden > 0:
-        completion += hidden
-        reasoning = max(reasoning or 0, hidden)
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    cost = usage.get("cost")
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "reasoning_tokens": reasoning,
-        "cached_tokens": None if cached is None else token_count(cached, "usage.prompt_tokens_details.cached_tokens"),
-        "billed_usd": float(cost)
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-        else None,
-    }
-
-
-def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
-    """The reasoning tokens inside `completion_tokens`: OpenAI's `completion_tokens_details.reasoning_tokens`, else
-    SGLang's and vLLM's `reasoning_tokens`; None when the server does not say."""
-    details = usage.get("completion_tokens_details")
-    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-        return token_count(details["reasoning_tokens"], "usage.completion_tokens_details.reasoning_tokens")
-    if usage.get("reasoning_tokens") is not None:
-        return _token_count(usage, "reasoning_tokens")
-    return None
-
-
-def reasoning_model(model: str) -> bool:
-    """OpenAI's reasoning models (the gpt-5 family, o1, o3, o4-mini, under any `org/` prefix): they take the token cap
-    as `max_completion_tokens` and a `reasoning_effort`."""
-    name = model.rsplit("/", 1)[-1].lower()
-    return name.startswith("gpt-5") or (len(name) > 1 and name[0] == "o" and name[1].isdigit())
-
-
 def _refuse_https_proxy(scheme: str, host: str) -> None:
     """ValueError when the environment names an https:// proxy for this endpoint: aiohttp's `trust_env` would skip it
     with a logged warning and connect directly, which is not what the user asked for."""
@@ -252,33 +203,11 @@ def _check_header(name: str, value: str) -> None:
         raise ValueError(f"header {name!r} has a character HTTP does not allow") from None
 
 
-OLLAMA_PORT = 11434
-# Roughly how many bytes of a request body make one prompt token (English prose and code; JSON adds a little); a
-# count below `WINDOW_SHARE` of that estimate is a prompt cut short, for a prompt of `WINDOW_FLOOR` tokens or more
-# (no context window is smaller).
-BYTES_PER_TOKEN = 4
-WINDOW_SHARE = 0.6
-WINDOW_FLOOR = 2048
-
-
-def window_note(counted: int, body_bytes: int) -> str | None:
-    """What to tell the user when the server counted far fewer prompt tokens than the request holds: Ollama cuts a
-    prompt to its context window (4,096 tokens by default below 24 GiB of GPU memory) without an error
-    (https://docs.ollama.com/context-length), so the model never saw the whole prompt."""
-    estimate = body_bytes // BYTES_PER_TOKEN
-    if counted <= 0 or estimate < WINDOW_FLOOR or counted >= WINDOW_SHARE * estimate:
-        return None
-    return (
-        f"the server counted {counted:,} prompt tokens where about {estimate:,} were sent: Ollama cuts a prompt to "
-        "its context window without an error, so the model did not see all of it; restart the server with a larger "
-        "window, e.g. OLLAMA_CONTEXT_LENGTH=32768 ollama serve"
-    )
-
-
 class OpenAIChatModel(RemoteChatModel):
     """A model behind an OpenAI-compatible `/chat/completions` endpoint, over aiohttp.
 
-    `window_note`: set once the server (Ollama) counted far fewer prompt tokens than were sent (`window_note()`)."""
+    `window_note`: set once the server (Ollama) counted far fewer prompt tokens than were sent
+    (`Provider.cut_note`); `on_note`, if set, is told it then, once."""
 
     not_found_hint = "does --base-url end in /v1, and does the server serve this model name?"
 
@@ -287,9 +216,14 @@ class OpenAIChatModel(RemoteChatModel):
         own = provider.url_for(model) or os.environ.get(provider.base_url_env or "", "").strip().rstrip("/")
         super().__init__(model, provider, url, default_url=own or DEFAULT_BASE_URL, **options)
         self.window_note: str | None = None
+        self.on_note: Callable[[str], None] | None = None
+        # No key given: a sign-in (Entra ID at an Azure resource) puts its token on each request instead.
+        self._sign_in: BearerSource | None = (
+            provider.sign_in(self.base_url) if self._api_key == KEYLESS_PLACEHOLDER else None
+        )
         key = {provider.key_header: self._api_key} if provider.key_header else {}
         self._headers = {
-            **(key or {"Authorization": f"Bearer {self._api_key}"}),
+            **({} if self._sign_in else key or {"Authorization": f"Bearer {self._api_key}"}),
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"edsb/{__version__}",
@@ -367,32 +301,8 @@ class OpenAIChatModel(RemoteChatModel):
         return to_json(params), sent  # pydantic's serialiser: a third of `json.dumps`'s time
 
     def params(self, request: ChatRequest) -> dict[str, Any]:
-        """The body of the request. Settings left unset are not sent: no temperature means the provider's default.
-        A reasoning model gets its cap as `max_completion_tokens`; a thinking budget or level is not of this API."""
-        for name, option in (("thinking_budget", "--thinking-budget"), ("thinking_level", "--thinking-level")):
-            if getattr(request, name) is not None:
-                raise TransportError(
-                    "rejected",
-                    f"the chat completions API has no {name}",
-                    attempts=0,
-                    fix=f"this API takes --reasoning-effort instead: drop {option}",
-                )
-        params: dict[str, Any] = {"model": self.model, "messages": request.messages}  # messages: as they are
-        if request.temperature is not None:
-            params["temperature"] = request.temperature
-        if request.json_mode:
-            params["response_format"] = {"type": "json_object"}
-        if request.max_tokens is not None:
-            cap = self.provider.cap_field or ("max_completion_tokens" if reasoning_model(self.model) else "max_tokens")
-            params[cap] = request.max_tokens
-        for name in ("top_p", "seed", "reasoning_effort"):
-            value = getattr(request, name)
-            if value is not None:
-                params[name] = value
-        if self.provider.effort_object and request.reasoning_effort is not None:
-            params["reasoning"] = {"effort": params.pop("reasoning_effort")}
-        params.update(self.provider.body)
-        return params
+        """The body of the request, as the provider builds it (`providers.openai.chat_body`)."""
+        return chat_body(self.provider, self.model, request)
 
     async def _read_body(self, response: aiohttp.ClientResponse) -> bytes:
         """The whole body, or `oversized` as soon as it is announced or read past `max_response_bytes`: it is read a
@@ -418,12 +328,13 @@ class OpenAIChatModel(RemoteChatModel):
     async def _send(self, session: aiohttp.ClientSession, prepared: tuple[bytes, Any]) -> tuple[bytes, float]:
         assert self._url is not None  # resolved with the session
         started = time.perf_counter()
+        headers = self._headers if self._sign_in is None else {**self._headers, "Authorization": await self._signed()}
         async with session.post(
             self._url,
             data=prepared[0],
             # Per request, not the session's default headers: aiohttp sends those to a proxy too, and turns
             # `Authorization` (the key) into the proxy's `Proxy-Authorization`.
-            headers=self._headers,
+            headers=headers,
             allow_redirects=False,
             proxy=self._proxy_url,
             proxy_headers=self._proxy_headers,
@@ -436,15 +347,25 @@ class OpenAIChatModel(RemoteChatModel):
             raise AttemptFailure.http(status, read_error(payload, status), retry_after)
         return payload, time.perf_counter() - started
 
+    async def _signed(self) -> str:
+        """The sign-in's `Authorization` header; a sign-in that fails refuses the client, as a bad key would."""
+        assert self._sign_in is not None
+        try:
+            value = await self._sign_in.header()
+            _check_header("Authorization", value)
+        except Exception as exc:  # the credential's own errors, whichever library raised them
+            key = f"or export {self.provider.key_env}, or name a key variable with --api-key-env"
+            fix = f"no Microsoft Entra ID token for {self.provider.name}: sign in (az login, a managed identity) {key}"
+            raise AttemptFailure.http(401, ServerError(flat(f"{fix}; {type(exc).__name__}: {exc}")), None) from None
+        return value
+
     def _parse(self, payload: bytes, latency_s: float, attempts: int, prepared: Any) -> ChatResponse:
         response = parse_completion(payload, self.model, latency_s, attempts, prepared[1])
-        if self.window_note is None and self._ollama():
-            self.window_note = window_note(response.prompt_tokens, len(prepared[0]))
+        if self.window_note is None:
+            self.window_note = self.provider.cut_note(self.base_url, response.prompt_tokens, len(prepared[0]))
+            if self.window_note is not None and self.on_note is not None:
+                self.on_note(self.window_note)  # said when first seen; the run repeats it at its end
         return response
-
-    def _ollama(self) -> bool:
-        """Ollama by name, or a server at Ollama's port behind `openai:`."""
-        return self.provider.name == "ollama" or urlsplit(self.base_url).port == OLLAMA_PORT
 
     def _failure(self, exc: Exception) -> AttemptFailure | None:
         import aiohttp
@@ -456,3 +377,11 @@ def window_note_of(model: object) -> str | None:
     """The note of a model (or of the one a response cache wraps) whose server cut its prompts (`window_note`)."""
     inner = getattr(model, "inner", model)
     return inner.window_note if isinstance(inner, OpenAIChatModel) else None
+
+
+def tell_window_note(model: object, say: Callable[[str], None]) -> None:
+    """Have `say` told, once, when a model's server (or the one a response cache wraps) is first seen cutting its
+    prompts (`window_note`)."""
+    inner = getattr(model, "inner", model)
+    if isinstance(inner, OpenAIChatModel):
+        inner.on_note = say

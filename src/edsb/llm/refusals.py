@@ -30,14 +30,6 @@ TOO_LARGE = 413  # the body is over the server's size: this prompt, too long
 METHOD_NOT_ALLOWED = 405
 SHAPE_STATUSES = frozenset({400, 422})  # what a server answers a request whose shape it refuses
 METHOD_FIX = "check that --base-url ends in /v1; a server without JSON mode: pass --no-json-mode"
-RESPONSES_ONLY_FIX = (
-    "the model is served only by OpenAI's Responses API (v1/responses), not by chat completions: "
-    "use --model openai-responses:<model>; nothing was scored"
-)
-UNHONOURED_FIX = (
-    "no provider of this model on OpenRouter takes every setting sent (provider.require_parameters): drop the one "
-    "the model does not take (--temperature default, --reasoning-effort, --no-json-mode); nothing was scored"
-)
 SHAPE_FIX = "the server refused the request's shape, not this prompt: nothing was scored; change what its message names"
 
 # What says that this prompt is at fault, by code (squashed: lower case, no `_`) and by phrase.
@@ -242,11 +234,12 @@ def refusal_fix(status: int, error: ServerError, carried: Iterable[str] | None =
     whose message maps to no option, which stops the sweep on its own."""
     if status == METHOD_NOT_ALLOWED:
         return METHOD_FIX
+    from edsb.llm.providers import refusal_fixes  # the providers' own phrases (OpenAI's, OpenRouter's)
+
     lowered = error.message.lower()
-    if "v1/responses" in lowered:
-        return RESPONSES_ONLY_FIX
-    if "can handle the requested parameters" in lowered:  # OpenRouter's answer under require_parameters
-        return UNHONOURED_FIX
+    for phrase, fix in refusal_fixes():
+        if phrase in lowered:
+            return fix
     kept = set(carried) if carried is not None else None
     for name in (*_field_names(error.fields), *_message_names(error.message)):
         options = _FIELD_OPTIONS.get(name)

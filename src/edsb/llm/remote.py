@@ -14,16 +14,18 @@ import os
 import ssl
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic_core import to_json
 
 from edsb.llm.errors import ApiKeyError
 from edsb.llm.protocol import ChatRequest, ChatResponse
-from edsb.llm.providers import PROVIDERS, Provider
 from edsb.llm.refusals import ServerError, Verdict, judge, refusal_fix
 from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, send_with_retries
+
+if TYPE_CHECKING:
+    from edsb.llm.providers import Provider
 
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_IN_FLIGHT = 16
@@ -39,13 +41,17 @@ MAX_TOKEN_COUNT = 2**53
 
 
 def resolve_api_key(
-    base_url: str, api_key_env: str | None = None, provider: Provider = PROVIDERS["openai"], default_url: str = ""
+    base_url: str, api_key_env: str | None = None, provider: Provider | None = None, default_url: str = ""
 ) -> str:
     """The key from the named variable (which must then be set), else the provider's own variable.
 
     A provider's own host insists on a key up front; any other server (self-hosted, behind `--base-url`) gets a
-    placeholder and says 401 if it wanted one.
+    placeholder and says 401 if it wanted one. `provider`: OpenAI's when not given.
     """
+    if provider is None:
+        from edsb.llm.providers import PROVIDERS
+
+        provider = PROVIDERS["openai"]
     if api_key_env:
         value = os.environ.get(api_key_env)
         if not value:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edsb.llm.providers import ALIASES, PROVIDERS, get_provider
 from edsb.report.summary_types import Tokens
 from edsb.results.batches import BatchTokens
 
@@ -61,6 +62,17 @@ BUILTIN_PRICES: dict[str, dict[str, tuple[float, float] | tuple[float, float, fl
     },
 }
 
+# The clouds' routes, priced as the provider whose models they serve (`Provider.priced_as`: a cloud's model name is
+# brought to that provider's), with the date those prices were read: Claude on Amazon Bedrock and on Vertex AI costs
+# Anthropic's list prices, cache reads and writes included, at the clouds' global endpoints (their regional
+# endpoints charge 10% more from Claude Sonnet 4.5 and Haiku 4.5 on: name those with --price-in/--price-out); Gemini
+# on Vertex AI costs the Gemini API's paid-tier prices.
+CLOUD_PRICES_AS_OF = {"anthropic-bedrock": "2026-03", "anthropic-vertex": "2026-03", "google-vertex": "2026-03"}
+CLOUD_SOURCE = {
+    "anthropic-bedrock": "Anthropic's, at Bedrock's global endpoint",
+    "anthropic-vertex": "Anthropic's, at Vertex AI's global endpoint",
+    "google-vertex": "the Gemini API's",
+}
 
 # What a cache write costs, as a multiple of the input price, where the provider bills writes apart.
 CACHE_WRITE_FACTOR = {"anthropic": 1.25}
@@ -84,20 +96,30 @@ class Price:
 
 
 def price_for(model_spec: str, price_in: float | None = None, price_out: float | None = None) -> Price | None:
-    """Explicit prices win; else the built-in table by provider and model name (`openai:<name>`; a bare name is
-    looked up under every provider), a dated snapshot as its model; else unknown (None)."""
+    """Explicit prices win; else the built-in table by provider and model name (`openai:<name>`; a cloud's route by
+    the provider it serves, `CLOUD_PRICES_AS_OF`; a bare name is looked up under every provider), a dated snapshot as
+    its model; else unknown (None)."""
     if price_in is not None or price_out is not None:
         return Price(price_in or 0.0, price_out or 0.0, "command line")
-    provider, sep, name = model_spec.partition(":")
+    route, sep, name = model_spec.partition(":")
+    provider = route
+    if sep and (route in PROVIDERS or route in ALIASES):
+        provider, name = get_provider(route).priced_as(name)
     name = name if sep else model_spec
     for owner, table in [(provider, BUILTIN_PRICES.get(provider, {}))] if sep else list(BUILTIN_PRICES.items()):
         found = table.get(name) or table.get(_undated(name))
         if found is not None:
             write = CACHE_WRITE_FACTOR.get(owner)
-            source = f"built-in list price as of {PRICES_AS_OF}"
             cached = found[2] if len(found) > 2 else None
-            return Price(found[0], found[1], source, cached, None if write is None else found[0] * write)
+            return Price(found[0], found[1], _source(route), cached, None if write is None else found[0] * write)
     return None
+
+
+def _source(route: str) -> str:
+    """Where a built-in price comes from, and as of when."""
+    if route in CLOUD_PRICES_AS_OF:
+        return f"built-in list price as of {CLOUD_PRICES_AS_OF[route]}, {CLOUD_SOURCE[route]}"
+    return f"built-in list price as of {PRICES_AS_OF}"
 
 
 def _undated(name: str) -> str:

@@ -16,7 +16,7 @@ from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases, selection_text
 from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
-from edsb.llm.factory import generation_defaults, takes_seed
+from edsb.llm.factory import generation_defaults, seed_refused
 from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.llm.rules import provider_refuses, temperature_not_sent
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
@@ -351,8 +351,8 @@ def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | 
         settings["max_tokens"] = cap
     if settings.get("model_seed") is None:
         settings["model_seed"] = seed
-    elif not takes_seed(model):
-        raise UsageError(f"--model-seed: {model} takes no sampling seed (Anthropic's Messages API has none)")
+    elif refused := seed_refused(model):
+        raise UsageError(f"--model-seed: {refused}")
     if "temperature" not in settings and (why := temperature_not_sent(model, settings)) is not None:
         settings["temperature"] = None
         if notes is not None:

@@ -26,6 +26,7 @@ from edsb.llm import (
     RetryPolicy,
     TranscriptWriter,
     build_model,
+    tell_window_note,
     transcripts_dir,
     window_note_of,
 )
@@ -123,6 +124,8 @@ def run_benchmark(
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
     console = console or Console(stderr=True)
+    # Ollama cutting the prompts to its context window is said when first seen, and again when the sweep ends.
+    tell_window_note(model, lambda note: console.print(f"warning: {note}", markup=False, highlight=False))
     config = with_sampler_secret(out, config)
     for note in [*check_resume(out, config), *_secret_notes(config), *([] if wrap else _batch_notes(out))]:
         console.print(f"note: {note}", markup=False, highlight=False)
