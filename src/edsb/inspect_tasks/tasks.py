@@ -40,6 +40,8 @@ from edsb.runner.keys import expand_keys
 from edsb.sandbox import check_sandbox
 from edsb.sandbox.limits import SandboxChoice, choose_sandbox
 from edsb.scoring.metrics import TOTAL
+from edsb.settings.declare import declared
+from edsb.settings.run import RunSettings
 
 SCORE_METADATA = {
     "key",
@@ -55,25 +57,9 @@ SCORE_METADATA = {
 }  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
 # The `-T` parameters of the tasks' own signatures, and those that are `edsb run` options, under the same names (and
-# defaults: `RunConfig`'s). A misspelt one is suggested from both.
+# defaults: their declaration's). A misspelt one is suggested from both.
 TASK_PARAMETERS = ("variant", "cases", "levels", "epochs")
-SETTINGS = (
-    "temperature",
-    "max_tokens",
-    "model_seed",
-    "reasoning_effort",
-    "thinking_budget",
-    "thinking_level",
-    "json_mode",
-    "seed",
-    "sampler",
-    "sandbox",
-    "code_timeout",
-    "code_memory",
-    "perturb",
-    "data",
-    "sampler_secret",
-)
+SETTINGS = tuple(name for setting in declared(RunSettings).values() if (name := setting.task_name))
 
 
 class ShownByInspect(PrerequisiteError):
@@ -263,7 +249,8 @@ def grid_task(
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,
     )
-    recorded = config.model_dump(mode="json", include=set(run_overrides(dict.fromkeys(SETTINGS))))
+    dumped = config.model_dump(mode="json")
+    recorded = {field: dumped[field] for field in run_overrides(dict.fromkeys(SETTINGS))}
     return Task(
         dataset=dataset,
         solver=edsb_planner(**{**settings, "sandbox": config.sandbox}),
