@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -17,10 +17,6 @@ from edsb.data.models import TAGS, SceneName, TagName
 from edsb.report.formats import plural
 from edsb.settings.declare import one_of
 from edsb.settings.vocab import VariantName
-
-if TYPE_CHECKING:
-    pass
-
 
 data_app = typer.Typer(cls=CommandGroup, no_args_is_help=True, help="Download and check the official benchmark files.")
 app.add_typer(data_app, name="data")

@@ -18,26 +18,30 @@ from edsb.report.formats import CompareFormat, ReportFormat, plural
 from edsb.settings.declare import one_of
 
 if TYPE_CHECKING:
-    pass
+    from edsb.report.summary_types import RunSummary
+
+
+ReportFormatOption = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help=f"Output format: {one_of(ReportFormat)} (json: the results document with its run card; samples: "
+        "one JSON line per run with its texts, code, plan and verdict).",
+        show_default=False,
+    ),
+]
+PriceInOption = Annotated[
+    float | None, typer.Option(metavar="USD", help="USD per million prompt tokens (cost estimate).")
+]
 
 
 @app.command("report", cls=Command)
 def report_command(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A run directory written by `edsb run`.")],
-    fmt: Annotated[
-        ReportFormat,
-        typer.Option(
-            "--format",
-            metavar="FORMAT",
-            help=f"Output format: {one_of(ReportFormat)} (json: the results document with its run card; samples: "
-            "one JSON line per run with its texts, code, plan and verdict).",
-            show_default=False,
-        ),
-    ] = ReportFormat.TABLE,
+    fmt: ReportFormatOption = ReportFormat.TABLE,
     intervals: Annotated[bool, typer.Option("--intervals", help="Add Wilson 95% intervals to the cells.")] = False,
-    price_in: Annotated[
-        float | None, typer.Option(metavar="USD", help="USD per million prompt tokens (cost estimate).")
-    ] = None,
+    price_in: PriceInOption = None,
     price_out: Annotated[float | None, typer.Option(metavar="USD", help="USD per million completion tokens.")] = None,
     plot: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Also write a figure (PNG) of success by tag and level.")
@@ -78,11 +82,16 @@ def report_command(
     # 3. The report, to the terminal or a file; 4. the figure, if asked for.
     _emit(render, output)
     if plot is not None:
-        from edsb.report.plots import plot_summary
+        _write_plot(summary, plot, f"{config.get('model', '')} — {run_dir.name}")
 
-        label = f" — {summary.perturbation}" if summary.perturbation else ""
-        written = plot_summary(summary, plot, title=f"{config.get('model', '')} — {run_dir.name}{label}")
-        err.print(f"figure written to {written}", markup=False, highlight=False)
+
+def _write_plot(summary: RunSummary, plot: Path, title: str) -> None:
+    """`--plot FILE`: the figure of success by tag and level, its title naming the perturbation, if any."""
+    from edsb.report.plots import plot_summary
+
+    label = f" — {summary.perturbation}" if summary.perturbation else ""
+    written = plot_summary(summary, plot, title=f"{title}{label}")
+    err.print(f"figure written to {written}", markup=False, highlight=False)
 
 
 def _write_pages(fmt: ReportFormat, run_dir: Path, output: Path | None, data: Path | None) -> None:

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from edsb.cli.app import Command, CommandGroup, app, out
-
-if TYPE_CHECKING:
-    pass
-
 
 sandbox_app = typer.Typer(
     cls=CommandGroup, no_args_is_help=True, help="Which sandbox runs model code here, and a self-test."

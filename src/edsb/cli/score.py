@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -13,9 +13,6 @@ from edsb.cli.options import DataOption, OfflineOption, PerturbOption
 from edsb.errors import UsageError
 from edsb.settings.run import SAMPLER_HELP
 from edsb.settings.vocab import SamplerName
-
-if TYPE_CHECKING:
-    pass
 
 
 @app.command("score", cls=Command)

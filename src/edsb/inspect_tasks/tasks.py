@@ -28,7 +28,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.perturb import perturbation_label
 from edsb.data.selection import Selection, parse_levels, select_cases, selection_text
-from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
@@ -41,7 +41,7 @@ from edsb.sandbox import check_sandbox
 from edsb.sandbox.limits import SandboxChoice, choose_sandbox
 from edsb.scoring.metrics import TOTAL
 from edsb.settings.declare import declared
-from edsb.settings.run import RunSettings
+from edsb.settings.run import RunSettings, settings_message
 
 SCORE_METADATA = {
     "key",
@@ -133,7 +133,7 @@ def task_config(settings: Mapping[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(options)
     except ValidationError as exc:
-        raise UsageError(f"invalid task parameter {validation_message(exc)}") from None
+        raise UsageError(f"invalid task parameter {settings_message(exc)}") from None
 
 
 @solver

@@ -14,7 +14,7 @@ from pydantic import ValidationError, model_validator
 
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases, selection_text
-from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint
 from edsb.llm.factory import generation_defaults, takes_seed
 from edsb.llm.rules import provider_refuses, temperature_not_sent
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
@@ -24,7 +24,7 @@ from edsb.results.migrate import CONFIG_FORMAT, current_config
 from edsb.results.rundir import CONFIG_FILE, write_json
 from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
 from edsb.settings.declare import declared, spellings
-from edsb.settings.run import Invocation, RunSettings
+from edsb.settings.run import Invocation, RunSettings, settings_message
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
@@ -186,7 +186,7 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     try:
         previous = read_config(path)
     except (json.JSONDecodeError, ValidationError) as exc:
-        detail = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        detail = settings_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise EdsbError(f"{path}: unreadable run configuration ({detail}); use a new --out directory") from None
     old, new = previous.identity(), config.identity()
     for name in IDENTITY_FIELDS:
@@ -297,7 +297,7 @@ def resolve_run_config(
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
-        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+        raise UsageError(f"invalid run option {settings_message(exc)}") from None
 
 
 def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | None = None) -> GenerationSettings:
@@ -319,7 +319,7 @@ def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | 
     try:
         resolved = GenerationSettings.model_validate(settings)
     except ValidationError as exc:
-        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+        raise UsageError(f"invalid run option {settings_message(exc)}") from None
     refused = provider_refuses(model, resolved)
     if refused is not None:
         raise UsageError(f"{model}: {refused}")

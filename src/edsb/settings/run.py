@@ -15,12 +15,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
 )
 
 from edsb import __version__
+from edsb.errors import validation_message
 from edsb.settings.declare import CHECK_MODEL, RUN, Group, setting
 from edsb.settings.limits import (
     CODE_MEMORY_MB,
@@ -373,3 +375,12 @@ class CheckModelSettings(BaseModel):
 
 
 GENERATION_FIELDS = tuple(GenerationSettings.model_fields)
+
+
+def settings_message(exc: ValidationError) -> str:
+    """A settings error as `name: message`, under the setting's own name (the group a field sits in, `generation`,
+    is not part of the name a user writes)."""
+    message = validation_message(exc)
+    for group in ("generation.", "invocation."):
+        message = message.removeprefix(group)
+    return message
