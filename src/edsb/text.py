@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from edsb.settings.limits import ERROR_CHARS, TEXT_CHARS
+
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one code point per match: linear
 
@@ -111,5 +113,5 @@ class TextRepairs:
 class TextLimits:
     """How much model-sent text one result keeps (the transcript keeps the replies whole)."""
 
-    error_chars: int = 4_000  # an error message: `<kind>: <message>`
-    text_chars: int = 2_000  # each string taken from a reply: the event's activity, a plan string, a failure reason
+    error_chars: int = ERROR_CHARS  # an error message: `<kind>: <message>`
+    text_chars: int = TEXT_CHARS  # each string taken from a reply: the activity, a plan string, a failure reason

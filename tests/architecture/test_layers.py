@@ -12,7 +12,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "edsb"
 
 # Bottom to top, as in docs/design.md. A module may import its own package and any package of an earlier layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "group_commit", "text"),
+    ("__init__", "errors", "group_commit"),
+    ("settings",),
+    ("text",),
     ("results",),
     ("data",),
     ("geometry",),

@@ -63,7 +63,7 @@ USAGE_ERRORS = {
     "run: negative retries": ((*RUN, "--max-retries", "-1", "--out", "{tmp}/run"), "--max-retries"),
     "run: zero code timeout": ((*RUN, "--code-timeout", "0", "--out", "{tmp}/run"), "code_timeout"),
     "run: negative code timeout": ((*RUN, "--code-timeout", "-1", "--out", "{tmp}/run"), "code_timeout"),
-    "run: tiny code memory": ((*RUN, "--code-memory", "10", "--out", "{tmp}/run"), "code_memory_mb"),
+    "run: tiny code memory": ((*RUN, "--code-memory", "10", "--out", "{tmp}/run"), "--code-memory"),
     "run: zero plan characters": ((*RUN, "--max-plan-characters", "0", "--out", "{tmp}/run"), "--max-plan-characters"),
     "run: tiny error messages": ((*RUN, "--max-error-chars", "10", "--out", "{tmp}/run"), "--max-error-chars"),
     "run: repeats not a number": ((*RUN, "--repeats", "many", "--out", "{tmp}/run"), "--repeats"),

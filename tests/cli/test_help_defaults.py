@@ -1,4 +1,4 @@
-"""Every default has one home: each `(default N)` that `edsb run --help` states is `RunConfig`'s own default."""
+"""Every default has one home: each `(default N)` that `edsb run --help` states is its declaration's default."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 import typer
 
 from edsb.cli import app
-from edsb.runner.config import RunConfig, config_default, run_overrides
+from edsb.runner.config import config_default, run_overrides
+from edsb.settings.declare import declared
+from edsb.settings.run import RunSettings
 
 # A default stated as a value (`default 4)`, `default: local.`, `default 0-2;`), not in words (`default its own host`).
 DEFAULT = re.compile(r"default:? (?P<value>[\w.\-]+?)[.]?[);:,]", re.IGNORECASE)
@@ -38,7 +40,7 @@ def _as_field_value(text: str, default: Any) -> Any:
 STATED = [
     (name, field)
     for name, field in ((n, next(iter(run_overrides({n: 1})))) for n in _options("run"))
-    if field in RunConfig.model_fields and DEFAULT.search(_options("run")[name].help or "")
+    if field in declared(RunSettings) and DEFAULT.search(_options("run")[name].help or "")
 ]
 
 
@@ -57,6 +59,6 @@ def test_a_default_in_the_help_is_the_configs(option: str, field: str) -> None:
 
 def test_check_model_sends_the_runs_generation_options() -> None:
     generation = {"temperature", "max_tokens", "model_seed", "reasoning_effort", "thinking_budget", "thinking_level"}
-    assert generation | {"no_json_mode"} <= set(_options("check-model"))
+    assert generation | {"json_mode"} <= set(_options("check-model"))
     for name in generation:
         assert _options("check-model")[name].help == _options("run")[name].help

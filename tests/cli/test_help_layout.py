@@ -63,3 +63,18 @@ def test_every_option_sits_in_a_named_panel_in_three_lines(command: str) -> None
 def test_run_uses_every_panel_in_order() -> None:
     titles = [top["title"] for line in _help_page("run").splitlines() if (top := PANEL_TOP.match(line))]
     assert titles == list(PANELS)
+
+
+@pytest.mark.parametrize("command", ["run", "check-model"])
+def test_each_option_sits_in_the_panel_of_its_declared_group(command: str) -> None:
+    from edsb.settings.declare import declared
+    from edsb.settings.run import CheckModelSettings, RunSettings
+
+    groups = {s.option: str(s.group) for s in {**declared(RunSettings), **declared(CheckModelSettings)}.values()}
+    rows = _rows(_help_page(command))
+    assert {flag: panel for flag, (panel, _) in rows.items() if flag != "--help" and groups[flag] != panel} == {}
+
+
+def test_check_model_shows_its_panels_in_the_runs_order() -> None:
+    titles = [top["title"] for line in _help_page("check-model").splitlines() if (top := PANEL_TOP.match(line))]
+    assert titles == ["Model", "Generation"]

@@ -69,12 +69,15 @@ def test_download_shows_a_progress_bar(tmp_path: Path, archive_server: ArchiveSe
     assert f"{size_kb:.1f}/{size_kb:.1f} kB" in bar  # rich's bar, drawn once at the end when stderr is no terminal
 
 
-@pytest.mark.parametrize("how", ["--offline", "EDSB_OFFLINE=1"])
+@pytest.mark.parametrize("how", ["--offline", "EDSB_OFFLINE=1", "offline = true"])
 def test_offline_refuses_to_download_and_creates_nothing(
     tmp_path: Path, archive_server: ArchiveServer, how: str
 ) -> None:
-    env = fresh_user(tmp_path, archive_server, **({"EDSB_OFFLINE": "1"} if how != "--offline" else {}))
-    outcome = oracle_run(tmp_path, env, *(["--offline"] if how == "--offline" else []))
+    """`--offline`, `$EDSB_OFFLINE` and `offline = true` in a `--config` file (which takes any option) alike."""
+    env = fresh_user(tmp_path, archive_server, **({"EDSB_OFFLINE": "1"} if how == "EDSB_OFFLINE=1" else {}))
+    (tmp_path / "run.toml").write_text(how if how.startswith("offline") else "", encoding="utf-8")
+    extra = {"--offline": ["--offline"], "offline = true": ["--config", str(tmp_path / "run.toml")]}
+    outcome = oracle_run(tmp_path, env, *extra.get(how, []))
     outcome.assert_one_clear_error(2, contains="edsb data fetch --archive FILE")
     assert f"no benchmark data at {user_data(tmp_path)}" in outcome.stderr
     assert archive_server.paths == []

@@ -110,8 +110,8 @@ def test_every_option_can_come_from_a_run_table(tmp_path: Path) -> None:
     assert config.variants == ["scene-graph", "object-list"]
     assert config.cases == [0, 1, 2, 3, 4, 13, 30, 31, 32, 33, 34, 40, 41, 42, 43, 44]
     assert config.distraction == [0, 1]
-    assert (config.repeats, config.temperature, config.seed, config.concurrency) == (2, 0.3, 7, 3)
-    assert (config.max_tokens, config.model_seed) == (900, 4)
+    assert (config.repeats, config.generation.temperature, config.seed, config.concurrency) == (2, 0.3, 7, 3)
+    assert (config.generation.max_tokens, config.generation.model_seed) == (900, 4)
     assert (config.timeout, config.max_retries, config.code_timeout, config.code_memory_mb) == (12.5, 1, 4.0, 512)
     assert (config.plan_limits.characters, config.plan_limits.relationships, config.plan_limits.string_chars) == (
         10,
@@ -128,7 +128,7 @@ def test_command_line_options_override_the_file(tmp_path: Path) -> None:
     options = {**NO_OPTIONS, "cases": "60-61", "seed": 11, "variants": ["direct"], "concurrency": 1}
     config = resolve_run_config(options, _write(tmp_path, FULL_FILE))
     assert (config.cases, config.seed, config.variants, config.concurrency) == ([60, 61], 11, ["direct"], 1)
-    assert config.repeats == 2 and config.temperature == 0.3  # the rest still comes from the file
+    assert config.repeats == 2 and config.generation.temperature == 0.3  # the rest still comes from the file
 
 
 def test_top_level_options_field_names_and_scalars(tmp_path: Path) -> None:
@@ -273,9 +273,9 @@ def test_resume_refuses_a_different_run_and_accepts_other_settings(
 )
 def test_generation_settings_default_to_what_each_model_is_sent(model: str, cap: int | None, seed: int | None) -> None:
     config = resolve_run_config({**NO_OPTIONS, "model": model})
-    assert (config.max_tokens, config.model_seed) == (cap, seed)
+    assert (config.generation.max_tokens, config.generation.model_seed) == (cap, seed)
     given = resolve_run_config({**NO_OPTIONS, "model": model, "max_tokens": 77})
-    assert given.max_tokens == 77
+    assert given.generation.max_tokens == 77
     assert {"max_tokens", "model_seed"} <= set(config.identity())
 
 
@@ -285,7 +285,7 @@ def test_a_seed_for_a_model_that_takes_none_is_refused() -> None:
     assert "\n" not in str(raised.value) and "Anthropic's Messages API has none" in str(raised.value)
     with pytest.raises(UsageError, match=r"\(OpenAI's Responses API has none\)"):
         resolve_run_config({**NO_OPTIONS, "model": "openai-responses:gpt-5", "model_seed": 3})
-    assert resolve_run_config({**NO_OPTIONS, "model": "google:gemini", "model_seed": 3}).model_seed == 3
+    assert resolve_run_config({**NO_OPTIONS, "model": "google:gemini", "model_seed": 3}).generation.model_seed == 3
 
 
 def test_a_replay_sends_what_its_recorded_run_sent(tmp_path: Path) -> None:
@@ -293,18 +293,18 @@ def test_a_replay_sends_what_its_recorded_run_sent(tmp_path: Path) -> None:
     recorded.mkdir()
     (recorded / CONFIG_FILE).write_text(RunConfig(model="local", max_tokens=1024, model_seed=0).model_dump_json())
     config = resolve_run_config({**NO_OPTIONS, "model": f"replay:{recorded}"})
-    assert (config.max_tokens, config.model_seed) == (1024, 0)
+    assert (config.generation.max_tokens, config.generation.model_seed) == (1024, 0)
 
 
 def test_a_local_config_json_written_before_max_tokens_reads_as_its_old_cap(tmp_path: Path) -> None:
     written = RunConfig(model="local", seed=3).model_dump(mode="json")
     del written["max_tokens"], written["model_seed"]
     path = _write(tmp_path, json.dumps(written), CONFIG_FILE)
-    assert (read_config(path).max_tokens, read_config(path).model_seed) == (512, 0)
+    assert (read_config(path).generation.max_tokens, read_config(path).generation.model_seed) == (512, 0)
     remote = RunConfig(model="openai:m").model_dump(mode="json")
     del remote["max_tokens"], remote["model_seed"]
     path = _write(tmp_path, json.dumps(remote), CONFIG_FILE)
-    assert (read_config(path).max_tokens, read_config(path).model_seed) == (None, None)
+    assert (read_config(path).generation.max_tokens, read_config(path).generation.model_seed) == (None, None)
 
 
 def test_requests_and_transcripts_carry_the_cap_and_seed_as_sent(

@@ -28,7 +28,7 @@ from edsb.data.benchmark import Benchmark
 from edsb.data.models import TAGS
 from edsb.data.perturb import perturbation_label
 from edsb.data.selection import Selection, parse_levels, select_cases, selection_text
-from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint
 from edsb.inspect_tasks.model import InspectChatModel
 from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.prompt_pack import load_prompt_pack
@@ -40,6 +40,8 @@ from edsb.runner.keys import expand_keys
 from edsb.sandbox import check_sandbox
 from edsb.sandbox.limits import SandboxChoice, choose_sandbox
 from edsb.scoring.metrics import TOTAL
+from edsb.settings.declare import declared
+from edsb.settings.run import RunSettings, settings_message
 
 SCORE_METADATA = {
     "key",
@@ -55,25 +57,9 @@ SCORE_METADATA = {
 }  # of the run, shown in the log
 RECORD = "edsb_record"  # the store key of a sample's result record (the line `edsb run` writes to results.jsonl)
 # The `-T` parameters of the tasks' own signatures, and those that are `edsb run` options, under the same names (and
-# defaults: `RunConfig`'s). A misspelt one is suggested from both.
+# defaults: their declaration's). A misspelt one is suggested from both.
 TASK_PARAMETERS = ("variant", "cases", "levels", "epochs")
-SETTINGS = (
-    "temperature",
-    "max_tokens",
-    "model_seed",
-    "reasoning_effort",
-    "thinking_budget",
-    "thinking_level",
-    "json_mode",
-    "seed",
-    "sampler",
-    "sandbox",
-    "code_timeout",
-    "code_memory",
-    "perturb",
-    "data",
-    "sampler_secret",
-)
+SETTINGS = tuple(name for setting in declared(RunSettings).values() if (name := setting.task_name))
 
 
 class ShownByInspect(PrerequisiteError):
@@ -147,7 +133,7 @@ def task_config(settings: Mapping[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(options)
     except ValidationError as exc:
-        raise UsageError(f"invalid task parameter {validation_message(exc)}") from None
+        raise UsageError(f"invalid task parameter {settings_message(exc)}") from None
 
 
 @solver
@@ -263,7 +249,8 @@ def grid_task(
         chosen.cases if cases is None else cases,
         chosen.levels if levels is None else levels,
     )
-    recorded = config.model_dump(mode="json", include=set(run_overrides(dict.fromkeys(SETTINGS))))
+    dumped = config.model_dump(mode="json")
+    recorded = {field: dumped[field] for field in run_overrides(dict.fromkeys(SETTINGS))}
     return Task(
         dataset=dataset,
         solver=edsb_planner(**{**settings, "sandbox": config.sandbox}),

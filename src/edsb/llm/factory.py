@@ -14,14 +14,14 @@ from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.llm.local import LocalChatModel
 from edsb.llm.openai_client import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_S
 from edsb.llm.protocol import ChatModel, ChatRequest, Message
-from edsb.llm.providers import PROVIDERS, get_provider
+from edsb.llm.providers import get_provider
 from edsb.llm.replay import ReplayChatModel
 from edsb.llm.retry import RetryPolicy
 from edsb.llm.spec import ModelSpec, parse_model_spec
 from edsb.results.rundir import CONFIG_FILE
+from edsb.settings.limits import CHECK_TIMEOUT_S
 
 DEFAULT_MAX_RETRIES = RetryPolicy().max_retries
-CHECK_TIMEOUT_S = 60.0
 # No token cap goes out unless asked (the paper's protocol): a small model in JSON mode may generate until the
 # timeout, and a one-request-at-a-time server (llama.cpp's) queues each retry behind the unfinished answer.
 UNCAPPED_TIMEOUT_FIX = (
@@ -122,13 +122,6 @@ def generation_defaults(spec: str | ModelSpec) -> tuple[int | None, int | None]:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def seedless() -> str:
-    """The providers whose API has no sampling seed, as `--model-seed`'s help names them: a cloud's route
-    (`anthropic-bedrock`) under its provider's name."""
-    names = [name for name, provider in PROVIDERS.items() if not provider.takes_seed]
-    return ", ".join(name for name in names if not any(name.startswith(f"{other}-") for other in names))
 
 
 def seed_refused(spec: str | ModelSpec) -> str | None:

@@ -23,6 +23,7 @@ from edsb.llm.errors import ApiKeyError
 from edsb.llm.protocol import ChatRequest, ChatResponse
 from edsb.llm.refusals import ServerError, Verdict, judge, refusal_fix
 from edsb.llm.retry import AttemptFailure, Reach, RetryPolicy, send_with_retries
+from edsb.settings.limits import RESPONSE_MB
 
 if TYPE_CHECKING:
     from edsb.llm.providers import Provider
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 180.0
 DEFAULT_MAX_IN_FLIGHT = 16
 # What a server may send back (`--max-response-mb`).
-DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
+DEFAULT_MAX_RESPONSE_BYTES = RESPONSE_MB << 20
 # Sent to self-hosted servers (vLLM, Ollama, llama.cpp, LM Studio) when no key is configured: they ignore it.
 KEYLESS_PLACEHOLDER = "no-key"
 SNIPPET_CHARS = 160  # a quoted body or value in an error line

@@ -23,7 +23,7 @@ from edsb.geometry.scene import Scene, load_scene
 from edsb.llm.errors import ReplayError, TransportError
 from edsb.llm.protocol import ChatModel, ChatResponse, Message
 from edsb.llm.transcripts import TranscriptWriter
-from edsb.planning.generation import GenerationSettings
+from edsb.planning.generation import GenerationSettings, chat_request
 from edsb.planning.messages import StagePrompt, UnsupportedVariantError, narrator_request, parser_request
 from edsb.planning.narrator import parse_narrator_reply
 from edsb.planning.plans import PlanLimits, run_plan_code_noting_repairs
@@ -130,7 +130,7 @@ class RunTrace:
 
 async def _ask(services: RunServices, key: RunKey, request: StagePrompt, trace: RunTrace) -> str:
     messages = (Message.model_validate(message) for message in request.messages)
-    model_request = services.generation.request(messages, json_mode=request.json_mode, repeat=key.repeat)
+    model_request = chat_request(services.generation, messages, json_mode=request.json_mode, repeat=key.repeat)
     if services.transcripts is not None:
         response = await services.transcripts.complete(
             services.model, model_request, run=key.file_stem, module=request.module

@@ -28,6 +28,7 @@ from edsb.sandbox import (
     exception_text,
     execute_plan_code,
 )
+from edsb.settings.limits import PLAN_CHARACTERS, PLAN_RELATIONSHIPS, PLAN_STRING_CHARS
 
 Plan: TypeAlias = dict[str, dict[str, Any]]
 
@@ -84,9 +85,9 @@ class PlanLimits:
     parent samples a position per character and relationship and the judge reads every string, so a plan beyond
     these is the model's `code_output` error (the sandbox's `max_plan_bytes` bounds its JSON size as well)."""
 
-    characters: int = 64  # characters in the plan
-    relationships: int = 64  # relationships (position and orientation conditions) per character
-    string_chars: int = 1_000  # characters of any one string: a name, an action, a condition
+    characters: int = PLAN_CHARACTERS  # characters in the plan
+    relationships: int = PLAN_RELATIONSHIPS  # relationships (position and orientation conditions) per character
+    string_chars: int = PLAN_STRING_CHARS  # characters of any one string: a name, an action, a condition
 
     def check(self, plan: Plan) -> Plan:
         """`plan`, or CodeError(`code_output`) naming the first limit it exceeds and the option that raises it."""

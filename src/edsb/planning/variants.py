@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Literal
 
 from edsb.data.models import TAGS
 from edsb.errors import UsageError
+from edsb.settings.vocab import PresetName as PresetName
+from edsb.settings.vocab import SamplerName as SamplerName
+from edsb.settings.vocab import VariantName as VariantName
 
 DescriptionType = Literal["narrative", "object_list", "scene_graph"]
 PlanningMode = Literal["event", "no_event", "event_no_lcps"]
@@ -65,29 +67,6 @@ class Variant:
         if not missing:
             return None
         return f"{self.title} cannot plan {'/'.join(missing)} cases: the prompt pack has no matching example answer"
-
-
-class VariantName(StrEnum):
-    """The framework and the paper's ablations (Tables 1 and 2)."""
-
-    OURS = "ours"
-    WO_EVENT = "wo-event"
-    OBJECT_LIST = "object-list"
-    SCENE_GRAPH = "scene-graph"
-    DIRECT = "direct"
-
-
-class PresetName(StrEnum):
-    TABLE1 = "table1"
-    TABLE2 = "table2"
-
-
-class SamplerName(StrEnum):
-    """How PI positions are sampled (`--sampler`): the reference's simulated annealing (the default, the paper's
-    numbers), or edsb's lattice search that always returns an optimal point (a ceiling, not the paper's)."""
-
-    REFERENCE = "reference"
-    OPTIMAL = "optimal"
 
 
 _NARRATOR_JSON = ModulePrompt("narrator", system="narrator", answer_field="response", json_mode=True)

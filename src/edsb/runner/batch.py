@@ -31,6 +31,7 @@ from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.factory import CHECK_REQUEST, check_model_async
 from edsb.llm.protocol import ChatRequest, ChatResponse
+from edsb.planning.generation import chat_request
 from edsb.results.batches import (
     BatchRecord,
     BatchTokens,
@@ -114,11 +115,11 @@ class BatchSession:
             raise UsageError("--batch keeps the answers in the response cache: drop --no-cache")
         model = self._client()
         offline = not self.config.batch  # --batch-export / --batch-import alone: files, no batch API
-        route = export_route(model) if offline or self.config.batch_export else batch_route(model)
+        route = export_route(model) if offline or self.config.invocation.batch_export else batch_route(model)
         self.identity = model.identity
         # 2. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
-        if self.config.batch_import:
-            self._import(export_route(model), Path(self.config.batch_import).expanduser())
+        if self.config.invocation.batch_import:
+            self._import(export_route(model), Path(self.config.invocation.batch_import).expanduser())
         if not self._settle(route):
             return None
         while True:
@@ -127,13 +128,13 @@ class BatchSession:
             outcome = self._pass(pending)
             if outcome.interrupted or not pending:
                 return outcome
-            if self.config.batch_export or offline:
+            if self.config.invocation.batch_export or offline:
                 self._export(route, pending)
                 return None
             # 4. The batch: the refused setting first (one synchronous probe), then intent, create, id.
             self._probe()
             records = [self._submit(route, part) for part in _parts(route, pending)]
-            if self.config.batch_detach:
+            if self.config.invocation.detach:
                 ids = ", ".join(f"{record.number} ({record.batch_id})" for record in records)
                 self._say(f"{len(pending)} requests submitted in batch {ids}; run the same command again to collect")
                 return None
@@ -162,7 +163,7 @@ class BatchSession:
         if self.probed:
             return
         config = self.config
-        request = config.generation.request(CHECK_REQUEST.messages, json_mode=True)
+        request = chat_request(config.generation, CHECK_REQUEST.messages, json_mode=True)
         check = check_model_async(
             config.model, config.base_url, config.api_key_env, config.timeout, self.retry, request, config.prompt_cache
         )
@@ -194,12 +195,12 @@ class BatchSession:
     def _export(self, route: BatchRoute, pending: dict[str, ChatRequest]) -> None:
         """The pass's requests as OpenAI batch JSONL (vLLM's `run-batch` input), recorded as an exported batch whose
         answers `--batch-import` collects; nothing is sent."""
-        if not self.config.batch_export:
+        if not self.config.invocation.batch_export:
             raise UsageError(
                 f"{len(pending)} requests still wait for an answer: write them with --batch-export FILE, or send "
                 "them with --batch"
             )
-        path = Path(self.config.batch_export).expanduser().resolve()
+        path = Path(self.config.invocation.batch_export).expanduser().resolve()
         number = len(read_batches(self.out)) + 1
         requests = {key: route.sent(request) for key, request in pending.items()}
         record = BatchRecord(number=number, tag=new_tag(), provider="export", model=self.identity, requests=requests)
@@ -274,7 +275,7 @@ class BatchSession:
             for record in [r for r in open_records if statuses[r.number].state == "ended"]:
                 await self._collect(route, cache, record)
                 open_records.remove(record)
-            if open_records and self.config.batch_detach:
+            if open_records and self.config.invocation.detach:
                 self._say(f"{len(open_records)} batch(es) still in flight; run the same command again to collect")
                 return False
             if open_records:

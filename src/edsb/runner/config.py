@@ -8,23 +8,23 @@ import tomllib
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ValidationError, model_validator
 
-from edsb import __version__
 from edsb.data.benchmark import Benchmark
 from edsb.data.selection import parse_levels, select_cases, selection_text
-from edsb.errors import EdsbError, UsageError, closest, hint, validation_message
+from edsb.errors import EdsbError, UsageError, closest, hint
 from edsb.llm.factory import generation_defaults, seed_refused
-from edsb.llm.openai_client import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.llm.rules import provider_refuses, temperature_not_sent
 from edsb.planning.generation import GENERATION_FIELDS, PROVIDER_DEFAULT, GenerationSettings
 from edsb.planning.plans import PlanLimits
-from edsb.planning.variants import SamplerName, get_preset, get_variant
+from edsb.planning.variants import get_preset, get_variant
 from edsb.results.migrate import CONFIG_FORMAT, current_config
 from edsb.results.rundir import CONFIG_FILE, write_json
 from edsb.sandbox.limits import SandboxChoice, SandboxLimits, SandboxName, choose_sandbox
+from edsb.settings.declare import declared, spellings
+from edsb.settings.run import Invocation, RunSettings, settings_message
 from edsb.text import TextLimits
 
 # The identity of a run: the model and the settings that change what it produces. Where the model is served
@@ -49,58 +49,16 @@ IDENTITY_FIELDS = (
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
 
-class RunConfig(GenerationSettings):
-    """Every option of `edsb run`, resolved: the generation settings (their defaults are `GenerationSettings'`) and
-    the rest. Credentials never live here: only the *name* of the key variable (the sampler secret is none: it only
-    keeps the PI draws out of model code's reach)."""
+class RunConfig(RunSettings):
+    """Every option of `edsb run`, resolved (the declaration, defaults and bounds are `RunSettings'`), with what a
+    run derives from them: its identity and the limits it hands the sandbox, the plan reader and the result."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False)
-
-    model: str = "local"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    variants: list[str] = Field(default_factory=lambda: ["ours"])
-    cases: list[int] = Field(default_factory=list)
-    distraction: list[int] = Field(default_factory=lambda: [0, 1, 2])
-    repeats: int = Field(default=1, ge=1)
-    seed: int = 0
-    # Keys the PI sampler's draws so that model code cannot predict them (not a credential: see `with_sampler_secret`).
-    sampler_secret: str | None = None
-    sampler: SamplerName = SamplerName.REFERENCE
-    # The sandbox that runs (never `auto`: `resolve_run_config` resolves it); by default what `auto` picks here.
-    sandbox: SandboxName = Field(default_factory=lambda: choose_sandbox(SandboxChoice.AUTO)[0])
-    concurrency: int = Field(default=4, ge=1)
-    timeout: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=6, ge=0)
-    # the largest body a model server may send back, MiB
-    max_response_mb: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES >> 20, ge=1)
-    cache: bool = True
-    # Mark the prompt's shared prefix for the provider's prompt cache (Anthropic): the same tokens, a lower bill.
-    prompt_cache: bool = True
-    code_timeout: float = Field(default=10.0, gt=0)
-    code_memory_mb: int = Field(default=1024, ge=64)
-    perturb: int = Field(default=0, ge=0)  # the robustness suite's renaming seed; 0 = the benchmark (older dirs)
-    max_plan_characters: int = Field(default=PlanLimits().characters, ge=1)
-    max_plan_relationships: int = Field(default=PlanLimits().relationships, ge=1)
-    max_plan_string_chars: int = Field(default=PlanLimits().string_chars, ge=1)
-    max_error_chars: int = Field(default=TextLimits().error_chars, ge=100)
-    max_text_chars: int = Field(default=TextLimits().text_chars, ge=100)
-    data: str | None = None
-    edsb_version: str = __version__
-
-    # `edsb run --batch` (docs/batch.md): how the requests travel, never what they are, so none of these is part of
-    # the run's identity: a batch pass and a synchronous pass get the same answers to the same requests, and either
-    # resumes the other's directory.
-    batch: bool = False  # through the provider's batch API, at its batch price
-    batch_detach: bool = False  # submit the pass's batch and exit; the same command collects it
-    batch_export: str | None = None  # write the pass's requests in OpenAI's batch format instead of sending them
-    batch_import: str | None = None  # the answers to exported requests, in OpenAI's batch output format
-    batch_poll_s: float = Field(default=60.0, gt=0)  # seconds between two looks at the batches in flight
-    batch_retries: int = Field(default=2, ge=0)  # resends of a request whose batch expired or failed
-
-    @property
-    def generation(self) -> GenerationSettings:
-        return GenerationSettings.model_validate(self.model_dump(include=set(GENERATION_FIELDS)))
+    @model_validator(mode="after")
+    def _resolve_sandbox(self) -> RunConfig:
+        """The sandbox that runs, never `auto`: by default what `auto` picks on this host."""
+        if self.sandbox == SandboxChoice.AUTO:
+            self.sandbox = SandboxChoice(choose_sandbox(SandboxChoice.AUTO)[0])
+        return self
 
     def identity(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -112,51 +70,52 @@ class RunConfig(GenerationSettings):
 
     @property
     def sandbox_limits(self) -> SandboxLimits:
-        return SandboxLimits(sandbox=self.sandbox, timeout=self.code_timeout, memory_bytes=self.code_memory_mb << 20)
+        name = cast(SandboxName, str(self.sandbox))
+        return SandboxLimits(sandbox=name, timeout=self.code_timeout, memory_bytes=self.code_memory_mb << 20)
 
     @property
     def text_limits(self) -> TextLimits:
         return TextLimits(self.max_error_chars, self.max_text_chars)
 
 
-# `--batch`'s options that shape one invocation (files to write or read, exit once submitted): kept out of
-# config.json, so that a config.json given back as `--config` does not export or detach again.
-BATCH_INVOCATION_FIELDS = ("batch_detach", "batch_export", "batch_import")
-# Command-line spellings that differ from the field they set, and options that belong to one invocation only.
-_ALIASES = {
-    "variant": "variants",
-    "code_memory": "code_memory_mb",
-    "detach": "batch_detach",
-    "batch_poll": "batch_poll_s",
-}
-SESSION_OPTIONS = ("out", "quiet")
-_NOT_OPTIONS = ("config",)
-# Keys a file may hold besides the fields: a preset, a config.json's format and edsb version.
-_FILE_ONLY = ("preset", "format", "edsb_version")
-# Flags that turn a field's default off (`--no-cache`: cache false).
-_NEGATED = ("no_cache", "no_json_mode", "no_prompt_cache")
+# Every key a config file or an option name may use, read from the declaration; the options that shape one
+# invocation only (kept out of config.json) and the keys a file may hold besides: a config.json's format and version.
+KEYS = spellings(RunSettings)
+SESSION_OPTIONS = tuple(name for name in Invocation.model_fields if name not in ("preset", "config"))
+_FILE_ONLY = ("format", "edsb_version")
 
 
 def config_default(name: str) -> Any:
-    """The default of a `RunConfig` field (what the help shows), written once, in the model."""
-    return RunConfig.model_fields[name].get_default(call_default_factory=True)
+    """The default of a declared setting (what the help shows), written once, in its declaration."""
+    return declared(RunSettings)[name].default
+
+
+def field_key(name: str, value: Any) -> tuple[str, Any]:
+    """An option or config-file key and its value as the field it sets (`no_cache`, True -> `cache`, False)."""
+    found = KEYS.get(name.replace("-", "_"))
+    if found is None:
+        return name, value
+    setting_, opposite = found
+    return setting_.name, (not value if opposite else value)
 
 
 def run_overrides(options: dict[str, Any]) -> dict[str, Any]:
-    """`edsb run`'s options as given (parameter name -> value, None or a false `--no-*` flag: not given), keyed
-    by `RunConfig` field for `resolve_run_config`."""
+    """Options as given (parameter name -> value, None or a false `--no-*` flag: not given), keyed by field for
+    `resolve_run_config`."""
     overrides: dict[str, Any] = {}
     for name, value in options.items():
-        if name in _NEGATED:
-            name, value = name.removeprefix("no_"), (False if value else None)
-        overrides[_ALIASES.get(name, name)] = str(value) if isinstance(value, Path) else value
+        found = KEYS.get(name)
+        if found is not None and found[1] and not value:  # a `--no-*` flag left out: not given
+            overrides[found[0].name] = None
+            continue
+        field, value = field_key(name, value)
+        overrides[field] = str(value) if isinstance(value, Path) else value
     return overrides
 
 
 def _spellings() -> list[str]:
     """Every key a config file accepts, as the field and as the option (`base_url`, `base-url`, `no-cache`)."""
-    names = [*RunConfig.model_fields, *SESSION_OPTIONS, *_FILE_ONLY, *_ALIASES, *_NEGATED]
-    return sorted({spelling for name in names for spelling in (name, name.replace("_", "-"))})
+    return sorted({*(key for key, (s, _) in KEYS.items() if s.in_file), *_FILE_ONLY})
 
 
 def _read_options(path: Path) -> dict[str, Any]:
@@ -175,28 +134,31 @@ def _read_options(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: [run] must be a table of options")
     options: dict[str, Any] = {}
     for key, value in table.items():
-        name = str(key).replace("-", "_")
-        secret_like = any(word in name for word in ("key", "secret", "token", "password"))
-        if secret_like and name not in RunConfig.model_fields:  # `api_key_env`, `max_tokens` are options
-            raise UsageError(
-                f"{path}: option {key!r} is not accepted; API keys are read from environment variables "
-                "(name the variable with api-key-env)"
-            )
-        if name in _NOT_OPTIONS:
-            raise UsageError(f"{path}: option {key!r} cannot be set from a config file")
-        if name in _NEGATED:
-            name, value = name.removeprefix("no_"), not value
-        name = _ALIASES.get(name, name)
-        if name not in RunConfig.model_fields and name not in (*SESSION_OPTIONS, *_FILE_ONLY):
-            raise UsageError(f"{path}: unknown key {key!r}{hint(closest(str(key), _spellings()))}")
-        if name == "variants" and isinstance(value, str):
-            value = [value]
-        if name in ("cases", "distraction") and (isinstance(value, bool) or not isinstance(value, str | int | list)):
-            raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
+        name, value = _file_option(path, str(key), value)
         options[name] = value
     for name in ("format", "edsb_version"):  # a previous run's config.json may be given: they are this edsb's
         options.pop(name, None)
     return options
+
+
+def _file_option(path: Path, key: str, value: Any) -> tuple[str, Any]:
+    """One key of a config file as the field it sets, or a one-line error: a secret, an unknown key, a wrong type."""
+    found = KEYS.get(key.replace("-", "_"))
+    if found is None and any(word in key.lower() for word in ("key", "secret", "token", "password")):
+        raise UsageError(
+            f"{path}: option {key!r} is not accepted; API keys are read from environment variables "
+            "(name the variable with api-key-env)"
+        )
+    if found is not None and not found[0].in_file:
+        raise UsageError(f"{path}: option {key!r} cannot be set from a config file")
+    if found is None and key.replace("-", "_") not in _FILE_ONLY:
+        raise UsageError(f"{path}: unknown key {key!r}{hint(closest(key, _spellings()))}")
+    name, value = field_key(key, value)
+    if name == "variants" and isinstance(value, str):
+        value = [value]
+    if name in ("cases", "distraction") and (isinstance(value, bool) or not isinstance(value, str | int | list)):
+        raise UsageError(f"{path}: option {key!r} must be a selection string or a list of integers")
+    return name.replace("-", "_"), value
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
@@ -209,7 +171,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
 
 
 def load_session_options(path: Path) -> dict[str, Any]:
-    """`out` and `quiet` from a config file: they shape one invocation, not the run, so they stay out of config.json."""
+    """`out`, `quiet` and `offline` from a config file: they shape one invocation, not the run, so they stay out of
+    config.json."""
     return {name: value for name, value in _read_options(path).items() if name in SESSION_OPTIONS}
 
 
@@ -223,7 +186,7 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     try:
         previous = read_config(path)
     except (json.JSONDecodeError, ValidationError) as exc:
-        detail = validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        detail = settings_message(exc) if isinstance(exc, ValidationError) else str(exc)
         raise EdsbError(f"{path}: unreadable run configuration ({detail}); use a new --out directory") from None
     old, new = previous.identity(), config.identity()
     for name in IDENTITY_FIELDS:
@@ -250,17 +213,14 @@ def check_resume(run_dir: Path, config: RunConfig) -> list[str]:
     return notes
 
 
-_OPTION_OF = {"code_memory_mb": "code-memory"}
-
-
 def _resume_fix(name: str, old: Any) -> str:
     """The options that give a setting the value a directory was run with."""
-    if name == "json_mode":
-        return "leave out --no-json-mode" if old else "pass --no-json-mode"
-    option = _OPTION_OF.get(name, name.replace("_", "-"))
+    option = declared(RunSettings)[name].option
+    if declared(RunSettings)[name].negated:
+        return f"leave out {option}" if old else f"pass {option}"
     if name == "temperature" and old is None:
-        return f"pass --temperature {PROVIDER_DEFAULT}"
-    return f"leave out --{option}" if old is None else f"pass --{option} {old}"
+        return f"pass {option} {PROVIDER_DEFAULT}"
+    return f"leave out {option}" if old is None else f"pass {option} {old}"
 
 
 def read_config(path: Path) -> RunConfig:
@@ -294,9 +254,8 @@ def with_sampler_secret(run_dir: Path, config: RunConfig) -> RunConfig:
 
 
 def write_config(run_dir: Path, config: RunConfig) -> None:
-    """config.json: its format first, then every setting (but `BATCH_INVOCATION_FIELDS`)."""
-    settings = config.model_dump(exclude=set(BATCH_INVOCATION_FIELDS))
-    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **settings})
+    """config.json: its format first, then every setting (not the invocation's own: `Invocation`)."""
+    write_json(Path(run_dir) / CONFIG_FILE, {"format": CONFIG_FORMAT, **config.model_dump()})
 
 
 def resolve_run_config(
@@ -338,7 +297,7 @@ def resolve_run_config(
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
-        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+        raise UsageError(f"invalid run option {settings_message(exc)}") from None
 
 
 def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | None = None) -> GenerationSettings:
@@ -360,7 +319,7 @@ def resolve_generation(model: str, given: Mapping[str, Any], notes: list[str] | 
     try:
         resolved = GenerationSettings.model_validate(settings)
     except ValidationError as exc:
-        raise UsageError(f"invalid run option {validation_message(exc)}") from None
+        raise UsageError(f"invalid run option {settings_message(exc)}") from None
     refused = provider_refuses(model, resolved)
     if refused is not None:
         raise UsageError(f"{model}: {refused}")

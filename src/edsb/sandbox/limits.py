@@ -5,26 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Literal, TypeAlias
 
 from edsb.errors import UsageError
 from edsb.geometry.scene import Scene
 from edsb.sandbox.code_api import ApiScene, LatestPlan
-
-SandboxName: TypeAlias = Literal["exact", "restricted"]
-SANDBOXES: tuple[SandboxName, ...] = ("exact", "restricted")
-
-
-class SandboxChoice(StrEnum):
-    """Which sandbox runs the model's code (`--sandbox`): `exact` runs it with CPython's own `exec`, as the
-    reference does, contained by the kernel (Landlock, seccomp, rlimits); `restricted` runs it under RestrictedPython,
-    for hosts without those layers (it refuses some ordinary Python); `auto` picks `exact` where the host has them."""
-
-    AUTO = "auto"
-    EXACT = "exact"
-    RESTRICTED = "restricted"
+from edsb.settings.limits import CODE_MEMORY_MB, CODE_TIMEOUT_S
+from edsb.settings.vocab import SANDBOXES as SANDBOXES
+from edsb.settings.vocab import SandboxChoice as SandboxChoice
+from edsb.settings.vocab import SandboxName as SandboxName
 
 
 def choose_sandbox(choice: str) -> tuple[SandboxName, str | None]:
@@ -61,8 +50,8 @@ class SandboxLimits:
 
     sandbox: SandboxName = "restricted"
 
-    timeout: float = 10.0  # wall-clock seconds for compiling and running the code
-    memory_bytes: int = 1 << 30  # address space of the worker process
+    timeout: float = CODE_TIMEOUT_S  # wall-clock seconds for compiling and running the code
+    memory_bytes: int = CODE_MEMORY_MB << 20  # address space of the worker process
     cpu_seconds: float | None = None  # CPU seconds per run (backstop for a stalled parent); None = timeout + 5
     max_result_bytes: int = 1 << 20  # JSON size of what the code set, printed text included
     # JSON size of the plan alone. Honest plans take a few hundred bytes. The parent's sampling work is bounded

@@ -13,6 +13,7 @@ line before anything is sent.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -137,31 +138,26 @@ def export_route(model: ChatModel) -> OpenAIBatch:
     return OpenAIBatch(inner)
 
 
+# The batch APIs by the name a provider's row gives its route (`Provider.batch`): module and class.
+_ROUTES = {
+    "openai": ("edsb.llm.batch.openai", "OpenAIBatch"),
+    "anthropic": ("edsb.llm.batch.anthropic", "AnthropicBatch"),
+    "gemini": ("edsb.llm.batch.gemini", "GeminiBatch"),
+}
+
+
 def batch_route(model: ChatModel) -> BatchRoute:
-    """The batch API that serves `model` (the client under a response cache); a usage error where there is none."""
+    """The batch API that serves `model` (the client under a response cache), as its provider's row names it; a
+    usage error where there is none."""
+    from edsb.llm.providers import PROVIDERS
+
     inner = getattr(model, "inner", model)
-    # Imported here: each route imports its SDK only when a batch run uses it.
-    from edsb.llm.openai_client import OpenAIChatModel
-    from edsb.llm.responses_client import OpenAIResponsesModel
-    from edsb.llm.sdk_client import AnthropicChatModel, GoogleChatModel
-
-    if isinstance(inner, OpenAIChatModel) and inner.provider.name in ("openai", "azure"):
-        from edsb.llm.batch.openai import OpenAIBatch
-
-        return OpenAIBatch(inner)
-    if isinstance(inner, OpenAIResponsesModel):
-        from edsb.llm.batch.openai import OpenAIBatch
-
-        return OpenAIBatch(inner)
-    if isinstance(inner, AnthropicChatModel) and inner.provider.cloud is None:
-        from edsb.llm.batch.anthropic import AnthropicBatch
-
-        return AnthropicBatch(inner)
-    if isinstance(inner, GoogleChatModel) and inner.provider.cloud is None:
-        from edsb.llm.batch.gemini import GeminiBatch
-
-        return GeminiBatch(inner)
-    raise UsageError(
-        f"--batch: {model.identity.split('@')[0]} has no batch API edsb can use (openai, azure, openai-responses, "
-        "anthropic and google have one); drop --batch"
-    )
+    route = getattr(getattr(inner, "provider", None), "batch", None)
+    if route is None:
+        having = ", ".join(name for name, provider in PROVIDERS.items() if provider.batch)
+        raise UsageError(
+            f"--batch: {model.identity.split('@')[0]} has no batch API edsb can use ({having} have one); drop --batch"
+        )
+    module, name = _ROUTES[route]  # imported here: each route imports its SDK only when a batch run uses it
+    found: BatchRoute = getattr(importlib.import_module(module), name)(inner)
+    return found

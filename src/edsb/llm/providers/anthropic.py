@@ -291,7 +291,9 @@ def _split_blocks(content: list[Any]) -> Split:
 
 _CLAUDE_DEFAULTS: dict[str, Any] = {"max_tokens": SDK_MAX_TOKENS, "takes_seed": False}
 ROWS = (
-    Anthropic("anthropic", "anthropic", "ANTHROPIC_API_KEY", None, extra="anthropic", **_CLAUDE_DEFAULTS),
+    Anthropic(
+        "anthropic", "anthropic", "ANTHROPIC_API_KEY", None, extra="anthropic", batch="anthropic", **_CLAUDE_DEFAULTS
+    ),
     # Claude on the clouds, under the cloud's own credentials (`llm.cloud`); requests as built for the direct API.
     # `key_env`: where an access token or Bedrock API key may be given instead.
     Anthropic(

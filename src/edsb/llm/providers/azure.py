@@ -87,4 +87,5 @@ ROW = Azure(
     api_version_env="OPENAI_API_VERSION",
     api_version="2024-10-21",
     cap_field="max_completion_tokens",
+    batch="openai",
 )

@@ -175,7 +175,7 @@ def retry_info_s(details: Any) -> float | None:
 
 
 ROWS = (
-    Google("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google"),
+    Google("google", "google", "GEMINI_API_KEY", None, max_tokens=SDK_MAX_TOKENS, extra="google", batch="gemini"),
     # Gemini on Vertex AI, under Google Cloud's credentials (`llm.cloud`); requests as built for the Gemini API.
     Google(
         "google-vertex",

@@ -125,7 +125,7 @@ def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
 
 # OpenAI, and the hosts of the official implementation's client that speak its API as it does.
 ROWS = (
-    OpenAI("openai", "openai", "OPENAI_API_KEY", OPENAI_URL),
+    OpenAI("openai", "openai", "OPENAI_API_KEY", OPENAI_URL, batch="openai"),
     Provider("deepinfra", "openai", "DEEPINFRA_API_TOKEN", "https://api.deepinfra.com/v1/openai"),
     Provider("groq", "openai", "GROQ_API_KEY", "https://api.groq.com/openai/v1"),
     Provider("cerebras", "openai", "CEREBRAS_API_KEY", "https://api.cerebras.ai/v1"),

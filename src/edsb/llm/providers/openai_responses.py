@@ -121,4 +121,6 @@ def _split_output(output: list[Any]) -> tuple[Split, str | None]:
     return split, refusal
 
 
-ROW = OpenAIResponses("openai-responses", "responses", "OPENAI_API_KEY", OPENAI_URL, takes_seed=False, extra="openai")
+ROW = OpenAIResponses(
+    "openai-responses", "responses", "OPENAI_API_KEY", OPENAI_URL, takes_seed=False, extra="openai", batch="openai"
+)
