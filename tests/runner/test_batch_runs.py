@@ -238,6 +238,21 @@ def test_a_provider_without_a_batch_api_is_one_line_before_anything_is_sent(
     assert not (tmp_path / "batch").exists()
 
 
+def test_batch_in_a_config_file_holds_when_the_flag_is_left_out(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batch = true` in a `--config` file is the run's, as `--batch` is: a flag left out does not turn it off."""
+    monkeypatch.setenv("GROQ_API_KEY", "not-a-secret")
+    config = tmp_path / "run.toml"
+    config.write_text("batch = true\n")
+    with OpenAIServer(story) as server:
+        args = ["run", "--model", "groq:llama-3.3-70b", "--base-url", server.base_url, *SELECTION, "--config",
+                str(config), "--out", str(tmp_path / "batch")]  # fmt: skip
+        outcome = edsb_in_process(args, capsys)
+        assert not server.requests
+    outcome.assert_one_clear_error(2, contains="no batch API")
+
+
 # Per SDK route: the model, its key variable, the fake, and each batched request as (its key, the native body the
 # synchronous client posts for it, the one-hour TTL of the cache marks taken out).
 SDK_ROUTES = {

@@ -42,13 +42,19 @@ def declared_options(command: str, *models: type[BaseModel]) -> list[Declared]:
 
 def declared_command(command: str, body: Callable[[dict[str, Any]], None], *models: type[BaseModel]) -> Any:
     """A typer callback whose parameters are the declared options of `command`; `body` receives them by field name,
-    None when not given (a `--no-` flag given: its field false)."""
+    None when not given (a `--no-` flag given: its field false; a flag given: true), so that a flag left out leaves a
+    config file's value alone."""
 
     settings = declared_options(command, *models)
     negated = [setting.name for setting in settings if setting.negated]
+    flags = [setting.name for setting in settings if not setting.negated and _option_type(setting)[0] is bool]
 
     def callback(**given: Any) -> None:
-        body(given | {name: False if given[name] else None for name in negated})
+        body(
+            given
+            | {name: False if given[name] else None for name in negated}
+            | {name: given[name] or None for name in flags}
+        )
 
     parameters = [_parameter(setting) for setting in settings]
     callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

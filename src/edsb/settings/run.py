@@ -88,7 +88,7 @@ class GenerationSettings(BaseModel):
         metavar="N",
         commands=BOTH,
         task=True,
-        help="Sampling seed sent to the model, N + r on repeat r (default {default}, the embedded model 0; refused "
+        help="Sampling seed sent to the model, N + r on repeat r (default {default}, the embedded model 0; not "
         "where the API has none).",
     )
     reasoning_effort: ReasoningEffort | None = setting(
@@ -169,8 +169,8 @@ class Invocation(BaseModel):
         None,
         group=Group.MODEL,
         metavar="FILE",
-        help="The answers to --batch-export's requests, as OpenAI batch output JSONL (vLLM's run-batch writes it); "
-        "stored, then the next pass runs.",
+        help="Store the answers to --batch-export's requests (OpenAI batch output JSONL, as vLLM's run-batch "
+        "writes it).",
     )
     config: Path | None = setting(
         None,
