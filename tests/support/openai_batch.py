@@ -13,7 +13,7 @@ not take (as the SDK types it) fails as the API fails it (`Unrecognized request 
 error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
 pass by sending its requests one by one; unless `probe` names the reply it gets (`edsb run --batch` sends one
 synchronous request first, check-model's, and nothing else), or `sync` answers it (a synchronous pass over the same
-endpoint), counted in `sync_requests`.
+endpoint), counted in `sync_requests` (their bodies in `sync_bodies`).
 
 What `edsb run --batch` needs besides, each as the reference describes it:
 - `GET /v1/batches` lists the batches with their `metadata`, newest first
@@ -76,6 +76,7 @@ class OpenAIBatchServer(LoopbackServer):
         self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
         self.polls: dict[str, int] = {}
         self.sync_requests = 0
+        self.sync_bodies: list[bytes] = []  # the body of each synchronous request, in order
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._batch_info: dict[str, dict[str, Any]] = {}
@@ -205,6 +206,7 @@ class _BatchHandler(JsonHandler):
         else:
             if self.path == CHAT_PATH:
                 owner.sync_requests += 1
+                owner.sync_bodies.append(body)
                 if owner.sync is not None:
                     reply = owner.sync(RecordedRequest("POST", CHAT_PATH, {}, body, time.monotonic()))
                     self._send(reply.body, reply.status)
