@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.report.render import token_rows
 from edsb.report.summary import build_summary
 from edsb.results.batches import read_batches, write_batch
@@ -26,10 +25,7 @@ from tests.support.azure_batch import AzureBatchServer
 from tests.support.batch_runs import (
     PROBE_OK,
     SELECTION,
-    Verdicts,
     batch_args,
-    story_model,
-    synchronous_verdicts,
     verdicts,
 )
 from tests.support.edsb_cli import (
@@ -48,16 +44,6 @@ from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.provider_fakes import CONTEXT_TOO_LONG
 from tests.support.run_dir import read_results
 from tests.support.scripted_stories import StoryModel
-
-
-@pytest.fixture
-def story(benchmark: Benchmark) -> StoryModel:
-    return story_model(benchmark)
-
-
-@pytest.fixture
-def synchronous(story: StoryModel, tmp_path: Path) -> tuple[Verdicts, int]:
-    return synchronous_verdicts(story, tmp_path / "sync")
 
 
 def _batch_args(server: OpenAIBatchServer, out: Path, *options: str) -> list[str]:

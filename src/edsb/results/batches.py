@@ -81,7 +81,10 @@ def read_batches(run_dir: Path) -> list[BatchRecord]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             format_of(data, BATCH_FORMAT, str(path))
-            records.append(BatchRecord.model_validate(data))
+            record = BatchRecord.model_validate(data)
+            if record.path_name != path.name:
+                raise ValueError(f"it says it is batch {record.number}")
+            records.append(record)
         except (OSError, ValueError, ValidationError) as exc:
             why = f"{path}: not a batch record edsb can read ({exc}); move it aside to resend its requests"
             raise EdsbError(why) from None

@@ -15,7 +15,8 @@ keeps one. `--detach` submits and exits; the same command collects.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,22 +27,36 @@ from rich.console import Console
 
 from edsb.errors import EdsbError, UsageError
 from edsb.llm import ChatModel, RetryPolicy, build_model
-from edsb.llm.batch import BatchFailure, BatchRoute, BatchStatus, Outcome, RequestDeferred, batch_route, export_route
+from edsb.llm.batch import (
+    BatchFailure,
+    BatchRoute,
+    BatchStatus,
+    LineSplitter,
+    Outcome,
+    RequestDeferred,
+    batch_route,
+    export_route,
+    gathered,
+    json_entry,
+)
 from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.factory import CHECK_REQUEST, check_model_async
 from edsb.llm.protocol import ChatRequest, ChatResponse
+from edsb.llm.retry import is_retryable_status
 from edsb.results.batches import (
     BatchRecord,
     BatchTokens,
+    batches_dir,
     collected,
     new_tag,
     read_batches,
     submitted,
     write_batch,
 )
+from edsb.results.rundir import RunDirLock
 from edsb.runner.config import RunConfig
-from edsb.runner.run import RunOutcome, run_benchmark
+from edsb.runner.run import RunOutcome, run_benchmark, stop_status
 
 Cost = Callable[[BatchTokens], float | None]  # USD at batch prices of a batch's tokens (None: no price known)
 
@@ -105,6 +120,10 @@ class BatchSession:
     ledger: BatchLedger = field(default_factory=BatchLedger)
     probed: bool = False
     identity: str = ""  # the model's identity, part of every cache key (set by `run`)
+    _lock: RunDirLock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._lock = RunDirLock(self.out)
 
     def run(self) -> RunOutcome | None:
         """The passes until every run is recorded; None when `--detach` left batches in flight (or `--batch-export`
@@ -116,13 +135,28 @@ class BatchSession:
         offline = not self.config.batch  # --batch-export / --batch-import alone: files, no batch API
         route = export_route(model) if offline or self.config.batch_export else batch_route(model)
         self.identity = model.identity
-        # 2. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
+        # 2. The directory is this process's (a new one is locked by its first pass, which makes it).
+        try:
+            self._hold()
+            return self._passes(model, route, offline)
+        finally:
+            self._lock.release()
+
+    def _hold(self) -> None:
+        """The run directory's lock, from the moment it exists until this invocation ends: a second `edsb run` on it
+        would poll, submit and store beside this one."""
+        if self.out.is_dir():
+            self._lock.acquire()
+
+    def _passes(self, model: ChatModel, route: BatchRoute, offline: bool) -> RunOutcome | None:
+        """Collect what earlier invocations left, then pass after pass until nothing waits for a batch."""
+        # 1. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
         if self.config.batch_import:
             self._import(export_route(model), Path(self.config.batch_import).expanduser())
         if not self._settle(route):
             return None
         while True:
-            # 3. One pass of the pipeline; the requests the cache cannot answer make the next batch.
+            # 2. One pass of the pipeline; the requests the cache cannot answer make the next batch.
             pending: dict[str, ChatRequest] = {}
             outcome = self._pass(pending)
             if outcome.interrupted or not pending:
@@ -130,7 +164,7 @@ class BatchSession:
             if self.config.batch_export or offline:
                 self._export(route, pending)
                 return None
-            # 4. The batch: the refused setting first (one synchronous probe), then intent, create, id.
+            # 3. The batch: the refused setting first (one synchronous probe), then intent, create, id.
             self._probe()
             records = [self._submit(route, part) for part in _parts(route, pending)]
             if self.config.batch_detach:
@@ -151,6 +185,7 @@ class BatchSession:
     def _pass(self, pending: dict[str, ChatRequest]) -> RunOutcome:
         def deferring(model: ChatModel) -> ChatModel:
             assert isinstance(model, CachedChatModel)
+            self._hold()  # the pass has made the directory
             return DeferringModel(model, self.ledger, pending, self.config.batch_retries)
 
         return run_benchmark(self.config, self.out, quiet=self.quiet, console=self.console, retry=self.retry,
@@ -219,23 +254,28 @@ class BatchSession:
         exported = [record for record in read_batches(self.out) if record.stage == "exported"]
         if not exported:
             raise UsageError(f"--batch-import {path}: {self.out} has no exported requests waiting for answers")
+        wanted = {key for record in exported for key in record.requests}
         try:
-            lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
+            entries = _import_entries(path, wanted)
+        except OSError as exc:
             raise UsageError(f"--batch-import {path}: not a batch output file edsb can read ({exc})") from None
-        answers = {str(line.get("custom_id")): line for line in lines if isinstance(line, dict)}
-        asyncio.run(self._store_imported(route, exported, answers, path))
+        if not entries:
+            raise UsageError(
+                f"--batch-import {path}: no line of it answers a request exported from {self.out}; give the output "
+                "of the file --batch-export wrote"
+            )
+        asyncio.run(self._store_imported(route, exported, entries, path))
 
     async def _store_imported(
-        self, route: OpenAIBatch, exported: list[BatchRecord], answers: dict[str, Any], path: Path
+        self, route: OpenAIBatch, exported: list[BatchRecord], entries: list[tuple[str, dict[str, Any]]], path: Path
     ) -> None:
         cache = ResponseCache()
         try:
             for record in exported:
                 missing = BatchFailure(kind="failed", message=f"not answered in {path}")
-                outcomes = {key: route.read(answers[key], sent) if key in answers else missing
-                            for key, sent in record.requests.items()}  # fmt: skip
-                await self._store(cache, record, outcomes)
+                sent = record.requests
+                answers = [(key, route.read(entry, sent[key])) for key, entry in entries if key in sent]
+                await self._store(cache, record, gathered(answers, sent, missing))
         finally:
             cache.close()
 
@@ -247,16 +287,26 @@ class BatchSession:
         except KeyboardInterrupt:
             self._say(f"interrupted: the batches in flight are recorded in {self.out}; run the same command to collect")
             raise
+        except BatchStopped as stop:
+            stop.args = (f"{stop.name}: stopped; the batches in flight are recorded in {self.out}: run the same "
+                         "command to collect them",)  # fmt: skip
+            raise
 
     async def _settle_async(self, route: BatchRoute) -> bool:
         cache = ResponseCache()
+        stop = _SignalStop()
         try:
             return await self._wait(route, cache)
-        except (EdsbError, asyncio.CancelledError):
+        except asyncio.CancelledError:
+            if stop.signum is None:
+                raise
+            raise BatchStopped(stop.signum) from None
+        except EdsbError:
             raise
         except Exception as exc:
             raise _api_error(exc, "polling the batches") from exc
         finally:
+            stop.remove()
             await route.aclose()
             cache.close()
 
@@ -269,7 +319,7 @@ class BatchSession:
         open_records = [await self._located(route, record) for record in records if record.stage != "collected"]
         open_records = [record for record in open_records if record.stage == "submitted"]
         while open_records:
-            statuses = {record.number: await route.poll(str(record.batch_id)) for record in open_records}
+            statuses = {record.number: await self._poll(route, record) for record in open_records}
             self._progress(open_records, statuses)
             for record in [r for r in open_records if statuses[r.number].state == "ended"]:
                 await self._collect(route, cache, record)
@@ -280,6 +330,21 @@ class BatchSession:
             if open_records:
                 await asyncio.sleep(self.config.batch_poll_s)
         return True
+
+    async def _poll(self, route: BatchRoute, record: BatchRecord) -> BatchStatus:
+        """The batch's status, once it is known to be the one the record made: a record whose id (hand-edited, or
+        another directory's) names a batch with another tag is never trusted with its answers."""
+        path = batches_dir(self.out) / record.path_name
+        try:
+            status = await route.poll(str(record.batch_id))
+        except Exception as exc:
+            raise _api_error(exc, f"polling batch {record.batch_id} of {path}") from exc
+        if status.tag is not None and status.tag != record.tag:
+            raise EdsbError(
+                f"{path}: batch {record.batch_id} at the provider is not the batch this record made (tag "
+                f"{status.tag or 'none'}, not {record.tag}); restore the record or move it aside to resend its requests"
+            )
+        return status
 
     async def _located(self, route: BatchRoute, record: BatchRecord) -> BatchRecord:
         """A record left at its intent: the batch the provider made of it, if the API can find it by its tag; else
@@ -347,6 +412,19 @@ class BatchSession:
         self.console.print(line, markup=False, highlight=False)
 
 
+def _import_entries(path: Path, wanted: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The lines of an offline batch's output file that answer one of `wanted`, each line bounded as a reply."""
+    entries: list[tuple[str, dict[str, Any]]] = []
+    lines = LineSplitter()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            for entry in map(json_entry, lines.feed(chunk)):
+                if entry is not None and entry.get("custom_id") in wanted:
+                    entries.append((str(entry["custom_id"]), entry))
+    entries += [(str(e["custom_id"]), e) for e in map(json_entry, lines.end()) if e and e.get("custom_id") in wanted]
+    return entries
+
+
 def _parts(route: BatchRoute, pending: dict[str, ChatRequest]) -> list[dict[str, ChatRequest]]:
     """The pass's requests in batches within the API's limits (`BatchRoute.max_requests`, `max_bytes`), in order."""
     parts: list[dict[str, ChatRequest]] = [{}]
@@ -361,9 +439,53 @@ def _parts(route: BatchRoute, pending: dict[str, ChatRequest]) -> list[dict[str,
     return parts
 
 
+class BatchStopped(EdsbError):
+    """SIGTERM or SIGHUP while edsb waits on the batches: it stops there, with the status a stopped sweep exits
+    with (143, 129); every batch in flight is on record."""
+
+    def __init__(self, signum: int) -> None:
+        self.name = signal.Signals(signum).name
+        super().__init__(f"{self.name}: stopped")
+        self.exit_code = stop_status(signum)
+
+
+class _SignalStop:
+    """While edsb waits on the batches, SIGTERM or SIGHUP cancels the wait (`signum` says which): a cancellation
+    every await gives way to, where an exception raised in the middle of an SDK call could be caught and retried."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._installed: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                self._loop.add_signal_handler(signum, self._stop, signum)
+                self._installed.append(signum)
+
+    def _stop(self, signum: int) -> None:
+        if self.signum is None and self._task is not None:
+            self.signum = signum
+            self._task.cancel()
+
+    def remove(self) -> None:
+        for signum in self._installed:
+            self._loop.remove_signal_handler(signum)
+        self._installed = []
+
+
 def _api_error(exc: Exception, doing: str) -> EdsbError:
-    """A failure of the batch API as one line: what was being done, the SDK's words, and that nothing is lost."""
+    """A failure of the batch API as one line: what was being done, the SDK's words, whether it is the setup's (a
+    status the synchronous path would not retry: 401, 403, 404) or passing (a rate limit, a server error, the
+    network, after the SDK's own retries), and that nothing is lost."""
     said = " ".join(str(exc).split())[:300] or type(exc).__name__
+    status = getattr(exc, "status_code", None)  # the openai and anthropic SDKs' status errors
+    status = status if isinstance(status, int) else getattr(exc, "code", None)  # google-genai's
+    if isinstance(status, int) and 400 <= status < 500 and not is_retryable_status(status):
+        return EdsbError(
+            f"batch API refused {doing} (HTTP {status}: {said}); check the key, --model and --base-url; nothing is "
+            "lost: run the same command once fixed"
+        )
     return EdsbError(f"batch API failed {doing} ({said}); nothing is lost: run the same command again")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import BatchFailure, BatchStatus, Outcome, gathered
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
@@ -96,12 +96,12 @@ class AnthropicBatch:
         )
 
     async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
-        outcomes: dict[str, Outcome] = {}
+        answers: list[tuple[str, Outcome]] = []
         async for entry in await self._sdk_client().messages.batches.results(batch_id):
             if entry.custom_id in sent:
-                outcomes[entry.custom_id] = self._outcome(entry.result, sent[entry.custom_id])
+                answers.append((entry.custom_id, self._outcome(entry.result, sent[entry.custom_id])))
         missing = BatchFailure(kind="failed", message="the batch ended without a result for this request")
-        return {key: outcomes.get(key, missing) for key in sent}
+        return gathered(answers, sent, missing)
 
     def _outcome(self, result: Any, sent: dict[str, Any]) -> Outcome:
         if result.type == "succeeded":

@@ -15,7 +15,16 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import (
+    FIND_WITHIN,
+    UNREADABLE,
+    BatchFailure,
+    BatchStatus,
+    LineSplitter,
+    Outcome,
+    gathered,
+    json_entry,
+)
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
@@ -99,6 +108,7 @@ class OpenAIBatch:
             succeeded=getattr(counts, "completed", 0) or 0,
             failed=getattr(counts, "failed", 0) or 0,
             provider_status=str(batch.status),
+            tag=_tag(batch),
         )
 
     async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
@@ -106,33 +116,39 @@ class OpenAIBatch:
         batch's own end (a failed batch's errors, expiry, cancellation)."""
         client = self._sdk_client()
         batch = await client.batches.retrieve(batch_id)
-        outcomes: dict[str, Outcome] = {}
+        answers: list[tuple[str, Outcome]] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                content = await client.files.content(file_id)
-                for raw in content.content.splitlines():
-                    if raw.strip():
-                        key, outcome = self._outcome(json.loads(raw), sent)
-                        if key in sent:
-                            outcomes[key] = outcome
-        missing = _batch_failure(batch)
-        return {key: outcomes.get(key, missing) for key in sent}
+                async with client.files.with_streaming_response.content(file_id) as content:
+                    lines = LineSplitter()
+                    async for chunk in content.iter_bytes():
+                        answers += self.answers(lines.feed(chunk), sent)
+                    answers += self.answers(lines.end(), sent)
+        return gathered(answers, sent, _batch_failure(batch))
 
-    def _outcome(self, entry: dict[str, Any], sent: Mapping[str, dict[str, Any]]) -> tuple[str, Outcome]:
-        key = str(entry.get("custom_id"))
-        return key, self.read(entry, sent.get(key, {}))
+    def answers(self, lines: list[bytes | None], sent: Mapping[str, dict[str, Any]]) -> list[tuple[str, Outcome]]:
+        """The lines of an output or error file read as (custom id, outcome); a line that cannot be read is left out,
+        so its request counts as unanswered."""
+        found = []
+        for entry in map(json_entry, lines):
+            key = entry.get("custom_id") if entry is not None else None
+            if isinstance(entry, dict) and isinstance(key, str) and key in sent:
+                found.append((key, self.read(entry, sent[key])))
+        return found
 
     def read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
         """One line of an output or error file (OpenAI's, or vLLM's `run-batch` output) as an answer or failure."""
-        response, error = entry.get("response") or {}, entry.get("error") or {}
+        response, error = _object(entry.get("response")), _object(entry.get("error"))
         status, body = response.get("status_code"), response.get("body")
         if status == 200 and isinstance(body, dict):
             try:
                 return self._parse(body, sent)
             except AttemptFailure as exc:
                 return BatchFailure(kind="failed", message=exc.message)
-        if isinstance(status, int):
+        if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
             return BatchFailure.of_status(status, json.dumps(body).encode() if body is not None else b"")
+        if isinstance(status, int):  # a success without an answer's body: unreadable, not the model's refusal
+            return UNREADABLE
         code, message = str(error.get("code") or ""), str(error.get("message") or "no answer")
         return BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
 
@@ -148,6 +164,17 @@ class OpenAIBatch:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _tag(batch: Any) -> str | None:
+    """The edsb tag in a batch's metadata; None where the server keeps no metadata (nothing to compare)."""
+    metadata = batch.metadata if isinstance(getattr(batch, "metadata", None), dict) else {}
+    tag = metadata.get(TAG_FIELD)
+    return str(tag) if tag is not None else None if not metadata else ""
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _batch_failure(batch: Any) -> BatchFailure:
