@@ -78,6 +78,29 @@ def test_foreign_and_doubled_answers_never_reach_the_cache(
     assert verdicts(tmp_path / "batch") == expected
 
 
+def test_an_answer_to_a_request_edsb_did_not_send_is_not_kept(
+    story: StoryModel, synchronous: tuple[Verdicts, int], tmp_path: Path, private_cache: Path
+) -> None:
+    """The ids match, the requests do not: the server answered each Narrator line with the other case's prompt.
+    Its input file gives it away; both are asked again, and neither crossed answer reaches the cache."""
+    expected, sent_one_by_one = synchronous
+    done: list[bool] = []
+
+    def crossed(lines: list[dict]) -> list[dict]:
+        if done or len(lines) != 2:
+            return lines
+        done.append(True)
+        first, second = lines
+        return [{**first, "body": second["body"]}, {**second, "body": first["body"]}]
+
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        server.mangle = crossed
+        assert run_edsb(*batch_args(server.base_url, tmp_path / "batch")) == 0
+        ids = server.custom_ids()
+    assert done and len(ids) == sent_one_by_one + 2 and len(set(ids)) == sent_one_by_one
+    assert verdicts(tmp_path / "batch") == expected
+
+
 def _torn(lines: list[bytes]) -> list[bytes]:
     return [*lines[:-1], lines[-1][: len(lines[-1]) // 2]]
 
@@ -124,16 +147,17 @@ def test_a_damaged_output_line_is_asked_again_not_trusted_nor_fatal(
 
 
 @pytest.mark.parametrize(
-    ("route", "status", "says"),
+    ("route", "statuses", "says"),
     [
-        ("create", 401, "batch API refused creating a batch (HTTP 401"),
-        ("retrieve", 404, "batch API refused polling batch batch-"),
-        ("content", 403, "batch API refused polling the batches (HTTP 403"),
+        ("create", [401], "batch API refused creating a batch (HTTP 401"),
+        ("retrieve", [404], "batch API refused polling batch batch-"),
+        # the input file (a server may refuse to give it back: the batch's tag vouches for it), then the output
+        ("content", [403, 403], "batch API refused polling the batches (HTTP 403"),
     ],
 )
 def test_a_refusing_batch_api_is_one_line_and_the_same_command_goes_on(
     route: str,
-    status: int,
+    statuses: list[int],
     says: str,
     story: StoryModel,
     synchronous: tuple[Verdicts, int],
@@ -145,7 +169,7 @@ def test_a_refusing_batch_api_is_one_line_and_the_same_command_goes_on(
     expected, sent_one_by_one = synchronous
     out = tmp_path / "batch"
     with OpenAIBatchServer(story, probe=PROBE_OK) as server:
-        server.faults[route] = [status]
+        server.faults[route] = list(statuses)
         outcome = edsb_in_process(batch_args(server.base_url, out), capsys)
         outcome.assert_one_clear_error(1, contains=says)
         assert "check the key" in outcome.stderr and "nothing is lost" in outcome.stderr

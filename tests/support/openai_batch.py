@@ -29,6 +29,9 @@ What `edsb run --batch` needs besides, each as the reference describes it:
 
 And what a hostile or failing server does, for the tests that play one:
 - `tamper(output) -> bytes`: the output file of each batch as served, rewritten (torn lines, foreign ids, ...).
+- `mangle(lines) -> lines`: the request lines of each batch as the server takes them, rewritten before they are
+  answered; its input file then holds them as taken (`GET /v1/files/<input>/content`, as the Files API serves any
+  file: https://platform.openai.com/docs/api-reference/files/retrieve-contents).
 - `faults[route]`: the statuses the next calls of a route answer, one each (`upload`, `create`, `retrieve`,
   `content`, `list`), in OpenAI's error body, with `retry-after-ms: 1` on a 429 or a 5xx
   (https://platform.openai.com/docs/guides/error-codes).
@@ -81,6 +84,7 @@ class OpenAIBatchServer(LoopbackServer):
         self.sync: Handler | None = None  # answers the synchronous endpoint, once set (a synchronous pass)
         self.expire = 0
         self.tamper: Callable[[bytes], bytes] = lambda output: output
+        self.mangle: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lambda lines: lines
         self.faults: dict[str, list[int]] = {}
         self._stalls: dict[str, threading.Event] = {}
         self._released = threading.Event()
@@ -126,6 +130,11 @@ class OpenAIBatchServer(LoopbackServer):
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A batch: every line answered now by the handler, the output file stored."""
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
+        taken = self.mangle(lines)
+        if taken is not lines:
+            lines = taken
+            with self._lock:
+                self.files[body["input_file_id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
         output, errors = [], []
         with self._lock:
             expired, self.expire = self.expire > 0, max(self.expire - 1, 0)

@@ -53,6 +53,7 @@ class BatchRecord(BaseModel):
     submitted_at: str | None = None
     collected_at: str | None = None
     requests: dict[str, dict[str, Any]]  # cache key -> the settings it sends (`ChatResponse.sent`)
+    digests: dict[str, str] = Field(default_factory=dict)  # cache key -> its input line's `line_digest`
     failures: dict[str, dict[str, Any]] = Field(default_factory=dict)  # cache key -> `BatchFailure` fields
     answered: int = 0
     tokens: BatchTokens = Field(default_factory=BatchTokens)

@@ -38,6 +38,7 @@ from edsb.llm.batch import (
     export_route,
     gathered,
     json_entry,
+    line_digest,
 )
 from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
@@ -211,7 +212,10 @@ class BatchSession:
         """1. the intent, durable; 2. the batch at the provider; 3. its id, durable."""
         number = len(read_batches(self.out)) + 1
         requests = {key: route.sent(request) for key, request in pending.items()}
-        record = BatchRecord(number=number, tag=new_tag(), provider=route.name, model=self.identity, requests=requests)
+        digests = {key: line_digest(route.line(key, request)) for key, request in pending.items()}
+        record = BatchRecord(
+            number=number, tag=new_tag(), provider=route.name, model=self.identity, requests=requests, digests=digests
+        )
         write_batch(self.out, record)
 
         async def create() -> str:
@@ -364,7 +368,7 @@ class BatchSession:
     async def _collect(self, route: BatchRoute, cache: ResponseCache, record: BatchRecord) -> None:
         """Store the batch's answers under their cache keys, then mark it collected (a kill in between collects it
         again: the first answer stored for a key wins, and downloading costs nothing)."""
-        await self._store(cache, record, await route.collect(str(record.batch_id), record.requests))
+        await self._store(cache, record, await route.collect(str(record.batch_id), record.requests, record.digests))
 
     async def _store(self, cache: ResponseCache, record: BatchRecord, outcomes: dict[str, Outcome]) -> None:
         tokens = BatchTokens()

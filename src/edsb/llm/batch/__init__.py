@@ -13,6 +13,7 @@ line before anything is sent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -133,6 +134,14 @@ class LineSplitter:
         return last
 
 
+NOT_OURS = BatchFailure(kind="failed", message="the batch's input for this request is not the line edsb sent")
+
+
+def line_digest(line: bytes) -> str:
+    """A request's input line (`BatchRoute.line`), as recorded with the batch's intent."""
+    return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
+
+
 def json_entry(raw: bytes | None) -> dict[str, Any] | None:
     """One line of an output file as a JSON object; None for a line too long, torn, not UTF-8 or not an object."""
     if raw is None or not raw.strip():
@@ -180,7 +189,12 @@ class BatchRoute(Protocol):
 
     async def poll(self, batch_id: str) -> BatchStatus: ...
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]: ...
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        """Every request's outcome. `digests`: each request's input line as sent (`line_digest`); where the API
+        returns the batch's input, an answer to a line that is not the one edsb sent is not kept."""
+        ...
 
     async def aclose(self) -> None: ...
 

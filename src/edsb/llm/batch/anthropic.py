@@ -95,7 +95,10 @@ class AnthropicBatch:
             provider_status=str(batch.processing_status),
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        # `digests` unused: the API does not give a batch's requests back to compare.
         answers: list[tuple[str, Outcome]] = []
         async for entry in await self._sdk_client().messages.batches.results(batch_id):
             if entry.custom_id in sent:

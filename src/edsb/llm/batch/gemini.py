@@ -99,7 +99,10 @@ class GeminiBatch:
             tag=job.display_name.removeprefix("edsb-") if job.display_name else None,
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        # `digests` unused: the API does not give a batch's requests back to compare.
         job = await self._sdk_client().aio.batches.get(name=batch_id)
         state = str(getattr(job.state, "value", job.state))
         answers = (job.dest.inlined_responses if job.dest else None) or []

@@ -10,13 +10,14 @@ output file and the requests it could not answer in its error file, both JSONL k
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from pydantic_core import to_json
 
 from edsb.llm.batch import (
     FIND_WITHIN,
+    NOT_OURS,
     UNREADABLE,
     BatchFailure,
     BatchStatus,
@@ -24,6 +25,7 @@ from edsb.llm.batch import (
     Outcome,
     gathered,
     json_entry,
+    line_digest,
 )
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
@@ -111,20 +113,49 @@ class OpenAIBatch:
             tag=_tag(batch),
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
         """Every request's answer or failure: the output file, the error file, and for requests in neither the
-        batch's own end (a failed batch's errors, expiry, cancellation)."""
+        batch's own end (a failed batch's errors, expiry, cancellation). An answer whose line in the batch's input
+        file is not the one edsb sent (the id matches, the request does not) is not kept."""
         client = self._sdk_client()
         batch = await client.batches.retrieve(batch_id)
+        ours = await self._ours(batch.input_file_id, digests) if digests else set(sent)
         answers: list[tuple[str, Outcome]] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                async with client.files.with_streaming_response.content(file_id) as content:
-                    lines = LineSplitter()
-                    async for chunk in content.iter_bytes():
-                        answers += self.answers(lines.feed(chunk), sent)
-                    answers += self.answers(lines.end(), sent)
-        return gathered(answers, sent, _batch_failure(batch))
+                async for lines in self._lines(file_id):
+                    answers += self.answers(lines, sent)
+        kept = [(key, outcome if key in ours else NOT_OURS) for key, outcome in answers]
+        return gathered(kept, sent, _batch_failure(batch))
+
+    async def _lines(self, file_id: str) -> AsyncIterator[list[bytes | None]]:
+        """A file's lines, streamed, each bounded (`LineSplitter`)."""
+        async with self._sdk_client().files.with_streaming_response.content(file_id) as content:
+            lines = LineSplitter()
+            async for chunk in content.iter_bytes():
+                yield lines.feed(chunk)
+            yield lines.end()
+
+    async def _ours(self, input_file_id: str | None, digests: Mapping[str, str]) -> set[str]:
+        """The ids whose line in the batch's input file is, byte for byte, the line edsb sent. A server that will not
+        give the input back (a 4xx) leaves the batch's tag, checked at each poll, as the only proof: all are ours."""
+        ours: set[str] = set()
+        if not input_file_id:
+            return ours
+        try:
+            async for lines in self._lines(input_file_id):
+                for raw in lines:
+                    key = (json_entry(raw) or {}).get("custom_id")
+                    if raw is not None and isinstance(key, str) and digests.get(key) == line_digest(raw):
+                        ours.add(key)
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            if isinstance(status, int) and 400 <= status < 500 and status != 429:
+                return set(digests)
+            raise
+        return ours
 
     def answers(self, lines: list[bytes | None], sent: Mapping[str, dict[str, Any]]) -> list[tuple[str, Outcome]]:
         """The lines of an output or error file read as (custom id, outcome); a line that cannot be read is left out,
