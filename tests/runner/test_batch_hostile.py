@@ -17,6 +17,7 @@ import pytest
 
 from edsb.llm.batch import MAX_LINE_BYTES
 from edsb.results.batches import batches_dir, read_batches, write_batch
+from tests.support.anthropic_batch import AnthropicBatchServer
 from tests.support.batch_runs import PROBE_OK, Verdicts, batch_args, verdicts
 from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process, run_edsb, start_edsb, wait_until
 from tests.support.openai_batch import OpenAIBatchServer
@@ -144,6 +145,30 @@ def test_a_damaged_output_line_is_asked_again_not_trusted_nor_fatal(
         ids = server.custom_ids()
     assert len(ids) == sent_one_by_one + 1 and len(set(ids)) == sent_one_by_one  # the damaged one, asked again
     assert verdicts(tmp_path / "batch") == expected
+
+
+@pytest.mark.parametrize("damage", ["torn last line", "invalid UTF-8", "a JSON array", "a line over the reply limit"])
+def test_a_damaged_message_batch_result_is_asked_again(
+    damage: str, story: StoryModel, synchronous: tuple[Verdicts, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same damage in the results of Anthropic's Message Batches (read line by line, as the SDK would not)."""
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-secret")
+    damaged = {**DAMAGE, "invalid UTF-8": _invalid_utf8_result}[damage]
+    with AnthropicBatchServer(story, probe=PROBE_OK) as server:
+        server.tamper = _first_batch_only(damaged)
+        args = batch_args(server.root_url, tmp_path / "batch")
+        args[args.index("openai:scripted")] = "anthropic:claude-sonnet-4-5"
+        assert run_edsb(*args) == 0
+        ids = [entry["custom_id"] for requests in server.batches.values() for entry in requests]
+    assert len(ids) == sent_one_by_one + 1 and len(set(ids)) == sent_one_by_one
+    assert verdicts(tmp_path / "batch") == expected
+
+
+def _invalid_utf8_result(lines: list[bytes]) -> list[bytes]:
+    entry = json.loads(lines[0])
+    entry["result"]["message"]["content"][0]["text"] = "é"
+    return [json.dumps(entry, ensure_ascii=False).encode().replace("é".encode(), b"\xff\xfe"), *lines[1:]]
 
 
 @pytest.mark.parametrize(
