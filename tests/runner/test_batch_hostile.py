@@ -277,7 +277,7 @@ def test_a_kill_at_each_step_pays_for_nothing_twice_and_loses_nothing(
     assert verdicts(out) == expected
 
 
-def test_a_second_batch_run_on_the_same_directory_is_refused(
+def test_a_second_run_on_the_same_directory_is_refused(
     story: StoryModel,
     synchronous: tuple[Verdicts, int],
     tmp_path: Path,
@@ -293,12 +293,14 @@ def test_a_second_batch_run_on_the_same_directory_is_refused(
         try:
             wait_until(lambda: sum(server.polls.values()) >= 1, first, "the first run polling its batch")
             second = edsb_in_process(batch_args(server.base_url, out), capsys)
-            assert len(server.batches) == 1 and server.sync_requests == 1  # nothing sent by the second
+            one_by_one = edsb_in_process([arg for arg in batch_args(server.base_url, out) if arg != "--batch"], capsys)
+            assert len(server.batches) == 1 and server.sync_requests == 1  # nothing sent by the second nor the third
         finally:
             server.held = False
             _, stderr = first.communicate(timeout=120)
         ids = server.custom_ids()
-    second.assert_one_clear_error(1, contains="another edsb process is running in this run directory")
+    for refused in (second, one_by_one):
+        refused.assert_one_clear_error(1, contains="another edsb process is running in this run directory")
     assert first.returncode == 0, stderr
     assert len(ids) == len(set(ids)) == sent_one_by_one
     assert verdicts(out) == expected
