@@ -117,9 +117,9 @@ def run_benchmark(
     check_out_dir(out)
     created = not out.exists()
     prepare_out_dir(out)
-    RunDirLock(out).check()  # another edsb on this directory: one line, before the sandbox starts
     limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None, keys)
+    RunDirLock(out).check()  # another edsb on this directory: one line, before the sandbox starts
     model = model if wrap is None else wrap(model)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)
