@@ -218,6 +218,21 @@ def test_a_passing_batch_api_failure_is_retried_where_the_provider_says_retry(
     assert verdicts(tmp_path / "batch") == expected
 
 
+def test_a_bad_minute_while_polling_is_said_and_the_wait_goes_on(
+    story: StoryModel, synchronous: tuple[Verdicts, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Server errors on every attempt of one look (the SDK's own retries spent): said in one line, looked at again."""
+    expected, _ = synchronous
+    with OpenAIBatchServer(story, probe=PROBE_OK) as server:
+        server.faults["retrieve"] = [503] * 3  # the first attempt and the SDK's two retries
+        outcome = edsb_in_process(batch_args(server.base_url, tmp_path / "batch"), capsys)
+        assert server.faults["retrieve"] == []
+    assert outcome.returncode == 0, outcome.stderr
+    (said,) = [line for line in outcome.stderr.splitlines() if "batch API failed" in line]
+    assert "Error code: 503" in said and "looking again in 0.01 s" in said
+    assert verdicts(tmp_path / "batch") == expected
+
+
 @pytest.mark.parametrize(("signum", "status", "says"), [(signal.SIGTERM, 143, "SIGTERM: stopped"),
                                                         (signal.SIGINT, 130, "interrupted")])  # fmt: skip
 def test_a_batch_that_never_ends_is_stoppable_and_resumes(

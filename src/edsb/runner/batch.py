@@ -59,6 +59,7 @@ from edsb.results.rundir import RunDirLock
 from edsb.runner.config import RunConfig
 from edsb.runner.run import RunOutcome, run_benchmark, stop_status
 
+POLL_BLIPS = 3  # passing failures in a row of a look at the batches before edsb stops (with one line)
 Cost = Callable[[BatchTokens], float | None]  # USD at batch prices of a batch's tokens (None: no price known)
 
 
@@ -121,6 +122,7 @@ class BatchSession:
     ledger: BatchLedger = field(default_factory=BatchLedger)
     probed: bool = False
     identity: str = ""  # the model's identity, part of every cache key (set by `run`)
+    blips: int = 0  # passing poll failures in a row
     _lock: RunDirLock = field(init=False)
 
     def __post_init__(self) -> None:
@@ -323,9 +325,10 @@ class BatchSession:
         open_records = [await self._located(route, record) for record in records if record.stage != "collected"]
         open_records = [record for record in open_records if record.stage == "submitted"]
         while open_records:
-            statuses = {record.number: await self._poll(route, record) for record in open_records}
-            self._progress(open_records, statuses)
-            for record in [r for r in open_records if statuses[r.number].state == "ended"]:
+            polled = {record.number: await self._poll(route, record) for record in open_records}
+            statuses = {number: status for number, status in polled.items() if status is not None}
+            self._progress([r for r in open_records if r.number in statuses], statuses)
+            for record in [r for r in open_records if r.number in statuses and statuses[r.number].state == "ended"]:
                 await self._collect(route, cache, record)
                 open_records.remove(record)
             if open_records and self.config.batch_detach:
@@ -335,14 +338,23 @@ class BatchSession:
                 await asyncio.sleep(self.config.batch_poll_s)
         return True
 
-    async def _poll(self, route: BatchRoute, record: BatchRecord) -> BatchStatus:
+    async def _poll(self, route: BatchRoute, record: BatchRecord) -> BatchStatus | None:
         """The batch's status, once it is known to be the one the record made: a record whose id (hand-edited, or
-        another directory's) names a batch with another tag is never trusted with its answers."""
+        another directory's) names a batch with another tag is never trusted with its answers. None: a passing
+        failure (after the SDK's own retries), said and tried again at the next look, up to `POLL_BLIPS` in a row,
+        so that one bad minute does not end a day's wait."""
         path = batches_dir(self.out) / record.path_name
         try:
             status = await route.poll(str(record.batch_id))
         except Exception as exc:
-            raise _api_error(exc, f"polling batch {record.batch_id} of {path}") from exc
+            error = _api_error(exc, f"polling batch {record.batch_id} of {path}")
+            self.blips += 1
+            if not _passing(exc) or self.blips > POLL_BLIPS:
+                raise error from exc
+            wait = self.config.batch_poll_s
+            self._say(f"batch API failed polling batch {record.batch_id} ({_said(exc)}); looking again in {wait:g} s")
+            return None
+        self.blips = 0
         if status.tag is not None and status.tag != record.tag:
             raise EdsbError(
                 f"{path}: batch {record.batch_id} at the provider is not the batch this record made (tag "
@@ -389,7 +401,7 @@ class BatchSession:
     def _progress(self, open_records: list[BatchRecord], statuses: dict[int, BatchStatus]) -> None:
         """The pass, the oldest batch's age and the cost so far at batch prices, then one line per batch in flight
         with the provider's own state and counts: each line well inside 80 columns."""
-        if self.quiet:
+        if self.quiet or not open_records:
             return
         oldest = min(datetime.fromisoformat(r.submitted_at or r.created_at) for r in open_records)
         age = _clock((datetime.now(UTC) - oldest).total_seconds())
@@ -482,15 +494,31 @@ def _api_error(exc: Exception, doing: str) -> EdsbError:
     """A failure of the batch API as one line: what was being done, the SDK's words, whether it is the setup's (a
     status the synchronous path would not retry: 401, 403, 404) or passing (a rate limit, a server error, the
     network, after the SDK's own retries), and that nothing is lost."""
-    said = " ".join(str(exc).split())[:300] or type(exc).__name__
-    status = getattr(exc, "status_code", None)  # the openai and anthropic SDKs' status errors
-    status = status if isinstance(status, int) else getattr(exc, "code", None)  # google-genai's
-    if isinstance(status, int) and 400 <= status < 500 and not is_retryable_status(status):
+    said = _said(exc)
+    if not _passing(exc):
+        status = _status(exc)
         return EdsbError(
             f"batch API refused {doing} (HTTP {status}: {said}); check the key, --model and --base-url; nothing is "
             "lost: run the same command once fixed"
         )
     return EdsbError(f"batch API failed {doing} ({said}); nothing is lost: run the same command again")
+
+
+def _said(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _status(exc: Exception) -> int | None:
+    status = getattr(exc, "status_code", None)  # the openai and anthropic SDKs' status errors
+    status = status if isinstance(status, int) else getattr(exc, "code", None)  # google-genai's
+    return status if isinstance(status, int) else None
+
+
+def _passing(exc: Exception) -> bool:
+    """Whether a batch API failure may pass, as the synchronous path classes a status: a rate limit, a server error,
+    the network; not a refusal of the setup (401, 403, 404)."""
+    status = _status(exc)
+    return status is None or not 400 <= status < 500 or is_retryable_status(status)
 
 
 def _clock(seconds: float) -> str:
