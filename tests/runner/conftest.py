@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from edsb.data.benchmark import Benchmark
+from tests.support.batch_runs import Verdicts, story_model, synchronous_verdicts
 from tests.support.data import DATA
 from tests.support.openai_server import OpenAIServer
 from tests.support.scripted_planner import ScriptedPlanner
+from tests.support.scripted_stories import StoryModel
 
 
 @pytest.fixture(autouse=True)
@@ -27,3 +29,15 @@ def scripted_server(benchmark: Benchmark) -> Iterator[OpenAIServer]:
     """A loopback server whose answers depend on the request body only (see `ScriptedPlanner`)."""
     with OpenAIServer(ScriptedPlanner(benchmark)) as server:
         yield server
+
+
+@pytest.fixture
+def story(benchmark: Benchmark) -> StoryModel:
+    """The scripted model of the batch tests (`tests.support.batch_runs`)."""
+    return story_model(benchmark)
+
+
+@pytest.fixture
+def synchronous(story: StoryModel, tmp_path: Path) -> tuple[Verdicts, int]:
+    """The batch tests' selection run one request at a time: its verdicts and how many requests it took."""
+    return synchronous_verdicts(story, tmp_path / "sync")

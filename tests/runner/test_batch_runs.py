@@ -15,13 +15,19 @@ from typing import Any
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.report.render import token_rows
 from edsb.report.summary import build_summary
 from edsb.results.batches import read_batches, write_batch
 from edsb.results.rundir import load_results
 from edsb.runner.batch import BatchSession
 from tests.support.anthropic_batch import AnthropicBatchServer
+from tests.support.azure_batch import AzureBatchServer
+from tests.support.batch_runs import (
+    PROBE_OK,
+    SELECTION,
+    batch_args,
+    verdicts,
+)
 from tests.support.edsb_cli import (
     SAMPLER_SECRET,
     child_env,
@@ -37,37 +43,11 @@ from tests.support.openai_batch import OpenAIBatchServer
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.provider_fakes import CONTEXT_TOO_LONG
 from tests.support.run_dir import read_results
-from tests.support.scripted_stories import StoryModel, seat_answer
-
-CASES = "13,21"
-# A plan judged false (13) beside one that passes (21), so a verdict copied from the wrong request shows.
-MISTAKES = {("event_parser", 13): seat_answer("chair_3", "chair_3 is a free chair.")}
-SELECTION = ("--cases", CASES, "--distraction", "0", "--repeats", "1", "--quiet")
-PROBE_OK = Reply.completion('{"ok": true}')
-
-
-def _verdicts(out: Path) -> dict[str, tuple[str, str | None]]:
-    return {r["key"]: (r["status"], r["error_kind"]) for r in read_results(out)}
+from tests.support.scripted_stories import StoryModel
 
 
 def _batch_args(server: OpenAIBatchServer, out: Path, *options: str) -> list[str]:
-    return [*scripted_run_args(server.base_url, out, *SELECTION), "--batch", "--batch-poll", "0.01", *options]
-
-
-@pytest.fixture
-def story(benchmark: Benchmark) -> StoryModel:
-    return StoryModel(benchmark.cases, answers=dict(MISTAKES))
-
-
-@pytest.fixture
-def synchronous(story: StoryModel, tmp_path: Path) -> tuple[dict[str, tuple[str, str | None]], int]:
-    """The verdicts of the same selection run one request at a time, and how many requests that took."""
-    with OpenAIServer(story) as server:
-        assert run_edsb(*scripted_run_args(server.base_url, tmp_path / "sync", *SELECTION, "--no-cache")) == 0
-        sent = len(server.chat_requests)
-    verdicts = _verdicts(tmp_path / "sync")
-    assert {status for status, _ in verdicts.values()} == {"passed", "failed"}
-    return verdicts, sent
+    return batch_args(server.base_url, out, *options)
 
 
 def test_a_batch_sweep_gets_the_synchronous_verdicts_in_two_passes(
@@ -80,7 +60,7 @@ def test_a_batch_sweep_gets_the_synchronous_verdicts_in_two_passes(
         ids = server.custom_ids()
         batches = list(server.batches.values())
         sync_requests = server.sync_requests
-    assert _verdicts(tmp_path / "batch") == expected
+    assert verdicts(tmp_path / "batch") == expected
     # Pass 1 the Narrator's requests, pass 2 the Event Parser's; the last pass sends nothing.
     # Pass 1 the Narrator's requests; pass 2 the Event Parser's request of case 13 (case 21's Narrator lets nobody
     # act); the last pass sends nothing.
@@ -119,7 +99,7 @@ def test_a_kill_between_create_and_collect_loses_nothing_and_pays_nothing_twice(
         assert resumed.returncode == 0, resumed.stderr
         ids = server.custom_ids()
     assert len(ids) == len(set(ids)) == sent_one_by_one  # nothing sent twice
-    assert _verdicts(out) == expected
+    assert verdicts(out) == expected
 
 
 def _recorded_id(out: Path) -> bool:
@@ -167,7 +147,7 @@ def test_detach_submits_and_exits_and_the_same_command_collects(
         assert server.sync_requests == 3  # two probes, then that request
     assert synchronous_pass.returncode == 0
     assert "1 batch(es) of `edsb run --batch` may still be in flight here" in synchronous_pass.stderr
-    assert _verdicts(out) == expected
+    assert verdicts(out) == expected
     card = json.loads(run_card_json(out))["run"]["batch"]
     assert card["prices"] == "list" and len(card["batch_ids"]) == 2  # the last pass went one by one
 
@@ -191,7 +171,7 @@ def test_an_expired_batch_and_failed_requests_go_into_the_next_batch(
         assert run_edsb(*_batch_args(server, tmp_path / "batch")) == 0
         sizes = [len(lines) for lines in server.batches.values()]
     assert sizes == [2, 2, 1, 1]  # expired, resent; the failed Event Parser request, resent
-    assert _verdicts(tmp_path / "batch") == expected
+    assert verdicts(tmp_path / "batch") == expected
     failures = [record.failures for record in read_batches(tmp_path / "batch")]
     assert [next(iter(f.values()))["kind"] if f else None for f in failures] == ["expired", None, "failed", None]
 
@@ -207,7 +187,7 @@ def test_a_prompt_the_batch_refuses_is_the_models_request_rejected(
         run_edsb(*_batch_args(server, tmp_path / "batch"))
         sizes = [len(lines) for lines in server.batches.values()]
     assert sizes == [2, 1]  # a refused prompt is not sent again
-    assert _verdicts(tmp_path / "batch") == {
+    assert verdicts(tmp_path / "batch") == {
         "ours/tc13-d0-r0": ("error", "request_rejected"),
         "ours/tc21-d0-r0": ("passed", None),
     }
@@ -284,7 +264,7 @@ def test_sdk_batches_get_the_synchronous_verdicts_from_the_same_requests(
         entries = [entry for requests in batch_server.batches.values() for entry in requests]
         batch_ids = list(batch_server.batches)
     batched = [entry_of(entry) for entry in entries]
-    assert _verdicts(tmp_path / "batch") == _verdicts(tmp_path / "one") == expected
+    assert verdicts(tmp_path / "batch") == verdicts(tmp_path / "one") == expected
     assert len(batched) == len({key for key, _ in batched}) == sent_one_by_one
     assert sorted((body for _, body in batched), key=json.dumps) == sorted(sync_bodies, key=json.dumps)
     card = json.loads(run_card_json(tmp_path / "batch"))["run"]["batch"]
@@ -330,9 +310,9 @@ def test_export_then_import_runs_the_sweep_through_files_for_an_offline_batch(
         assert not server.requests
     sizes = [len((tmp_path / name).read_bytes().splitlines()) for name in ("in1.jsonl", "in2.jsonl")]
     assert sizes == [2, 1] and sum(sizes) == sent_one_by_one
-    assert _verdicts(out) == expected
+    assert verdicts(out) == expected
     recorded = json.loads((out / "config.json").read_text())
-    assert not {"batch_export", "batch_import", "batch_detach"} & set(recorded)  # one invocation's, not the run's
+    assert not {"batch_export", "batch_import", "detach"} & set(recorded)  # one invocation's, not the run's
 
 
 def _run_batch_offline(story: StoryModel, source: Path, output: Path) -> None:
@@ -371,7 +351,7 @@ def test_a_batch_run_resumes_a_synchronous_directory_and_finds_a_batch_it_did_no
         ids = server.custom_ids()
     assert len(ids) == len(set(ids)) == 2  # case 13's Narrator and Event Parser requests, each once
     assert read_batches(out)[0].batch_id == record.batch_id
-    assert _verdicts(out) == expected
+    assert verdicts(out) == expected
 
 
 def test_progress_names_the_pass_the_batch_its_counts_and_age_within_80_columns(
@@ -404,7 +384,7 @@ def test_responses_api_batches_get_the_synchronous_verdicts(
         assert run_edsb(*args) == 0
         lines = [line for lines in server.batches.values() for line in lines]
     assert {line["url"] for line in lines} == {"/v1/responses"} and len(lines) == sent_one_by_one
-    assert _verdicts(tmp_path / "batch") == expected
+    assert verdicts(tmp_path / "batch") == expected
 
 
 def test_a_pass_over_the_apis_limits_goes_in_several_batches(
@@ -419,4 +399,33 @@ def test_a_pass_over_the_apis_limits_goes_in_several_batches(
         assert run_edsb(*_batch_args(server, tmp_path / "batch")) == 0
         sizes = [len(lines) for lines in server.batches.values()]
     assert sizes == [1, 1, 1]
-    assert _verdicts(tmp_path / "batch") == expected
+    assert verdicts(tmp_path / "batch") == expected
+
+
+def test_azure_deployment_batches_get_the_synchronous_verdicts(
+    story: StoryModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`azure:<deployment>` through Azure's Batch API on a classic resource endpoint: the files and batches under
+    `/openai/` with the `api-version` query and the `api-key` header, each line naming the deployment as its model
+    and posting to `/chat/completions`, each body the bytes the synchronous deployment URL gets."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "http://127.0.0.1:9")  # --base-url wins
+    with AzureBatchServer(story, deployments={"eval-4o"}, probe=PROBE_OK) as server:
+        server.sync = story
+        args = [*batch_args(server.base_url, tmp_path / "one", "--no-cache")]
+        args[args.index("openai:scripted")] = "azure:eval-4o"
+        assert run_edsb(*[arg for arg in args if arg != "--batch"]) == 0  # one by one
+        sent_one_by_one, server.sync = server.sync_requests, None
+        sync_bodies = sorted((json.loads(body) for body in server.sync_bodies), key=json.dumps)
+        args[args.index(str(tmp_path / "one"))] = str(tmp_path / "batch")
+        assert run_edsb(*[arg for arg in args if arg != "--no-cache"]) == 0
+        lines = [line for batch in server.batches.values() for line in batch]
+        calls = list(server.calls)
+    assert verdicts(tmp_path / "batch") == verdicts(tmp_path / "one")
+    assert {status for status, _ in verdicts(tmp_path / "batch").values()} == {"passed", "failed"}
+    assert len(lines) == sent_one_by_one and {line["url"] for line in lines} == {"/chat/completions"}
+    assert {line["body"]["model"] for line in lines} == {"eval-4o"}
+    assert sorted((line["body"] for line in lines), key=json.dumps) == sync_bodies
+    batch_calls = [call for call in calls if not call[1].startswith("/openai/deployments/")]
+    assert {path.split("/")[2] for _, path, _, _ in batch_calls} == {"files", "batches"}
+    assert all(query.startswith("api-version=2024-10-21") and key == "not-a-secret" for _, _, query, key in calls)

@@ -14,6 +14,7 @@ Each behaviour as the API reference describes it:
 - `GET <results_url>` streams the results as JSONL, one per request, `succeeded` with the message or `errored` with
   the error body, in no promised order (https://docs.anthropic.com/en/api/retrieving-message-batch-results): here
   in reverse, so a client that matched results by position would fail.
+- `tamper(results) -> bytes`: the results file of each batch as served, rewritten (torn lines, ...).
 - `POST /v1/messages` (the synchronous API) answers only `probe`, check-model's request, counted in `sync_requests`.
 """
 
@@ -38,6 +39,7 @@ class AnthropicBatchServer(LoopbackServer):
         self.handler = handler
         self.probe = probe
         self.held = False
+        self.tamper: Callable[[bytes], bytes] = lambda results: results
         self.batches: dict[str, list[dict[str, Any]]] = {}
         self.sync_requests = 0
         self._results: dict[str, list[dict[str, Any]]] = {}
@@ -85,7 +87,8 @@ class AnthropicBatchServer(LoopbackServer):
         }  # fmt: skip
 
     def results(self, batch_id: str) -> bytes:
-        return b"".join(json.dumps(result).encode() + b"\n" for result in reversed(self._results[batch_id]))
+        lines = (json.dumps(result).encode() + b"\n" for result in reversed(self._results[batch_id]))
+        return self.tamper(b"".join(lines))
 
 
 class _BatchHandler(JsonHandler):

@@ -13,7 +13,7 @@ not take (as the SDK types it) fails as the API fails it (`Unrecognized request 
 error file. A chat completion sent to the synchronous endpoint is refused (404): a test that meant to batch cannot
 pass by sending its requests one by one; unless `probe` names the reply it gets (`edsb run --batch` sends one
 synchronous request first, check-model's, and nothing else), or `sync` answers it (a synchronous pass over the same
-endpoint), counted in `sync_requests`.
+endpoint), counted in `sync_requests` (their bodies in `sync_bodies`).
 
 What `edsb run --batch` needs besides, each as the reference describes it:
 - `GET /v1/batches` lists the batches with their `metadata`, newest first
@@ -26,6 +26,17 @@ What `edsb run --batch` needs besides, each as the reference describes it:
   window): a line answered with an error status is in the output file with that status and the error body
   (https://platform.openai.com/docs/api-reference/batch/request-output).
 - `custom_ids()`: every request id ever batched, in order, to count what was paid for.
+
+And what a hostile or failing server does, for the tests that play one:
+- `tamper(output) -> bytes`: the output file of each batch as served, rewritten (torn lines, foreign ids, ...).
+- `mangle(lines) -> lines`: the request lines of each batch as the server takes them, rewritten before they are
+  answered; its input file then holds them as taken (`GET /v1/files/<input>/content`, as the Files API serves any
+  file: https://platform.openai.com/docs/api-reference/files/retrieve-contents).
+- `faults[route]`: the statuses the next calls of a route answer, one each (`upload`, `create`, `retrieve`,
+  `content`, `list`), in OpenAI's error body, with `retry-after-ms: 1` on a 429 or a 5xx
+  (https://platform.openai.com/docs/guides/error-codes).
+- `stall(route)`: the next call of `upload` (before the file is kept), `create` (after the batch is made, before the
+  reply) or `content` never answers; the event it returns is set when that call arrives (for a kill -9 there).
 - A line for `/v1/responses` (the Responses API in a batch: https://platform.openai.com/docs/api-reference/batch/create)
   is answered as the Responses API answers, through the chat shape `OpenAIServer` uses for every protocol.
 """
@@ -72,10 +83,16 @@ class OpenAIBatchServer(LoopbackServer):
         self.held = False
         self.sync: Handler | None = None  # answers the synchronous endpoint, once set (a synchronous pass)
         self.expire = 0
+        self.tamper: Callable[[bytes], bytes] = lambda output: output
+        self.mangle: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = lambda lines: lines
+        self.faults: dict[str, list[int]] = {}
+        self._stalls: dict[str, threading.Event] = {}
+        self._released = threading.Event()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, list[dict[str, Any]]] = {}  # batch id -> its request lines
         self.polls: dict[str, int] = {}
         self.sync_requests = 0
+        self.sync_bodies: list[bytes] = []  # the body of each synchronous request, in order
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._batch_info: dict[str, dict[str, Any]] = {}
@@ -113,6 +130,11 @@ class OpenAIBatchServer(LoopbackServer):
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """A batch: every line answered now by the handler, the output file stored."""
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].splitlines() if line.strip()]
+        taken = self.mangle(lines)
+        if taken is not lines:
+            lines = taken
+            with self._lock:
+                self.files[body["input_file_id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
         output, errors = [], []
         with self._lock:
             expired, self.expire = self.expire > 0, max(self.expire - 1, 0)
@@ -154,13 +176,37 @@ class OpenAIBatchServer(LoopbackServer):
             "final_status": "expired" if expired else "completed",
         }
         with self._lock:
-            self.files[output_id] = "".join(json.dumps(entry) + "\n" for entry in output).encode()
+            self.files[output_id] = self.tamper("".join(json.dumps(entry) + "\n" for entry in output).encode())
             if error_id is not None:
                 self.files[error_id] = "".join(json.dumps(entry) + "\n" for entry in errors).encode()
             self.batches[batch_id] = lines
             self._batch_info[batch_id] = info
             self.polls[batch_id] = 0
         return {**info, "status": "validating", "output_file_id": None}
+
+    def stall(self, route: str) -> threading.Event:
+        arrived = threading.Event()
+        with self._lock:
+            self._stalls[route] = arrived
+        return arrived
+
+    def stalled(self, route: str) -> None:
+        """Hold this call until the server stops, if a stall was asked for `route`."""
+        with self._lock:
+            arrived = self._stalls.pop(route, None)
+        if arrived is not None:
+            arrived.set()
+            self._released.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        super().__exit__(*exc)
+
+    def fault(self, route: str) -> int | None:
+        """The status the next call of `route` answers instead of its own, if one is queued."""
+        with self._lock:
+            queued = self.faults.get(route) or []
+            return queued.pop(0) if queued else None
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         with self._lock:
@@ -198,13 +244,19 @@ class _BatchHandler(JsonHandler):
 
     def do_POST(self) -> None:
         body, owner = self._body(), self.server_owner
+        if self._faulted({"/v1/files": "upload", "/v1/batches": "create"}.get(self.path)):
+            return
         if self.path == "/v1/files":
+            owner.stalled("upload")
             self._json(owner.upload(body, self.headers.get("Content-Type", "")))
         elif self.path == "/v1/batches":
-            self._json(owner.create(json.loads(body)))
+            created = owner.create(json.loads(body))
+            owner.stalled("create")
+            self._json(created)
         else:
             if self.path == CHAT_PATH:
                 owner.sync_requests += 1
+                owner.sync_bodies.append(body)
                 if owner.sync is not None:
                     reply = owner.sync(RecordedRequest("POST", CHAT_PATH, {}, body, time.monotonic()))
                     self._send(reply.body, reply.status)
@@ -216,17 +268,37 @@ class _BatchHandler(JsonHandler):
 
     def do_GET(self) -> None:
         owner, path = self.server_owner, self.path.partition("?")[0]
+        route = "list" if path == "/v1/batches" else "content" if path.endswith("/content") else "retrieve"
+        if self._faulted(route):
+            return
         if path == "/v1/batches":
             self._json(owner.listing())
         elif path.startswith("/v1/batches/"):
             self._json(owner.retrieve(path.removeprefix("/v1/batches/")))
         elif path.startswith("/v1/files/") and path.endswith("/content"):
+            owner.stalled("content")
             self._send(owner.files[path.removeprefix("/v1/files/").removesuffix("/content")], 200, "application/jsonl")
         else:
             self._json({"error": {"message": f"no route {path}"}}, 404)
 
     def _json(self, payload: Any, status: int = 200) -> None:
         self._send(json.dumps(payload).encode(), status)
+
+    def _faulted(self, route: str | None) -> bool:
+        """Answer with the status queued for `route`, if any, as OpenAI's API answers an error."""
+        status = self.server_owner.fault(route) if route else None
+        if status is None:
+            return False
+        error = {"message": f"HTTP {status} from the fake", "type": "server_error", "param": None, "code": None}
+        body = json.dumps({"error": error}).encode()
+        self.send_response(status)
+        if status == 429 or status >= 500:
+            self.send_header("retry-after-ms", "1")  # OpenAI's own header, which the SDK reads first
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return True
 
 
 OpenAIBatchServer.handler_class = _BatchHandler

@@ -53,6 +53,7 @@ class BatchRecord(BaseModel):
     submitted_at: str | None = None
     collected_at: str | None = None
     requests: dict[str, dict[str, Any]]  # cache key -> the settings it sends (`ChatResponse.sent`)
+    digests: dict[str, str] = Field(default_factory=dict)  # cache key -> its input line's `line_digest`
     failures: dict[str, dict[str, Any]] = Field(default_factory=dict)  # cache key -> `BatchFailure` fields
     answered: int = 0
     tokens: BatchTokens = Field(default_factory=BatchTokens)
@@ -81,7 +82,10 @@ def read_batches(run_dir: Path) -> list[BatchRecord]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             format_of(data, BATCH_FORMAT, str(path))
-            records.append(BatchRecord.model_validate(data))
+            record = BatchRecord.model_validate(data)
+            if record.path_name != path.name:
+                raise ValueError(f"it says it is batch {record.number}")
+            records.append(record)
         except (OSError, ValueError, ValidationError) as exc:
             why = f"{path}: not a batch record edsb can read ({exc}); move it aside to resend its requests"
             raise EdsbError(why) from None

@@ -10,18 +10,23 @@ committed, before its line, but not fsynced: a kill -9 loses no written byte (th
 per run costs more CPU than the rest of a run's bookkeeping; only an OS crash could leave a transcript shorter than
 its runs, which a replay then reports as a missing answer. Records whose run did not complete are dropped when the
 directory is reopened for writing, so the next pass retries them and the file never holds a key twice.
+
+One edsb process at a time writes a run directory (`RunDirLock`, an flock on `.edsb-lock`): a second `edsb run` on it
+stops with one line before it writes or sends anything. The kernel drops the lock with its process, so a kill -9
+never leaves a directory locked.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from pydantic_core import from_json
@@ -35,6 +40,7 @@ RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.json"
 RESULTS_DOCUMENT_FILE = "results.json"  # the run card and every cell (docs/results-schema.md)
+LOCK_FILE = ".edsb-lock"  # flocked while an edsb process writes the directory (`RunDirLock`)
 BATCHES_DIR = "batches"  # one record per provider batch of `edsb run --batch` (`results.batches`)
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, a full quota
 
@@ -137,6 +143,62 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+class RunDirBusyError(EdsbError):
+    """Another process holds the run directory's lock."""
+
+
+class RunDirLock:
+    """The run directory's lock, held while this process writes it. Taken again in the same process (the passes of
+    `edsb run --batch` each open the results store), it only counts: one flock per process and directory."""
+
+    _held: ClassVar[dict[str, tuple[int, int]]] = {}  # resolved directory -> (descriptor, depth)
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self._key = str(self.run_dir.resolve())
+        self._taken = False
+
+    def acquire(self) -> None:
+        if self._taken:
+            return
+        held = self._held.get(self._key)
+        if held is None:
+            fd = os.open(self.run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise RunDirBusyError(
+                    f"{self.run_dir}: another edsb process is running in this run directory; let it finish or stop "
+                    "it, then run the same command"
+                ) from None
+            held = (fd, 0)
+        self._held[self._key] = (held[0], held[1] + 1)
+        self._taken = True
+
+    def release(self) -> None:
+        if not self._taken:
+            return
+        self._taken = False
+        fd, depth = self._held.pop(self._key)
+        if depth > 1:
+            self._held[self._key] = (fd, depth - 1)
+        else:
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def check(self) -> None:
+        """Refuse now if another process holds the lock (taken for good when the results store opens)."""
+        self.acquire()
+        self.release()
+
+    def __enter__(self) -> RunDirLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class ResultStore:
     """Owns results.jsonl for one run directory while a run writes to it.
 
@@ -147,16 +209,23 @@ class ResultStore:
         self.path = Path(run_dir) / RESULTS_FILE
         self._before_line = before_line
         self._fd: int | None = None
+        self._lock = RunDirLock(Path(run_dir))
         self._lines = GroupCommit(self._write_batch, thread_name="edsb-results")
 
     def open(self) -> dict[str, RunResult]:
-        """Repair the file (torn tail, incomplete runs) and return the finished records by key id."""
-        results, good = read_results(self.path)
-        finished = {r.key: r for r in results if r.is_judged}
-        if good != (self.path.stat().st_size if self.path.exists() else 0) or len(finished) != len(results):
-            self._rewrite(finished.values())
-        with writing(self.path):
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        """Take the directory's lock, repair the file (torn tail, incomplete runs) and return the finished records by
+        key id."""
+        self._lock.acquire()
+        try:
+            results, good = read_results(self.path)
+            finished = {r.key: r for r in results if r.is_judged}
+            if good != (self.path.stat().st_size if self.path.exists() else 0) or len(finished) != len(results):
+                self._rewrite(finished.values())
+            with writing(self.path):
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except BaseException:
+            self._lock.release()
+            raise
         return finished
 
     def _rewrite(self, results: Iterable[RunResult]) -> None:
@@ -225,6 +294,7 @@ class ResultStore:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        self._lock.release()
 
 
 class ReportedConfig(BaseModel):

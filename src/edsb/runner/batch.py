@@ -15,7 +15,8 @@ keeps one. `--detach` submits and exits; the same command collects.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,24 +27,40 @@ from rich.console import Console
 
 from edsb.errors import EdsbError, UsageError
 from edsb.llm import ChatModel, RetryPolicy, build_model
-from edsb.llm.batch import BatchFailure, BatchRoute, BatchStatus, Outcome, RequestDeferred, batch_route, export_route
+from edsb.llm.batch import (
+    BatchFailure,
+    BatchRoute,
+    BatchStatus,
+    LineSplitter,
+    Outcome,
+    RequestDeferred,
+    batch_route,
+    export_route,
+    gathered,
+    json_entry,
+    line_digest,
+)
 from edsb.llm.batch.openai import OpenAIBatch
 from edsb.llm.cache import CachedChatModel, ResponseCache
 from edsb.llm.factory import CHECK_REQUEST, check_model_async
 from edsb.llm.protocol import ChatRequest, ChatResponse
+from edsb.llm.retry import is_retryable_status
 from edsb.planning.generation import chat_request
 from edsb.results.batches import (
     BatchRecord,
     BatchTokens,
+    batches_dir,
     collected,
     new_tag,
     read_batches,
     submitted,
     write_batch,
 )
+from edsb.results.rundir import RunDirLock
 from edsb.runner.config import RunConfig
-from edsb.runner.run import RunOutcome, run_benchmark
+from edsb.runner.run import RunOutcome, run_benchmark, stop_status
 
+POLL_BLIPS = 3  # passing failures in a row of a look at the batches before edsb stops (with one line)
 Cost = Callable[[BatchTokens], float | None]  # USD at batch prices of a batch's tokens (None: no price known)
 
 
@@ -106,6 +123,11 @@ class BatchSession:
     ledger: BatchLedger = field(default_factory=BatchLedger)
     probed: bool = False
     identity: str = ""  # the model's identity, part of every cache key (set by `run`)
+    blips: int = 0  # passing poll failures in a row
+    _lock: RunDirLock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._lock = RunDirLock(self.out)
 
     def run(self) -> RunOutcome | None:
         """The passes until every run is recorded; None when `--detach` left batches in flight (or `--batch-export`
@@ -117,13 +139,28 @@ class BatchSession:
         offline = not self.config.batch  # --batch-export / --batch-import alone: files, no batch API
         route = export_route(model) if offline or self.config.invocation.batch_export else batch_route(model)
         self.identity = model.identity
-        # 2. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
+        # 2. The directory is this process's (a new one is locked by its first pass, which makes it).
+        try:
+            self._hold()
+            return self._passes(model, route, offline)
+        finally:
+            self._lock.release()
+
+    def _hold(self) -> None:
+        """The run directory's lock, from the moment it exists until this invocation ends: a second `edsb run` on it
+        would poll, submit and store beside this one."""
+        if self.out.is_dir():
+            self._lock.acquire()
+
+    def _passes(self, model: ChatModel, route: BatchRoute, offline: bool) -> RunOutcome | None:
+        """Collect what earlier invocations left, then pass after pass until nothing waits for a batch."""
+        # 1. The answers of an exported file, and the batches an earlier invocation left in flight, collected first.
         if self.config.invocation.batch_import:
             self._import(export_route(model), Path(self.config.invocation.batch_import).expanduser())
         if not self._settle(route):
             return None
         while True:
-            # 3. One pass of the pipeline; the requests the cache cannot answer make the next batch.
+            # 2. One pass of the pipeline; the requests the cache cannot answer make the next batch.
             pending: dict[str, ChatRequest] = {}
             outcome = self._pass(pending)
             if outcome.interrupted or not pending:
@@ -131,7 +168,7 @@ class BatchSession:
             if self.config.invocation.batch_export or offline:
                 self._export(route, pending)
                 return None
-            # 4. The batch: the refused setting first (one synchronous probe), then intent, create, id.
+            # 3. The batch: the refused setting first (one synchronous probe), then intent, create, id.
             self._probe()
             records = [self._submit(route, part) for part in _parts(route, pending)]
             if self.config.invocation.detach:
@@ -152,6 +189,7 @@ class BatchSession:
     def _pass(self, pending: dict[str, ChatRequest]) -> RunOutcome:
         def deferring(model: ChatModel) -> ChatModel:
             assert isinstance(model, CachedChatModel)
+            self._hold()  # the pass has made the directory
             return DeferringModel(model, self.ledger, pending, self.config.batch_retries)
 
         return run_benchmark(self.config, self.out, quiet=self.quiet, console=self.console, retry=self.retry,
@@ -177,7 +215,10 @@ class BatchSession:
         """1. the intent, durable; 2. the batch at the provider; 3. its id, durable."""
         number = len(read_batches(self.out)) + 1
         requests = {key: route.sent(request) for key, request in pending.items()}
-        record = BatchRecord(number=number, tag=new_tag(), provider=route.name, model=self.identity, requests=requests)
+        digests = {key: line_digest(route.line(key, request)) for key, request in pending.items()}
+        record = BatchRecord(
+            number=number, tag=new_tag(), provider=route.name, model=self.identity, requests=requests, digests=digests
+        )
         write_batch(self.out, record)
 
         async def create() -> str:
@@ -220,23 +261,28 @@ class BatchSession:
         exported = [record for record in read_batches(self.out) if record.stage == "exported"]
         if not exported:
             raise UsageError(f"--batch-import {path}: {self.out} has no exported requests waiting for answers")
+        wanted = {key for record in exported for key in record.requests}
         try:
-            lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
+            entries = _import_entries(path, wanted)
+        except OSError as exc:
             raise UsageError(f"--batch-import {path}: not a batch output file edsb can read ({exc})") from None
-        answers = {str(line.get("custom_id")): line for line in lines if isinstance(line, dict)}
-        asyncio.run(self._store_imported(route, exported, answers, path))
+        if not entries:
+            raise UsageError(
+                f"--batch-import {path}: no line of it answers a request exported from {self.out}; give the output "
+                "of the file --batch-export wrote"
+            )
+        asyncio.run(self._store_imported(route, exported, entries, path))
 
     async def _store_imported(
-        self, route: OpenAIBatch, exported: list[BatchRecord], answers: dict[str, Any], path: Path
+        self, route: OpenAIBatch, exported: list[BatchRecord], entries: list[tuple[str, dict[str, Any]]], path: Path
     ) -> None:
         cache = ResponseCache()
         try:
             for record in exported:
                 missing = BatchFailure(kind="failed", message=f"not answered in {path}")
-                outcomes = {key: route.read(answers[key], sent) if key in answers else missing
-                            for key, sent in record.requests.items()}  # fmt: skip
-                await self._store(cache, record, outcomes)
+                sent = record.requests
+                answers = [(key, route.read(entry, sent[key])) for key, entry in entries if key in sent]
+                await self._store(cache, record, gathered(answers, sent, missing))
         finally:
             cache.close()
 
@@ -248,16 +294,26 @@ class BatchSession:
         except KeyboardInterrupt:
             self._say(f"interrupted: the batches in flight are recorded in {self.out}; run the same command to collect")
             raise
+        except BatchStopped as stop:
+            stop.args = (f"{stop.name}: stopped; the batches in flight are recorded in {self.out}: run the same "
+                         "command to collect them",)  # fmt: skip
+            raise
 
     async def _settle_async(self, route: BatchRoute) -> bool:
         cache = ResponseCache()
+        stop = _SignalStop()
         try:
             return await self._wait(route, cache)
-        except (EdsbError, asyncio.CancelledError):
+        except asyncio.CancelledError:
+            if stop.signum is None:
+                raise
+            raise BatchStopped(stop.signum) from None
+        except EdsbError:
             raise
         except Exception as exc:
             raise _api_error(exc, "polling the batches") from exc
         finally:
+            stop.remove()
             await route.aclose()
             cache.close()
 
@@ -270,9 +326,10 @@ class BatchSession:
         open_records = [await self._located(route, record) for record in records if record.stage != "collected"]
         open_records = [record for record in open_records if record.stage == "submitted"]
         while open_records:
-            statuses = {record.number: await route.poll(str(record.batch_id)) for record in open_records}
-            self._progress(open_records, statuses)
-            for record in [r for r in open_records if statuses[r.number].state == "ended"]:
+            polled = {record.number: await self._poll(route, record) for record in open_records}
+            statuses = {number: status for number, status in polled.items() if status is not None}
+            self._progress([r for r in open_records if r.number in statuses], statuses)
+            for record in [r for r in open_records if r.number in statuses and statuses[r.number].state == "ended"]:
                 await self._collect(route, cache, record)
                 open_records.remove(record)
             if open_records and self.config.invocation.detach:
@@ -281,6 +338,30 @@ class BatchSession:
             if open_records:
                 await asyncio.sleep(self.config.batch_poll_s)
         return True
+
+    async def _poll(self, route: BatchRoute, record: BatchRecord) -> BatchStatus | None:
+        """The batch's status, once it is known to be the one the record made: a record whose id (hand-edited, or
+        another directory's) names a batch with another tag is never trusted with its answers. None: a passing
+        failure (after the SDK's own retries), said and tried again at the next look, up to `POLL_BLIPS` in a row,
+        so that one bad minute does not end a day's wait."""
+        path = batches_dir(self.out) / record.path_name
+        try:
+            status = await route.poll(str(record.batch_id))
+        except Exception as exc:
+            error = _api_error(exc, f"polling batch {record.batch_id} of {path}")
+            self.blips += 1
+            if not _passing(exc) or self.blips > POLL_BLIPS:
+                raise error from exc
+            wait = self.config.batch_poll_s
+            self._say(f"batch API failed polling batch {record.batch_id} ({_said(exc)}); looking again in {wait:g} s")
+            return None
+        self.blips = 0
+        if status.tag is not None and status.tag != record.tag:
+            raise EdsbError(
+                f"{path}: batch {record.batch_id} at the provider is not the batch this record made (tag "
+                f"{status.tag or 'none'}, not {record.tag}); restore the record or move it aside to resend its requests"
+            )
+        return status
 
     async def _located(self, route: BatchRoute, record: BatchRecord) -> BatchRecord:
         """A record left at its intent: the batch the provider made of it, if the API can find it by its tag; else
@@ -300,7 +381,7 @@ class BatchSession:
     async def _collect(self, route: BatchRoute, cache: ResponseCache, record: BatchRecord) -> None:
         """Store the batch's answers under their cache keys, then mark it collected (a kill in between collects it
         again: the first answer stored for a key wins, and downloading costs nothing)."""
-        await self._store(cache, record, await route.collect(str(record.batch_id), record.requests))
+        await self._store(cache, record, await route.collect(str(record.batch_id), record.requests, record.digests))
 
     async def _store(self, cache: ResponseCache, record: BatchRecord, outcomes: dict[str, Outcome]) -> None:
         tokens = BatchTokens()
@@ -321,7 +402,7 @@ class BatchSession:
     def _progress(self, open_records: list[BatchRecord], statuses: dict[int, BatchStatus]) -> None:
         """The pass, the oldest batch's age and the cost so far at batch prices, then one line per batch in flight
         with the provider's own state and counts: each line well inside 80 columns."""
-        if self.quiet:
+        if self.quiet or not open_records:
             return
         oldest = min(datetime.fromisoformat(r.submitted_at or r.created_at) for r in open_records)
         age = _clock((datetime.now(UTC) - oldest).total_seconds())
@@ -348,6 +429,19 @@ class BatchSession:
         self.console.print(line, markup=False, highlight=False)
 
 
+def _import_entries(path: Path, wanted: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The lines of an offline batch's output file that answer one of `wanted`, each line bounded as a reply."""
+    entries: list[tuple[str, dict[str, Any]]] = []
+    lines = LineSplitter()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            for entry in map(json_entry, lines.feed(chunk)):
+                if entry is not None and entry.get("custom_id") in wanted:
+                    entries.append((str(entry["custom_id"]), entry))
+    entries += [(str(e["custom_id"]), e) for e in map(json_entry, lines.end()) if e and e.get("custom_id") in wanted]
+    return entries
+
+
 def _parts(route: BatchRoute, pending: dict[str, ChatRequest]) -> list[dict[str, ChatRequest]]:
     """The pass's requests in batches within the API's limits (`BatchRoute.max_requests`, `max_bytes`), in order."""
     parts: list[dict[str, ChatRequest]] = [{}]
@@ -362,10 +456,70 @@ def _parts(route: BatchRoute, pending: dict[str, ChatRequest]) -> list[dict[str,
     return parts
 
 
+class BatchStopped(EdsbError):
+    """SIGTERM or SIGHUP while edsb waits on the batches: it stops there, with the status a stopped sweep exits
+    with (143, 129); every batch in flight is on record."""
+
+    def __init__(self, signum: int) -> None:
+        self.name = signal.Signals(signum).name
+        super().__init__(f"{self.name}: stopped")
+        self.exit_code = stop_status(signum)
+
+
+class _SignalStop:
+    """While edsb waits on the batches, SIGTERM or SIGHUP cancels the wait (`signum` says which): a cancellation
+    every await gives way to, where an exception raised in the middle of an SDK call could be caught and retried."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._installed: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                self._loop.add_signal_handler(signum, self._stop, signum)
+                self._installed.append(signum)
+
+    def _stop(self, signum: int) -> None:
+        if self.signum is None and self._task is not None:
+            self.signum = signum
+            self._task.cancel()
+
+    def remove(self) -> None:
+        for signum in self._installed:
+            self._loop.remove_signal_handler(signum)
+        self._installed = []
+
+
 def _api_error(exc: Exception, doing: str) -> EdsbError:
-    """A failure of the batch API as one line: what was being done, the SDK's words, and that nothing is lost."""
-    said = " ".join(str(exc).split())[:300] or type(exc).__name__
+    """A failure of the batch API as one line: what was being done, the SDK's words, whether it is the setup's (a
+    status the synchronous path would not retry: 401, 403, 404) or passing (a rate limit, a server error, the
+    network, after the SDK's own retries), and that nothing is lost."""
+    said = _said(exc)
+    if not _passing(exc):
+        status = _status(exc)
+        return EdsbError(
+            f"batch API refused {doing} (HTTP {status}: {said}); check the key, --model and --base-url; nothing is "
+            "lost: run the same command once fixed"
+        )
     return EdsbError(f"batch API failed {doing} ({said}); nothing is lost: run the same command again")
+
+
+def _said(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _status(exc: Exception) -> int | None:
+    status = getattr(exc, "status_code", None)  # the openai and anthropic SDKs' status errors
+    status = status if isinstance(status, int) else getattr(exc, "code", None)  # google-genai's
+    return status if isinstance(status, int) else None
+
+
+def _passing(exc: Exception) -> bool:
+    """Whether a batch API failure may pass, as the synchronous path classes a status: a rate limit, a server error,
+    the network; not a refusal of the setup (401, 403, 404)."""
+    status = _status(exc)
+    return status is None or not 400 <= status < 500 or is_retryable_status(status)
 
 
 def _clock(seconds: float) -> str:

@@ -35,7 +35,7 @@ from edsb.planning.pipeline import RunServices, execute_run
 from edsb.planning.variants import get_variant
 from edsb.results import RunKey, RunResult
 from edsb.results.batches import read_batches
-from edsb.results.rundir import ResultStore, load_results
+from edsb.results.rundir import ResultStore, RunDirLock, load_results
 from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
 from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
@@ -120,6 +120,7 @@ def run_benchmark(
     prepare_out_dir(out)
     limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None, keys)
+    RunDirLock(out).check()  # another edsb on this directory: one line, before the sandbox starts
     model = model if wrap is None else wrap(model)
     # 3. The sandbox pool starts in the background while the first requests are on their way.
     sandbox = _start_sandbox(benchmark, keys, limits)

@@ -13,8 +13,10 @@ line before anything is sent.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -23,12 +25,14 @@ from edsb.errors import UsageError
 from edsb.llm.errors import TransportError
 from edsb.llm.protocol import ChatModel, ChatRequest, ChatResponse
 from edsb.llm.refusals import judge, read_error
+from edsb.llm.remote import DEFAULT_MAX_RESPONSE_BYTES
 from edsb.llm.retry import is_retryable_status
 
 if TYPE_CHECKING:
     from edsb.llm.batch.openai import OpenAIBatch
 
 FIND_WITHIN = 1_000
+MAX_LINE_BYTES = DEFAULT_MAX_RESPONSE_BYTES  # one answer of a batch's output file, bounded as a synchronous reply
 BatchState = Literal["pending", "running", "ended"]
 FailureKind = Literal["refused", "expired", "failed"]
 
@@ -50,6 +54,7 @@ class BatchStatus(BaseModel):
     succeeded: int = 0
     failed: int = 0  # errored, expired or cancelled requests, as far as the provider has counted them
     provider_status: str = ""  # the provider's own word (`in_progress`, `JOB_STATE_RUNNING`)
+    tag: str | None = None  # the tag the batch carries at the provider, where the API keeps one
 
 
 class BatchFailure(BaseModel):
@@ -92,6 +97,74 @@ class BatchFailure(BaseModel):
 
 
 Outcome = ChatResponse | BatchFailure
+UNREADABLE = BatchFailure(kind="failed", message="the batch's output held no readable answer for this request")
+TWICE = BatchFailure(kind="failed", message="the batch answered this request twice; neither answer is kept")
+
+
+class LineSplitter:
+    """The lines of a file fed in chunks, each held only up to `limit` bytes: a longer line comes out as None (so a
+    huge or endless line in a provider's output costs no more memory than a synchronous reply may)."""
+
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+        self._over = False
+
+    def feed(self, chunk: bytes) -> list[bytes | None]:
+        lines: list[bytes | None] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            piece = chunk[start:end]
+            whole = not self._over and len(self._buffer) + len(piece) <= self.limit
+            lines.append(bytes(self._buffer + piece) if whole else None)
+            self._buffer.clear()
+            self._over, start = False, end + 1
+        rest = chunk[start:]
+        if not self._over and len(self._buffer) + len(rest) > self.limit:
+            self._over = True
+            self._buffer.clear()
+        if not self._over:
+            self._buffer += rest
+        return lines
+
+    def end(self) -> list[bytes | None]:
+        """The last line, if the file does not end with a newline."""
+        last: list[bytes | None] = [None] if self._over else [bytes(self._buffer)] if self._buffer.strip() else []
+        self._buffer.clear()
+        self._over = False
+        return last
+
+
+NOT_OURS = BatchFailure(kind="failed", message="the batch's input for this request is not the line edsb sent")
+
+
+def line_digest(line: bytes) -> str:
+    """A request's input line (`BatchRoute.line`), as recorded with the batch's intent."""
+    return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
+
+
+def json_entry(raw: bytes | None) -> dict[str, Any] | None:
+    """One line of an output file as a JSON object; None for a line too long, torn, not UTF-8 or not an object."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        entry = json.loads(raw)
+    except ValueError:  # torn JSON, or bytes that are not UTF-8
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def gathered(
+    answers: Iterable[tuple[str, Outcome]], sent: Mapping[str, Any], missing: BatchFailure
+) -> dict[str, Outcome]:
+    """Every request's outcome, from a batch's `(custom id, outcome)` pairs. An id this batch did not ask for (another
+    directory's, another model's, made up) is dropped, so no answer is ever stored under a key it does not belong to;
+    an id answered twice gets neither answer (it is sent again); an id not answered gets `missing`."""
+    outcomes: dict[str, Outcome] = {}
+    for key, outcome in answers:
+        if key in sent:
+            outcomes[key] = TWICE if key in outcomes else outcome
+    return {key: outcomes.get(key, missing) for key in sent}
 
 
 class BatchRoute(Protocol):
@@ -117,7 +190,12 @@ class BatchRoute(Protocol):
 
     async def poll(self, batch_id: str) -> BatchStatus: ...
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]: ...
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        """Every request's outcome. `digests`: each request's input line as sent (`line_digest`); where the API
+        returns the batch's input, an answer to a line that is not the one edsb sent is not kept."""
+        ...
 
     async def aclose(self) -> None: ...
 

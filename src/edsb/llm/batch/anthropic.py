@@ -13,12 +13,12 @@ request's cache key is too.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import UNREADABLE, BatchFailure, BatchStatus, LineSplitter, Outcome, gathered, json_entry
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
@@ -95,13 +95,47 @@ class AnthropicBatch:
             provider_status=str(batch.processing_status),
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
-        outcomes: dict[str, Outcome] = {}
-        async for entry in await self._sdk_client().messages.batches.results(batch_id):
-            if entry.custom_id in sent:
-                outcomes[entry.custom_id] = self._outcome(entry.result, sent[entry.custom_id])
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        # `digests` unused: the API does not give a batch's requests back to compare.
+        answers: list[tuple[str, Outcome]] = []
+        async for lines in self._results(batch_id):
+            for entry in map(json_entry, lines):
+                key = entry.get("custom_id") if entry is not None else None
+                if entry is not None and isinstance(key, str) and key in sent:
+                    answers.append((key, self._read(entry, sent[key])))
         missing = BatchFailure(kind="failed", message="the batch ended without a result for this request")
-        return {key: outcomes.get(key, missing) for key in sent}
+        return gathered(answers, sent, missing)
+
+    async def _results(self, batch_id: str) -> AsyncIterator[list[bytes | None]]:
+        """The results file's lines, streamed and each bounded (`LineSplitter`): where the SDK's own reader would
+        stop at a torn line, or hold a line of any length."""
+        client = self._sdk_client()
+        batch = await client.messages.batches.retrieve(batch_id)
+        if not batch.results_url:
+            raise ValueError(f"batch {batch_id} has ended without a results_url")
+        headers = {**client.default_headers, "Accept": "application/binary"}  # the key among them
+        async with client._client.stream("GET", batch.results_url, headers=headers) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise client._make_status_error_from_response(response)
+            lines = LineSplitter()
+            async for chunk in response.aiter_bytes():
+                yield lines.feed(chunk)
+            yield lines.end()
+
+    def _read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
+        """One result line, read into the SDK's type as the SDK reads it (leniently); a line of the wrong shape is an
+        answer edsb cannot read, asked again."""
+        from anthropic._models import construct_type
+        from anthropic.types.messages import MessageBatchIndividualResponse
+
+        try:
+            read: Any = construct_type(type_=MessageBatchIndividualResponse, value=entry)
+            return self._outcome(read.result, sent)
+        except (AttributeError, TypeError, ValueError, KeyError):
+            return UNREADABLE
 
     def _outcome(self, result: Any, sent: dict[str, Any]) -> Outcome:
         if result.type == "succeeded":

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome, gathered
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
 
@@ -96,21 +96,24 @@ class GeminiBatch:
             succeeded=succeeded,
             failed=failed,
             provider_status=state,
+            tag=job.display_name.removeprefix("edsb-") if job.display_name else None,
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
+        # `digests` unused: the API does not give a batch's requests back to compare.
         job = await self._sdk_client().aio.batches.get(name=batch_id)
         state = str(getattr(job.state, "value", job.state))
         answers = (job.dest.inlined_responses if job.dest else None) or []
-        outcomes: dict[str, Outcome] = {}
-        for key, answer in zip(sent, answers, strict=False):  # in the order of the requests
-            key = (answer.metadata or {}).get(KEY_FIELD, key)
-            outcomes[key] = self._outcome(answer, sent.get(key, {}))
+        keyed = [((answer.metadata or {}).get(KEY_FIELD, key), answer)  # in the order of the requests
+                 for key, answer in zip(sent, answers, strict=False)]  # fmt: skip
+        outcomes = [(key, self._outcome(answer, sent[key])) for key, answer in keyed if key in sent]
         said = f": {job.error.message}" if job.error is not None and job.error.message else ""
         missing = BatchFailure(kind="failed", message=f"the batch ended {state}{said}")
         if state == "JOB_STATE_EXPIRED":
             missing = BatchFailure(kind="expired", message=f"the batch ended {state}")
-        return {key: outcomes.get(key, missing) for key in sent}
+        return gathered(outcomes, sent, missing)
 
     def _outcome(self, answer: Any, sent: dict[str, Any]) -> Outcome:
         if answer.response is not None:

@@ -10,12 +10,23 @@ output file and the requests it could not answer in its error file, both JSONL k
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from pydantic_core import to_json
 
-from edsb.llm.batch import FIND_WITHIN, BatchFailure, BatchStatus, Outcome
+from edsb.llm.batch import (
+    FIND_WITHIN,
+    NOT_OURS,
+    UNREADABLE,
+    BatchFailure,
+    BatchStatus,
+    LineSplitter,
+    Outcome,
+    gathered,
+    json_entry,
+    line_digest,
+)
 from edsb.llm.errors import ProviderSdkError
 from edsb.llm.protocol import ChatRequest
 from edsb.llm.retry import AttemptFailure
@@ -99,40 +110,76 @@ class OpenAIBatch:
             succeeded=getattr(counts, "completed", 0) or 0,
             failed=getattr(counts, "failed", 0) or 0,
             provider_status=str(batch.status),
+            tag=_tag(batch),
         )
 
-    async def collect(self, batch_id: str, sent: Mapping[str, dict[str, Any]]) -> dict[str, Outcome]:
+    async def collect(
+        self, batch_id: str, sent: Mapping[str, dict[str, Any]], digests: Mapping[str, str]
+    ) -> dict[str, Outcome]:
         """Every request's answer or failure: the output file, the error file, and for requests in neither the
-        batch's own end (a failed batch's errors, expiry, cancellation)."""
+        batch's own end (a failed batch's errors, expiry, cancellation). An answer whose line in the batch's input
+        file is not the one edsb sent (the id matches, the request does not) is not kept."""
         client = self._sdk_client()
         batch = await client.batches.retrieve(batch_id)
-        outcomes: dict[str, Outcome] = {}
+        ours = await self._ours(batch.input_file_id, digests) if digests else set(sent)
+        answers: list[tuple[str, Outcome]] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                content = await client.files.content(file_id)
-                for raw in content.content.splitlines():
-                    if raw.strip():
-                        key, outcome = self._outcome(json.loads(raw), sent)
-                        if key in sent:
-                            outcomes[key] = outcome
-        missing = _batch_failure(batch)
-        return {key: outcomes.get(key, missing) for key in sent}
+                async for lines in self._lines(file_id):
+                    answers += self.answers(lines, sent)
+        kept = [(key, outcome if key in ours else NOT_OURS) for key, outcome in answers]
+        return gathered(kept, sent, _batch_failure(batch))
 
-    def _outcome(self, entry: dict[str, Any], sent: Mapping[str, dict[str, Any]]) -> tuple[str, Outcome]:
-        key = str(entry.get("custom_id"))
-        return key, self.read(entry, sent.get(key, {}))
+    async def _lines(self, file_id: str) -> AsyncIterator[list[bytes | None]]:
+        """A file's lines, streamed, each bounded (`LineSplitter`)."""
+        async with self._sdk_client().files.with_streaming_response.content(file_id) as content:
+            lines = LineSplitter()
+            async for chunk in content.iter_bytes():
+                yield lines.feed(chunk)
+            yield lines.end()
+
+    async def _ours(self, input_file_id: str | None, digests: Mapping[str, str]) -> set[str]:
+        """The ids whose line in the batch's input file is, byte for byte, the line edsb sent. A server that will not
+        give the input back (a 4xx) leaves the batch's tag, checked at each poll, as the only proof: all are ours."""
+        ours: set[str] = set()
+        if not input_file_id:
+            return ours
+        try:
+            async for lines in self._lines(input_file_id):
+                for raw in lines:
+                    key = (json_entry(raw) or {}).get("custom_id")
+                    if raw is not None and isinstance(key, str) and digests.get(key) == line_digest(raw):
+                        ours.add(key)
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            if isinstance(status, int) and 400 <= status < 500 and status != 429:
+                return set(digests)
+            raise
+        return ours
+
+    def answers(self, lines: list[bytes | None], sent: Mapping[str, dict[str, Any]]) -> list[tuple[str, Outcome]]:
+        """The lines of an output or error file read as (custom id, outcome); a line that cannot be read is left out,
+        so its request counts as unanswered."""
+        found = []
+        for entry in map(json_entry, lines):
+            key = entry.get("custom_id") if entry is not None else None
+            if isinstance(entry, dict) and isinstance(key, str) and key in sent:
+                found.append((key, self.read(entry, sent[key])))
+        return found
 
     def read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
         """One line of an output or error file (OpenAI's, or vLLM's `run-batch` output) as an answer or failure."""
-        response, error = entry.get("response") or {}, entry.get("error") or {}
+        response, error = _object(entry.get("response")), _object(entry.get("error"))
         status, body = response.get("status_code"), response.get("body")
         if status == 200 and isinstance(body, dict):
             try:
                 return self._parse(body, sent)
             except AttemptFailure as exc:
                 return BatchFailure(kind="failed", message=exc.message)
-        if isinstance(status, int):
+        if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
             return BatchFailure.of_status(status, json.dumps(body).encode() if body is not None else b"")
+        if isinstance(status, int):  # a success without an answer's body: unreadable, not the model's refusal
+            return UNREADABLE
         code, message = str(error.get("code") or ""), str(error.get("message") or "no answer")
         return BatchFailure(kind="expired" if code == "batch_expired" else "failed", message=message)
 
@@ -148,6 +195,17 @@ class OpenAIBatch:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+def _tag(batch: Any) -> str | None:
+    """The edsb tag in a batch's metadata; None where the server keeps no metadata (nothing to compare)."""
+    metadata = batch.metadata if isinstance(getattr(batch, "metadata", None), dict) else {}
+    tag = metadata.get(TAG_FIELD)
+    return str(tag) if tag is not None else None if not metadata else ""
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _batch_failure(batch: Any) -> BatchFailure:
