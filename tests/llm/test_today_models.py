@@ -316,3 +316,14 @@ def test_a_gemini_reply_the_sdk_cannot_read_is_no_response_not_a_crash(fake: Ope
     fake.enqueue(Reply.json({"candidates": [candidate]}), Reply.json({"candidates": [candidate]}))
     error = refused(gemini(fake, "gemini-2.5-flash"))
     assert (error.kind, error.attempts) == ("invalid_response", 2)
+
+
+@pytest.mark.parametrize("field", ["max_completion_tokens", "max_tokens", "max_output_tokens", "maxOutputTokens"])
+def test_the_cap_note_finds_the_cap_under_each_apis_name(field: str) -> None:
+    """Chat completions, Anthropic, the Responses API and Gemini each name the cap their way: each cut reply says how
+    much of the cap thinking used."""
+    response = ChatResponse(
+        text="", prompt_tokens=9, completion_tokens=512, latency_s=0.1, model="m", finish_reason="length",
+        reasoning_tokens=500, sent={field: 512},
+    )  # fmt: skip
+    assert response.cap_note() == "thinking used 500 tokens of the 512-token cap"

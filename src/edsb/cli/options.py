@@ -14,14 +14,16 @@ import typer
 from pydantic import BaseModel
 
 from edsb.settings.declare import Declared, Group, declared
-from edsb.settings.run import DATA_HELP, Invocation
+from edsb.settings.run import DATA_HELP, Invocation, RunSettings
 from edsb.settings.vocab import PROVIDER_DEFAULT
 
 DataOption = Annotated[Path | None, typer.Option("--data", metavar="DIR", help=DATA_HELP, show_default=False)]
 PerturbOption = Annotated[
     int,
     typer.Option(
-        min=0, metavar="SEED", help="The robustness suite's renamed benchmark of this seed (0: the benchmark itself)."
+        min=declared(RunSettings)["perturb"].bound(annotated_types.Ge),
+        metavar="SEED",
+        help="The robustness suite's renamed benchmark of this seed (0: the benchmark itself).",
     ),
 ]
 OfflineOption = Annotated[bool, typer.Option("--offline", help=declared(Invocation)["offline"].help)]

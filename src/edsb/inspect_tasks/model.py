@@ -23,7 +23,7 @@ from inspect_ai.model import (
 )
 
 from edsb.llm.errors import TransportError
-from edsb.llm.protocol import ChatRequest, ChatResponse, Message
+from edsb.llm.protocol import CAP_FIELDS, ChatRequest, ChatResponse, Message
 from edsb.llm.providers.openai import reasoning_model
 
 # Providers that speak OpenAI's chat API and so understand `response_format: json_object`, the JSON mode the
@@ -47,7 +47,7 @@ ROUTE_HINT = (
 
 # Where each API Inspect may route to carries a setting in its raw request (chat completions, the Responses API,
 # Anthropic's Messages, Gemini), searched at any depth: a setting asked for and found under none of them was dropped.
-CAP_KEYS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"})
+CAP_KEYS = frozenset(CAP_FIELDS)
 EFFORT_KEYS = frozenset({"reasoning_effort", "effort", "thinking_level", "thinkingLevel"})
 BUDGET_KEYS = frozenset({"budget_tokens", "thinking_budget", "thinkingBudget"})
 SYSTEM_KEYS = frozenset({"system", "instructions", "system_instruction", "systemInstruction"})

@@ -101,14 +101,15 @@ class ChatResponse(_Frozen):
         reasoning tokens): a cut answer must not read as the model's own short one."""
         if not self.reasoning_tokens:
             return None
-        cap = next((self.sent[name] for name in _CAP_FIELDS if isinstance(self.sent.get(name), int)), None)
+        cap = next((self.sent[name] for name in CAP_FIELDS if isinstance(self.sent.get(name), int)), None)
         of = f" of the {cap:,}-token cap" if cap else ""
         return f"thinking used {self.reasoning_tokens:,} tokens{of}"
 
 
 _SERVER_TEXT = ("text", "model", "finish_reason", "reasoning", "refusal")
-# Where each API takes the output cap: OpenAI's reasoning models, the others and Anthropic, Gemini.
-_CAP_FIELDS = ("max_completion_tokens", "max_tokens", "maxOutputTokens")
+# Where each API takes the output cap: OpenAI's reasoning models, the other chat APIs and Anthropic, OpenAI's
+# Responses API, Gemini. The one list of these names: the refusals and the Inspect guard read it too.
+CAP_FIELDS = ("max_completion_tokens", "max_tokens", "max_output_tokens", "maxOutputTokens")
 
 
 @runtime_checkable

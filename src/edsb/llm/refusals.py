@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from edsb.llm.protocol import CAP_FIELDS
+
 # The HTTP statuses that a later attempt may pass (rate limits, a proxy's timeout, a conflict): never a refusal.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Statuses that refuse the client (bad key, forbidden, unknown model or endpoint): no request of this run can succeed.
@@ -78,9 +80,7 @@ _THINKING = ("thinking_budget", "thinking_level")
 _FIELD_OPTIONS: dict[str, tuple[str, ...]] = {
     "temperature": ("temperature",),
     "top_p": ("top_p",),
-    "max_tokens": ("max_tokens",),
-    "max_completion_tokens": ("max_tokens",),
-    "max_output_tokens": ("max_tokens",),
+    **{name: ("max_tokens",) for name in CAP_FIELDS},
     "reasoning_effort": ("reasoning_effort",),
     "effort": ("reasoning_effort",),
     "reasoning": ("reasoning_effort", *_THINKING),

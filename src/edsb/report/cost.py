@@ -74,13 +74,17 @@ CLOUD_SOURCE = {
     "google-vertex": "the Gemini API's",
 }
 
-# What a cache write costs, as a multiple of the input price, where the provider bills writes apart.
+# What a cache write costs, as a multiple of the input price, where the provider bills writes apart: Anthropic's
+# 5-minute writes, and its 1-hour writes, which `edsb run --batch` marks (https://docs.anthropic.com/en/docs/
+# about-claude/pricing: 1.25 and 2 times the base input price).
 CACHE_WRITE_FACTOR = {"anthropic": 1.25}
-# What a request sent through the provider's batch API costs, as a multiple of the list prices above (OpenAI's Batch
-# API, Anthropic's Message Batches, Gemini's batch mode: half price, input and output, as of `PRICES_AS_OF`).
-BATCH_FACTOR = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
-# Providers whose batch discount applies on top of the cached-input rates (Anthropic: cache reads and writes in a
-# batch cost the batch factor times their own rate); elsewhere a batch is priced without the cache's discount.
+HOUR_CACHE_WRITE_FACTOR = {"anthropic": 2.0}
+# What a request sent through a batch API costs, as a multiple of the list prices above, by the batch route each
+# provider's row names (`Provider.batch`): OpenAI's Batch API (also Azure's and the Responses API's), Anthropic's
+# Message Batches, Gemini's batch mode: half price, input and output, as of `PRICES_AS_OF`.
+BATCH_FACTOR = {"openai": 0.5, "anthropic": 0.5, "gemini": 0.5}
+# Routes whose batch discount applies on top of the cached-input rates (Anthropic: cache reads and writes in a batch
+# cost the batch factor times their own rate); elsewhere a batch is priced without the cache's discount.
 BATCH_KEEPS_CACHE = frozenset({"anthropic"})
 
 
@@ -151,15 +155,18 @@ def usd(price: Price, prompt: int, completion: int, cached: int = 0, cache_write
 
 
 def batch_price(model_spec: str, price: Price) -> Price | None:
-    """`price` through the provider's batch API (`BATCH_FACTOR`), or None where edsb knows of no batch API for
-    `PROVIDER:<model>`. Cached input keeps its own rates only where the provider says the discounts combine."""
-    provider = model_spec.partition(":")[0]
-    factor = BATCH_FACTOR.get(provider)
-    if factor is None:
+    """`price` through the batch API of `PROVIDER:<model>` (`BATCH_FACTOR`), or None where its provider has none.
+    Cached input keeps its own rates only where the provider says the discounts combine; cache writes are the 1-hour
+    ones that a batch run marks."""
+    route = _batch_route(model_spec.partition(":")[0])
+    factor = None if route is None else BATCH_FACTOR.get(route)
+    if route is None or factor is None:
         return None
-    keeps = provider in BATCH_KEEPS_CACHE
+    keeps = route in BATCH_KEEPS_CACHE
     cached = price.cached_per_million if keeps else None
     write = price.cache_write_per_million if keeps else None
+    if write is not None and route in HOUR_CACHE_WRITE_FACTOR:
+        write = price.input_per_million * HOUR_CACHE_WRITE_FACTOR[route]
     return Price(
         price.input_per_million * factor,
         price.output_per_million * factor,
@@ -167,6 +174,12 @@ def batch_price(model_spec: str, price: Price) -> Price | None:
         None if cached is None else cached * factor,
         None if write is None else write * factor,
     )
+
+
+def _batch_route(provider: str) -> str | None:
+    """The batch route a provider's row names (`Provider.batch`); None for an unknown name or a provider with none."""
+    known = provider in PROVIDERS or provider in ALIASES
+    return get_provider(provider).batch if known else None
 
 
 def batch_cost(model_spec: str) -> Callable[[BatchTokens], float | None] | None:

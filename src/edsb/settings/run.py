@@ -23,7 +23,7 @@ from pydantic import (
 
 from edsb import __version__
 from edsb.errors import validation_message
-from edsb.settings.declare import CHECK_MODEL, RUN, Group, setting
+from edsb.settings.declare import CHECK_MODEL, RUN, Group, declared, setting
 from edsb.settings.limits import (
     CHECK_TIMEOUT_S,
     CODE_MEMORY_MB,
@@ -430,4 +430,8 @@ def settings_message(exc: ValidationError) -> str:
     message = validation_message(exc)
     for group in ("generation.", "invocation."):
         message = message.removeprefix(group)
-    return message
+    name, colon, why = message.partition(":")
+    found = declared(RunSettings).get(name)
+    if found is None:
+        return message
+    return f"{name} ({found.option}){colon}{why}"  # the key a file writes, and the flag a command line gives
