@@ -11,6 +11,7 @@ scripted loopback model reports the query's tokens alone, so the synthetic sweep
 cache is replayed over the requests in the order they started, a prefix living 5 minutes after its last use:
 - Anthropic caches what edsb marks (the system prompt and the prefix up to the last example turn), from 1,024
   tokens; the first request of a prefix writes it (1.25 times the input price), later ones read it (a tenth);
+  under `--batch` the marks live an hour, and a write costs twice the input price;
 - OpenAI caches prompts of 1,024 tokens or more on its own, by the longest prefix seen before (whole messages
   here), in steps of 128 tokens, at its cached rate, with no charge for writing.
 Batch prices are the price table's `BATCH_FACTOR`; on Anthropic the cache's rates apply inside a batch too, on
@@ -43,6 +44,7 @@ from edsb.report.summary_types import ModuleTokens, Tokens  # noqa: E402
 
 MODELS = {"gpt_4o": "openai:gpt-4o-2024-08-06", "claude_sonnet_4_5": "anthropic:claude-sonnet-4-5"}
 CACHE_TTL_S = 300.0
+HOUR_TTL_S = 3600.0
 CACHE_MINIMUM = 1024  # tokens: the shortest prefix either provider caches (Claude Sonnet and Opus, GPT-4o)
 OPENAI_STEP = 128
 
@@ -80,15 +82,15 @@ def requests_of(records: list[TranscriptRecord], count: str) -> list[Request]:
     return sorted(found, key=lambda request: request.started)
 
 
-def replay_cache(requests: list[Request], provider: str) -> list[tuple[int, int]]:
+def replay_cache(requests: list[Request], provider: str, ttl: float = CACHE_TTL_S) -> list[tuple[int, int]]:
     """(tokens read from the cache, tokens written to it) per request, as the provider's cache would have served
-    the requests in their order."""
+    the requests in their order, a prefix living `ttl` seconds after its last use."""
     seen: dict[tuple[str, ...], float] = {}
     served = []
     for request in requests:
         ends = request.shared_ends() if provider == "anthropic" else list(range(1, len(request.ids) + 1))
         ends = [end for end in ends if sum(request.tokens[:end]) >= CACHE_MINIMUM]
-        live = [end for end in ends if request.started - seen.get(request.ids[:end], -1e18) <= CACHE_TTL_S]
+        live = [end for end in ends if request.started - seen.get(request.ids[:end], -1e18) <= ttl]
         hit = max(live, default=0)
         for end in ends:
             seen[request.ids[:end]] = request.started
@@ -132,6 +134,8 @@ def report(requests: list[Request]) -> None:
         batch = batch_price(spec, price)
         assert batch is not None
         cached = tokens_of(requests, replay_cache(requests, provider))
+        # a batch run marks Anthropic's prefix for an hour (the batch price has the 1-hour write rate)
+        hour = tokens_of(requests, replay_cache(requests, provider, HOUR_TTL_S)) if provider == "anthropic" else cached
         read = sum(module.cached for module in cached.by_module.values())
         print(f"{name}_cache_read_share: {read / max(cached.total_prompt, 1):.3f} (of the input, from the cache)")
         sync = _usd(plain, price)
@@ -139,7 +143,7 @@ def report(requests: list[Request]) -> None:
             ("sync", sync),
             ("cache", _usd(cached, price)),
             ("batch", _usd(plain, batch)),
-            ("batch_cache", _usd(cached, batch)),
+            ("batch_cache", _usd(hour, batch)),
         ):
             print(f"{name}_{mode}_usd: {usd:.2f} (ratio to synchronous {usd / sync:.3f}; {price.source})")
 
