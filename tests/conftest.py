@@ -8,7 +8,7 @@ import pytest
 
 from edsb.data.benchmark import Benchmark
 from edsb.geometry.scene import load_scene
-from edsb.sandbox import ApiScene, SandboxPool
+from edsb.sandbox import ApiScene, CodeContext, SandboxPool
 from tests.support.data import DATA, prepare_data
 from tests.support.openai_server import OpenAIServer
 from tests.support.sandbox_runs import LIMITS
@@ -37,6 +37,12 @@ def pool() -> Iterator[SandboxPool]:
     """A sandbox pool with the short limits of the attack and blame tests, one per test file."""
     with SandboxPool(LIMITS) as pool:
         yield pool
+
+
+@pytest.fixture(scope="module")
+def house(benchmark: Benchmark) -> CodeContext:
+    """The House scene's code context, as a run hands it to the pool."""
+    return CodeContext.for_benchmark(benchmark.root, "House")
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ WORST = {"C": [f"close to chair_{i % 6 + 1}" for i in range(MAX_SAMPLING_TERMS -
 
 
 @pytest.fixture
-def pool() -> Iterator[SamplerPool]:
+def sampler_pool() -> Iterator[SamplerPool]:
     pool = SamplerPool(workers=1)
     yield pool
     pool.close()
@@ -50,7 +50,7 @@ def job(plan: dict[str, list[str]], sampler: str = "reference", seed: int = 11) 
 
 
 @pytest.mark.parametrize("sampler", ["reference", "optimal"])
-def test_a_worker_draws_what_this_process_draws(pool: SamplerPool, sampler: str) -> None:
+def test_a_worker_draws_what_this_process_draws(sampler_pool: SamplerPool, sampler: str) -> None:
     seed = secret_seed_for("a" * 32, "0/some-run")
     here = sample_positions(
         load_scene(Benchmark.open(DATA), SCENE),
@@ -59,7 +59,7 @@ def test_a_worker_draws_what_this_process_draws(pool: SamplerPool, sampler: str)
         rng=np.random.default_rng(seed),
         sampler=sampler,
     )
-    there = asyncio.run(pool.sample(job(PLAN, sampler, seed)))
+    there = asyncio.run(sampler_pool.sample(job(PLAN, sampler, seed)))
     assert there == here and list(there) == list(PLAN)
 
 
@@ -75,12 +75,12 @@ class _RefusingExecutor(ThreadPoolExecutor):
         raise RuntimeError("the default executor was used")
 
 
-def test_sampling_never_uses_the_default_executor(pool: SamplerPool) -> None:
+def test_sampling_never_uses_the_default_executor(sampler_pool: SamplerPool) -> None:
     refusing = _RefusingExecutor()
 
     async def sample() -> dict[str, tuple[float, float]]:
         asyncio.get_running_loop().set_default_executor(refusing)
-        return await pool.sample(job(PLAN))
+        return await sampler_pool.sample(job(PLAN))
 
     assert set(asyncio.run(sample())) == set(PLAN)
     assert refusing.handed == []

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.sandbox import CodeContext, SandboxError, SandboxLimits, SandboxPool, execute_plan_code
 from edsb.sandbox import pool as pool_module
 from edsb.sandbox.limits import SANDBOXES, SandboxName
@@ -28,11 +27,6 @@ HOLD = 96 << 20  # bytes the program fills: far above what an idle child holds
 WAIT = {"exact": "import time\n    time.sleep(10 ** 6)", "restricted": "while True:\n        pass"}
 GONE_WITHIN_S = 5.0  # a safety net: without the fix the child lives for the run's whole timeout (or for ever)
 SET_A = "def parse_event():\n    get_character('A').set_target_action('idle')\n"
-
-
-@pytest.fixture(scope="module")
-def house(benchmark: Benchmark) -> CodeContext:
-    return CodeContext.for_benchmark(benchmark.root, "House")
 
 
 def _pool(sandbox: SandboxName) -> SandboxPool:
