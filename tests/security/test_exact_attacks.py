@@ -530,7 +530,7 @@ def listener() -> Iterator[socket.socket]:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory, listener: socket.socket) -> Batch:
+def exact_attack_batch(tmp_path_factory: pytest.TempPathFactory, listener: socket.socket) -> Batch:
     require_data()
     require_kernel_sandbox()
     root = tmp_path_factory.mktemp("exact-attacks")
@@ -556,53 +556,55 @@ def batch(tmp_path_factory: pytest.TempPathFactory, listener: socket.socket) -> 
     return Batch(process, out, targets, cwd, victim, records)
 
 
-def test_every_attack_is_distinct_and_recorded_once(batch: Batch) -> None:
+def test_every_attack_is_distinct_and_recorded_once(exact_attack_batch: Batch) -> None:
     assert len({attack.name for attack in ATTACKS}) == len(ATTACKS) >= 150
-    assert len(batch.records) == 2 * len(ATTACKS)
-    assert all(record["sandbox"] == "exact" for record in batch.records.values())
+    assert len(exact_attack_batch.records) == 2 * len(ATTACKS)
+    assert all(record["sandbox"] == "exact" for record in exact_attack_batch.records.values())
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
-def test_attack_is_contained_and_the_next_run_is_unaffected(batch: Batch, attack: Attack) -> None:
-    record = batch.records[attack.name]
+def test_attack_is_contained_and_the_next_run_is_unaffected(exact_attack_batch: Batch, attack: Attack) -> None:
+    record = exact_attack_batch.records[attack.name]
     assert (record["status"], record["error_kind"]) in attack.expected, record["error"] or record["plan"]
     assert attack.message in (record["error"] or ""), record["error"]
     if attack.expected == TIMEOUT:  # the wall-clock limit, not the CPU backstop or a crash
         assert record["error"].endswith(f"TimeoutError: the code ran longer than {CODE_TIMEOUT:g} s"), record["error"]
-    following = batch.records[f"benign-after-{attack.name}"]
+    following = exact_attack_batch.records[f"benign-after-{attack.name}"]
     assert following["status"] == "passed", following["error"]
     assert following["plan"] == {"David": {"target_action": ["eat", "sit"], "relationships": ["sit on chair_2"]}}
 
 
-def test_no_file_appears_or_changes(batch: Batch) -> None:
-    assert sorted(path.name for path in batch.targets.iterdir()) == ["victim.txt"]
-    assert batch.victim.read_text() == VICTIM_TEXT
-    assert oct(batch.victim.stat().st_mode & 0o777) == oct(0o666)
-    assert batch.victim.stat().st_mtime > 0
-    assert list(batch.cwd.iterdir()) == []
+def test_no_file_appears_or_changes(exact_attack_batch: Batch) -> None:
+    assert sorted(path.name for path in exact_attack_batch.targets.iterdir()) == ["victim.txt"]
+    assert exact_attack_batch.victim.read_text() == VICTIM_TEXT
+    assert oct(exact_attack_batch.victim.stat().st_mode & 0o777) == oct(0o666)
+    assert exact_attack_batch.victim.stat().st_mtime > 0
+    assert list(exact_attack_batch.cwd.iterdir()) == []
     assert [name for name in os.listdir("/tmp") if name.startswith(os.path.basename(TMP_PREFIX))] == []
     assert not Path("/pwned-relative").exists()
 
 
-def test_no_connection_reached_the_listener(batch: Batch, listener: socket.socket) -> None:
+def test_no_connection_reached_the_listener(exact_attack_batch: Batch, listener: socket.socket) -> None:
     with pytest.raises(BlockingIOError):
         listener.accept()
 
 
-def test_no_secret_and_no_flood_reaches_any_output(batch: Batch) -> None:
-    everything = every_output(batch.out, batch.process.stdout, batch.process.stderr)
+def test_no_secret_and_no_flood_reaches_any_output(exact_attack_batch: Batch) -> None:
+    everything = every_output(
+        exact_attack_batch.out, exact_attack_batch.process.stdout, exact_attack_batch.process.stderr
+    )
     assert len(everything) > 50_000
     assert API_KEY not in everything and API_KEY[3:] not in everything
     assert CANARY not in everything
     for flood in ("x", "y", "z"):
         assert flood * 1000 not in everything
-    assert max(len(line) for line in (batch.out / "results.jsonl").read_bytes().splitlines()) < 24 << 10
+    assert max(len(line) for line in (exact_attack_batch.out / "results.jsonl").read_bytes().splitlines()) < 24 << 10
 
 
-def test_the_process_ends_cleanly(batch: Batch) -> None:
-    assert "Traceback" not in batch.process.stderr
-    assert f"{2 * len(ATTACKS)} runs planned" in batch.process.stderr
-    assert not any(record["status"] == "incomplete" for record in batch.records.values())
+def test_the_process_ends_cleanly(exact_attack_batch: Batch) -> None:
+    assert "Traceback" not in exact_attack_batch.process.stderr
+    assert f"{2 * len(ATTACKS)} runs planned" in exact_attack_batch.process.stderr
+    assert not any(record["status"] == "incomplete" for record in exact_attack_batch.records.values())
 
 
 # --- the controls: with the responsible layer off, the same code gets through ---------------------------------------

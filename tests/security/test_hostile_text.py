@@ -358,7 +358,7 @@ class Batch:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+def hostile_text_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     require_data()
     root = tmp_path_factory.mktemp("hostile-text")
     out = root / "run"
@@ -378,15 +378,17 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     yield Batch(process, out, {name: by_key[key] for name, key in names.items()})
 
 
-def test_the_suite_covers_every_family(batch: Batch) -> None:
+def test_the_suite_covers_every_family(hostile_text_batch: Batch) -> None:
     assert len(ATTACKS) >= 15 and min(map(len, (PARSER_COMPLEXITY, UNBOUNDED_SIZES, INVALID_UNICODE))) >= 5
     assert len({attack.name for attack in EVERY}) == len(EVERY)
-    assert len(batch.records) == 2 * len(EVERY)
+    assert len(hostile_text_batch.records) == 2 * len(EVERY)
 
 
 @pytest.mark.parametrize("attack", EVERY, ids=[attack.name for attack in EVERY])
-def test_the_attack_is_recorded_exactly_and_the_next_run_is_unaffected(batch: Batch, attack: Attack) -> None:
-    record = batch.records[attack.name]
+def test_the_attack_is_recorded_exactly_and_the_next_run_is_unaffected(
+    hostile_text_batch: Batch, attack: Attack
+) -> None:
+    record = hostile_text_batch.records[attack.name]
     assert (record["status"], record["error_kind"]) == (attack.status, attack.kind), record["error"]
     if callable(attack.error):
         assert attack.error(record["error"]), record["error"]
@@ -395,7 +397,7 @@ def test_the_attack_is_recorded_exactly_and_the_next_run_is_unaffected(batch: Ba
     assert record["surrogates_replaced"] == list(attack.surrogates)
     assert record["truncated"] == list(attack.truncated)
     attack.check(record)
-    following = batch.records[f"benign-after-{attack.name}"]
+    following = hostile_text_batch.records[f"benign-after-{attack.name}"]
     assert (following["status"], following["error"]) == ("passed", None)
     assert following["plan"] == BENIGN_PLAN
     assert following["event"] == {"characters": ["David"], "activity": "eat a sandwich sitting in the kitchen"}
@@ -422,17 +424,17 @@ def assert_valid_utf8_json_lines(path: Path) -> int:
     return len(lines)
 
 
-def test_results_and_transcripts_are_valid_utf8_json(batch: Batch) -> None:
-    assert assert_valid_utf8_json_lines(batch.out / "results.jsonl") == 2 * len(EVERY)
-    assert assert_valid_utf8_json_lines(batch.out / "transcripts" / "requests.jsonl") > 2 * len(EVERY)
+def test_results_and_transcripts_are_valid_utf8_json(hostile_text_batch: Batch) -> None:
+    assert assert_valid_utf8_json_lines(hostile_text_batch.out / "results.jsonl") == 2 * len(EVERY)
+    assert assert_valid_utf8_json_lines(hostile_text_batch.out / "transcripts" / "requests.jsonl") > 2 * len(EVERY)
 
 
-def test_every_result_line_is_small(batch: Batch) -> None:
+def test_every_result_line_is_small(hostile_text_batch: Batch) -> None:
     """The replies reached 2 MB; what a result keeps of them is bounded (2,000 characters a string, 4,000 a message)."""
-    lines = (batch.out / "results.jsonl").read_bytes().splitlines()
+    lines = (hostile_text_batch.out / "results.jsonl").read_bytes().splitlines()
     assert max(len(line) for line in lines) < 16 << 10
 
 
-def test_the_transcripts_keep_the_replies_whole(batch: Batch) -> None:
-    narrator = {r["response"]["text"] for r in transcript_records(batch.out) if r["module"] == "narrator"}
+def test_the_transcripts_keep_the_replies_whole(hostile_text_batch: Batch) -> None:
+    narrator = {r["response"]["text"] for r in transcript_records(hostile_text_batch.out) if r["module"] == "narrator"}
     assert narrator_json("narrator_pathological_activity", PATHOLOGICAL) in narrator

@@ -208,7 +208,7 @@ class Batch:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+def allowance_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     require_data()
     root = tmp_path_factory.mktemp("allowances")
     targets, cwd, out = root / "targets", root / "cwd", root / "run"
@@ -230,30 +230,30 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
 
 
 @pytest.mark.parametrize("name", list(PARITY))
-def test_code_the_reference_runs_passes(batch: Batch, name: str) -> None:
-    record = batch.by_program[name]
+def test_code_the_reference_runs_passes(allowance_batch: Batch, name: str) -> None:
+    record = allowance_batch.by_program[name]
     assert (record["status"], record["error"]) == ("passed", None)
     assert record["plan"] == EXPECTED_PLAN
 
 
-def test_there_are_many_new_attacks(batch: Batch) -> None:
+def test_there_are_many_new_attacks(allowance_batch: Batch) -> None:
     assert len(ATTACKS) >= 25 and len({attack.name for attack in ATTACKS}) == len(ATTACKS)
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
-def test_attack_is_the_models_error_and_the_next_run_is_unaffected(batch: Batch, attack: Attack) -> None:
-    record = batch.by_program[attack.name]
+def test_attack_is_the_models_error_and_the_next_run_is_unaffected(allowance_batch: Batch, attack: Attack) -> None:
+    record = allowance_batch.by_program[attack.name]
     assert (record["status"], record["error_kind"]) == ("error", attack.kind), record["error"]
     if attack.message.endswith(" x"):  # the rest of the message names a reason or a list that may grow
         assert attack.message[:-2] in record["error"], record["error"]
     else:
         assert record["error"].endswith(attack.message), record["error"]
-    following = batch.by_program[f"benign-after-{attack.name}"]
+    following = allowance_batch.by_program[f"benign-after-{attack.name}"]
     assert (following["status"], following["plan"]) == ("passed", EXPECTED_PLAN), following["error"]
 
 
-def test_no_file_appears_and_the_process_ends_cleanly(batch: Batch) -> None:
-    assert list(batch.targets.iterdir()) == []
-    assert list(batch.cwd.iterdir()) == []
-    assert "Traceback" not in batch.process.stderr
-    assert "internal_error" not in batch.process.stderr
+def test_no_file_appears_and_the_process_ends_cleanly(allowance_batch: Batch) -> None:
+    assert list(allowance_batch.targets.iterdir()) == []
+    assert list(allowance_batch.cwd.iterdir()) == []
+    assert "Traceback" not in allowance_batch.process.stderr
+    assert "internal_error" not in allowance_batch.process.stderr

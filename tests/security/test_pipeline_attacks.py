@@ -173,7 +173,7 @@ def attack_program(attack: Attack, targets: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+def attack_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     require_data()
     root = tmp_path_factory.mktemp("attacks")
     targets, cwd, out = root / "targets", root / "cwd", root / "run"
@@ -193,23 +193,23 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
     yield Batch(process, out, targets, cwd, records, programs_by_run(out))
 
 
-def test_the_suite_is_large_and_every_attack_is_distinct(batch: Batch) -> None:
+def test_the_suite_is_large_and_every_attack_is_distinct(attack_batch: Batch) -> None:
     assert len(ATTACKS) >= 40
     assert len({attack.name for attack in ATTACKS}) == len(ATTACKS)
-    assert len(batch.records) == 2 * len(ATTACKS)
+    assert len(attack_batch.records) == 2 * len(ATTACKS)
 
 
-def test_every_run_is_recorded_once_and_in_script_order(batch: Batch) -> None:
-    lines = read_results(batch.out)
+def test_every_run_is_recorded_once_and_in_script_order(attack_batch: Batch) -> None:
+    lines = read_results(attack_batch.out)
     assert len(lines) == len({record["key"] for record in lines}) == 2 * len(ATTACKS)
     expected = [name for attack in ATTACKS for name in (attack.name, f"benign-after-{attack.name}")]
-    by_repeat = {record["repeat"]: batch.programs[key] for key, record in batch.records.items()}
+    by_repeat = {record["repeat"]: attack_batch.programs[key] for key, record in attack_batch.records.items()}
     assert [by_repeat[i] for i in range(len(expected))] == expected
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
-def test_attack_is_contained_and_the_next_run_is_unaffected(batch: Batch, attack: Attack) -> None:
-    by_program = {name: batch.records[key] for key, name in batch.programs.items()}
+def test_attack_is_contained_and_the_next_run_is_unaffected(attack_batch: Batch, attack: Attack) -> None:
+    by_program = {name: attack_batch.records[key] for key, name in attack_batch.programs.items()}
     record = by_program[attack.name]
     assert (record["status"], record["error_kind"]) in attack.expected, record["error"]
     if attack.expected == TIMEOUT:  # stopped by the wall-clock limit, not by the CPU backstop or anything else
@@ -219,25 +219,25 @@ def test_attack_is_contained_and_the_next_run_is_unaffected(batch: Batch, attack
     assert following["plan"] == {"David": {"target_action": ["eat", "sit"], "relationships": ["sit on chair_2"]}}
 
 
-def test_results_stay_small_whatever_the_code_printed_or_set(batch: Batch) -> None:
-    lines = (batch.out / "results.jsonl").read_bytes().splitlines()
+def test_results_stay_small_whatever_the_code_printed_or_set(attack_batch: Batch) -> None:
+    lines = (attack_batch.out / "results.jsonl").read_bytes().splitlines()
     assert max(len(line) for line in lines) < 24 << 10  # a 16 KiB plan at most, a 2,000-character message
-    assert b"x" * 1000 not in (batch.out / "results.jsonl").read_bytes()
+    assert b"x" * 1000 not in (attack_batch.out / "results.jsonl").read_bytes()
 
 
-def test_no_file_appears(batch: Batch) -> None:
-    assert list(batch.targets.iterdir()) == []
-    assert list(batch.cwd.iterdir()) == []
+def test_no_file_appears(attack_batch: Batch) -> None:
+    assert list(attack_batch.targets.iterdir()) == []
+    assert list(attack_batch.cwd.iterdir()) == []
     assert not Path("/pwned-relative").exists()
 
 
-def test_no_secret_reaches_any_output(batch: Batch) -> None:
-    everything = every_output(batch.out, batch.process.stdout, batch.process.stderr)
-    assert "results.jsonl" in os.listdir(batch.out) and len(everything) > 10_000
+def test_no_secret_reaches_any_output(attack_batch: Batch) -> None:
+    everything = every_output(attack_batch.out, attack_batch.process.stdout, attack_batch.process.stderr)
+    assert "results.jsonl" in os.listdir(attack_batch.out) and len(everything) > 10_000
     assert CANARY not in everything
     assert API_KEY not in everything
 
 
-def test_the_process_ends_cleanly(batch: Batch) -> None:
-    assert "Traceback" not in batch.process.stderr
-    assert f"{2 * len(ATTACKS)} runs planned" in batch.process.stderr
+def test_the_process_ends_cleanly(attack_batch: Batch) -> None:
+    assert "Traceback" not in attack_batch.process.stderr
+    assert f"{2 * len(ATTACKS)} runs planned" in attack_batch.process.stderr
