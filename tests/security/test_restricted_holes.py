@@ -412,7 +412,7 @@ PIPELINE = {
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def holes_pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """One `edsb run` at concurrency 1 of every program above, each followed by a benign one: program name → its
     run's record."""
     require_data()
@@ -422,11 +422,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("name", list(PIPELINE), ids=list(PIPELINE))
-def test_through_the_pipeline_each_reproduction_is_the_models_error(pipeline: dict[str, dict], name: str) -> None:
-    record, kind = pipeline[name], PIPELINE[name][1]
+def test_through_the_pipeline_each_reproduction_is_the_models_error(holes_pipeline: dict[str, dict], name: str) -> None:
+    record, kind = holes_pipeline[name], PIPELINE[name][1]
     if kind is None:
         assert (record["status"], record["error_kind"]) == ("passed", None), record["error"]
     else:
         assert (record["status"], record["error_kind"]) == ("error", kind), record["error"]
-    following = pipeline[f"benign-{name}"]
+    following = holes_pipeline[f"benign-{name}"]
     assert (following["status"], following["error"]) == ("passed", None)

@@ -469,7 +469,7 @@ PIPELINE = {
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def redteam_pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """One `edsb run` of every program above, each followed by a benign one: program name → its run's record."""
     require_data()
     return restricted_pipeline_records(
@@ -478,11 +478,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("name", list(PIPELINE), ids=list(PIPELINE))
-def test_through_the_pipeline_the_verdict_is_the_models(pipeline: dict[str, dict], name: str) -> None:
-    record, kind = pipeline[name], PIPELINE[name][1]
+def test_through_the_pipeline_the_verdict_is_the_models(redteam_pipeline: dict[str, dict], name: str) -> None:
+    record, kind = redteam_pipeline[name], PIPELINE[name][1]
     if kind is None:  # code the reference runs: judged like any plan
         assert (record["status"], record["error_kind"]) == ("passed", None), record["error"]
     else:
         assert (record["status"], record["error_kind"]) == ("error", kind), record["error"]
-    following = pipeline[f"benign-{name}"]
+    following = redteam_pipeline[f"benign-{name}"]
     assert (following["status"], following["error"]) == ("passed", None)
