@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-from edsb.sandbox.kernel import PROBE_ENV, host_support
+from edsb.sandbox.kernel import PROBE_ENV
 from edsb.sandbox.selfcheck import SELF_CHECK
 from tests.support.edsb_cli import Outcome
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
-
-
-@pytest.fixture(autouse=True)
-def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(PROBE_ENV, raising=False)
-    host_support.cache_clear()
-    yield
-    host_support.cache_clear()
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's"),
+    pytest.mark.usefixtures("fresh_probe"),  # every test sees this host's probe, unset and fresh
+]
 
 
 def test_every_attack_is_refused_here(edsb: Callable[..., Outcome]) -> None:

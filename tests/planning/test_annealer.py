@@ -10,9 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import numpy as np
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.geometry.grid import occupancy_grid_of
-from edsb.geometry.scene import Scene, load_scene
 from edsb.planning.sampler import sample_position
 from edsb.planning.sampler_anneal import anneal, point_cost
 from edsb.planning.sampler_cost import compile_cost
@@ -147,11 +145,6 @@ def test_the_result_is_the_last_accepted_point_not_the_best() -> None:
 
 
 # --- the pipeline's entry point on the real scenes -----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def scenes(benchmark: Benchmark) -> dict[str, Scene]:
-    return {name: load_scene(benchmark, name) for name in ("House", "Office", "Restaurant")}
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,6 @@ from edsb.planning.variants import get_variant
 from tests.support.data import DATA
 
 
-@pytest.fixture(scope="module")
-def pack(benchmark: Benchmark) -> PromptPack:
-    return load_prompt_pack(benchmark)
-
-
 def test_prompt_pack_is_loaded_once_per_directory(benchmark: Benchmark, pack: PromptPack) -> None:
     assert load_prompt_pack(Benchmark.open(DATA)) is pack
     assert [e.stem for e in pack.narrator_examples] == ["OA", "PI", "RC", "SS"]

@@ -10,10 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.geometry.collision import floor_collisions, stands_on_floor
 from edsb.geometry.distances import box_distance, directional_distance, interaction_distance, two_anchor_distance
-from edsb.geometry.scene import Scene, load_scene
+from edsb.geometry.scene import Scene
 from edsb.planning import sampler_lattice
 from edsb.planning.sampler import sample_position
 from edsb.planning.sampler_cost import compile_cost, position_cost, rewrite_relationships
@@ -24,11 +23,6 @@ from edsb.scoring.judge import Judge
 
 # What a good model answers for each PI case: the expected condition's atoms (id 63: its feasible branch).
 GOOD_RELATIONSHIPS = {63: ["in front of couch_1", "in front of couch_3"]}
-
-
-@pytest.fixture(scope="module")
-def scenes(benchmark: Benchmark) -> dict[str, Scene]:
-    return {name: load_scene(benchmark, name) for name in ("House", "Office", "Restaurant")}
 
 
 def sample(

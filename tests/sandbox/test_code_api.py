@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
 from edsb.geometry.distances import footprint_distance
 from edsb.geometry.relations import ADJACENT_TO, CLOSE_TO
 from edsb.geometry.scene import load_scene
@@ -16,11 +15,6 @@ from edsb.geometry.scene_graph import scene_graph_of
 from edsb.sandbox.code_api import ApiScene, Area, CodeApi, LatestPlan, SceneObject
 
 SCENES = ("House", "Office", "Restaurant")
-
-
-@pytest.fixture(scope="module")
-def api_scenes(benchmark: Benchmark) -> dict[str, ApiScene]:
-    return {name: ApiScene(load_scene(benchmark, name)) for name in SCENES}
 
 
 def api_for(api_scenes: dict[str, ApiScene], scene: str, **latest: LatestPlan) -> CodeApi:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,15 +19,6 @@ from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
 FULL = Containment(memory_bytes=4 << 30, cpu_seconds=30)
-
-
-@pytest.fixture
-def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """The probe re-run under the test's environment, and forgotten afterwards."""
-    monkeypatch.delenv(PROBE_ENV, raising=False)
-    host_support.cache_clear()
-    yield monkeypatch
-    host_support.cache_clear()
 
 
 def test_the_probe_reports_this_host(fresh_probe: pytest.MonkeyPatch) -> None:

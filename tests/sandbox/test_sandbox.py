@@ -24,7 +24,7 @@ from edsb.geometry.relations import split_anchor
 from edsb.geometry.scene import build_scene, load_scene
 from edsb.geometry.scene_graph import Edge, SceneGraph
 from edsb.planning.plans import run_plan_code
-from edsb.planning.prompt_pack import PromptPack, load_prompt_pack
+from edsb.planning.prompt_pack import PromptPack
 from edsb.planning.scenario import cast_and_history, latest_plans
 from edsb.sandbox import (
     ApiScene,
@@ -39,11 +39,6 @@ from edsb.sandbox import (
 )
 
 LIMITS = SandboxLimits(timeout=5.0, workers=2)
-
-
-@pytest.fixture(scope="module")
-def pack(benchmark: Benchmark) -> PromptPack:
-    return load_prompt_pack(benchmark)
 
 
 def run(reply: str, context: CodeContext, mode="event"):

@@ -31,11 +31,9 @@ from typing import Any, TypeAlias
 
 import pytest
 
-from edsb.data.benchmark import Benchmark
-from edsb.geometry.scene import load_scene
 from edsb.sandbox import ApiScene, CodeContext, CodeError, SandboxLimits, SandboxPool
 from edsb.sandbox.exact import run_exact
-from tests.support.data import DATA, require_data
+from tests.support.data import DATA
 
 RUNS = "ok"
 PLAN = (
@@ -842,28 +840,21 @@ def parse_event():
 
 
 @pytest.fixture(scope="module")
-def scenes() -> dict[str, ApiScene]:
-    require_data()
-    benchmark = Benchmark.open(DATA)
-    return {name: ApiScene(load_scene(benchmark, name)) for name in ("House", "Office", "Restaurant")}
-
-
-@pytest.fixture(scope="module")
 def parity_pool() -> Iterator[SandboxPool]:
     with SandboxPool(SandboxLimits(timeout=5.0, memory_bytes=512 << 20, workers=2)) as pool:
         yield pool
 
 
 @pytest.mark.parametrize("name", list(CORPUS))
-def test_exact_gives_the_reference_outcome_on_the_corpus(scenes: dict[str, ApiScene], name: str) -> None:
+def test_exact_gives_the_reference_outcome_on_the_corpus(api_scenes: dict[str, ApiScene], name: str) -> None:
     expected = CORPUS_REFERENCE_ERRORS.get(name, (("David", ["sit on chair_2"], "eat", None),))
-    assert_reference_outcome(CORPUS[name][0], scenes["House"], expected)
+    assert_reference_outcome(CORPUS[name][0], api_scenes["House"], expected)
 
 
 @pytest.mark.parametrize("name", list(REPLIES))
-def test_exact_gives_the_reference_outcome_on_realistic_replies(scenes: dict[str, ApiScene], name: str) -> None:
+def test_exact_gives_the_reference_outcome_on_realistic_replies(api_scenes: dict[str, ApiScene], name: str) -> None:
     reply = REPLIES[name]
-    assert_reference_outcome(reply.text, scenes[reply.scene], reply.reference)
+    assert_reference_outcome(reply.text, api_scenes[reply.scene], reply.reference)
 
 
 def assert_reference_outcome(reply: str, scene: ApiScene, expected: Outcome) -> None:
