@@ -74,7 +74,7 @@ ROUTES = {
 
 
 @pytest.fixture
-def edsb(
+def edsb_without_cloud_setup(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[Callable[..., Outcome]]:
     isolate_environment(monkeypatch, tmp_path / "cache")
@@ -92,15 +92,15 @@ def edsb(
 
 @pytest.mark.parametrize("route", ROUTES.values(), ids=ROUTES.keys())
 def test_each_cloud_route_runs_with_its_command(
-    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, route: Route
+    edsb_without_cloud_setup: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, route: Route
 ) -> None:
     bedrock = route.model.startswith("anthropic-bedrock:")
     with OpenAIServer(validator=CloudRules(route.region, AWS_KEY_ID if bedrock else None)) as server:
         for name, value in route.env.items():
             monkeypatch.setenv(name, value.format(root=server.root_url))
         options = [option.format(root=server.root_url) for option in route.options]
-        check = edsb("check-model", "--model", route.model, *options)
-        run = edsb("run", "--model", route.model, *options, *TWO_RUNS, "--out", "out")
+        check = edsb_without_cloud_setup("check-model", "--model", route.model, *options)
+        run = edsb_without_cloud_setup("run", "--model", route.model, *options, *TWO_RUNS, "--out", "out")
         requests = server.requests
     assert check.returncode == 0, check.stderr
     assert run.returncode == 0, run.stderr
@@ -138,12 +138,18 @@ MISSING = {
 
 @pytest.mark.parametrize(("model", "env", "says"), MISSING.values(), ids=MISSING.keys())
 def test_a_missing_credential_is_one_line_before_any_request(
-    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch, model: str, env: dict[str, str], says: str
+    edsb_without_cloud_setup: Callable[..., Outcome],
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    env: dict[str, str],
+    says: str,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with OpenAIServer() as server:
-        run = edsb("run", "--model", model, "--base-url", server.root_url, *TWO_RUNS, "--out", "out")
+        run = edsb_without_cloud_setup(
+            "run", "--model", model, "--base-url", server.root_url, *TWO_RUNS, "--out", "out"
+        )
         sent = len(server.requests)
     errors = [
         line for line in run.stderr.splitlines() if not line.startswith("note: ")
@@ -154,7 +160,7 @@ def test_a_missing_credential_is_one_line_before_any_request(
 
 @pytest.mark.parametrize("model", ["anthropic-vertex:claude-sonnet-4-5@20250929", "google-vertex:gemini-2.5-pro"])
 def test_vertex_takes_the_application_default_credentials_and_says_when_they_fail(
-    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model: str
+    edsb_without_cloud_setup: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model: str
 ) -> None:
     """Without a token, the credentials file `gcloud auth application-default login` writes is found and refreshed
     when the first request goes; a refresh that fails (here, Google's token endpoint out of reach, as google-auth
@@ -168,7 +174,9 @@ def test_vertex_takes_the_application_default_credentials_and_says_when_they_fai
         monkeypatch.setenv(name, VERTEX_PROJECT)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # nothing listens: the refresh cannot leave the host
     with OpenAIServer() as server:
-        run = edsb("run", "--model", model, "--base-url", server.root_url, *TWO_RUNS, "--out", "out")
+        run = edsb_without_cloud_setup(
+            "run", "--model", model, "--base-url", server.root_url, *TWO_RUNS, "--out", "out"
+        )
         sent = len(server.requests)
     errors = [line for line in run.stderr.splitlines() if not line.startswith("note: ")]
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr

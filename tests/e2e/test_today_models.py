@@ -63,7 +63,7 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
 
 
 @pytest.fixture
-def edsb(
+def edsb_with_stand_in_keys(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[Callable[..., Outcome]]:
     isolate_environment(monkeypatch, tmp_path / "cache")
@@ -85,12 +85,12 @@ def _narrator_wire(out: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(("model", "options", "wire"), WORKS.values(), ids=WORKS.keys())
 def test_each_family_runs_with_its_command_and_check_model_sends_the_same(
-    edsb: Callable[..., Outcome], model: str, options: tuple[str, ...], wire: dict[str, Any]
+    edsb_with_stand_in_keys: Callable[..., Outcome], model: str, options: tuple[str, ...], wire: dict[str, Any]
 ) -> None:
     with OpenAIServer(validator=provider_rules) as server:
-        check = edsb("check-model", *_base(model, server), *options)
+        check = edsb_with_stand_in_keys("check-model", *_base(model, server), *options)
         assert check.returncode == 0, check.stderr
-        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+        run = edsb_with_stand_in_keys("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
     assert run.returncode == 0, run.stderr
     (narrator,) = _narrator_wire(Path("out"))
     assert json.loads(check.stdout)["sent"] == narrator  # the very settings the sweep sent
@@ -123,11 +123,11 @@ STOPS: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
 
 @pytest.mark.parametrize(("model", "options", "validator", "fix"), STOPS.values(), ids=STOPS.keys())
 def test_a_refused_setting_stops_check_model_and_run_with_its_fix(
-    edsb: Callable[..., Outcome], model: str, options: tuple[str, ...], validator: Any, fix: str
+    edsb_with_stand_in_keys: Callable[..., Outcome], model: str, options: tuple[str, ...], validator: Any, fix: str
 ) -> None:
     with OpenAIServer(validator=validator) as server:
-        check = edsb("check-model", *_base(model, server), *options)
-        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+        check = edsb_with_stand_in_keys("check-model", *_base(model, server), *options)
+        run = edsb_with_stand_in_keys("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
         sent = len(server.requests)
     check.assert_one_clear_error(1, contains=fix)
     run.assert_one_clear_error(1, contains="the model endpoint refused a setting")
@@ -137,26 +137,32 @@ def test_a_refused_setting_stops_check_model_and_run_with_its_fix(
     assert not results.exists() or results.read_text() == ""  # nothing scored as the model's failure
 
 
-def test_openrouter_asks_every_setting_to_be_honoured_and_sends_effort_its_way(edsb: Callable[..., Outcome]) -> None:
+def test_openrouter_asks_every_setting_to_be_honoured_and_sends_effort_its_way(
+    edsb_with_stand_in_keys: Callable[..., Outcome],
+) -> None:
     """OpenRouter drops a setting no provider of the model lists, unless asked not to: edsb always asks
     (`provider.require_parameters`), so what the record says was sent is what the model got."""
     model, options = "openrouter:openai/gpt-5", ("--temperature", "default", "--reasoning-effort", "low")
     with OpenAIServer(validator=openrouter_rules) as server:
-        run = edsb("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
+        run = edsb_with_stand_in_keys("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
     assert run.returncode == 0, run.stderr
     (narrator,) = _narrator_wire(Path("out"))
     assert narrator["provider"] == {"require_parameters": True}
     assert narrator["reasoning"] == {"effort": "low"} and "reasoning_effort" not in narrator
 
 
-def test_deepseek_thinking_mode_gets_no_temperature_and_says_why(edsb: Callable[..., Outcome]) -> None:
+def test_deepseek_thinking_mode_gets_no_temperature_and_says_why(
+    edsb_with_stand_in_keys: Callable[..., Outcome],
+) -> None:
     """DeepSeek's thinking mode ignores the temperature without an error: none is sent, the run says so when it
     starts, and config.json and the card do not present the paper's 0.1 as sent."""
     model = "deepseek:deepseek-reasoner"
     with OpenAIServer(validator=provider_rules) as server:
-        run = edsb("run", *_base(model, server), *ONE_RUN, "--out", "out")
+        run = edsb_with_stand_in_keys("run", *_base(model, server), *ONE_RUN, "--out", "out")
         before = len(server.requests)
-        refused = edsb("run", *_base(model, server), "--temperature", "0.1", *ONE_RUN, "--out", "again")
+        refused = edsb_with_stand_in_keys(
+            "run", *_base(model, server), "--temperature", "0.1", *ONE_RUN, "--out", "again"
+        )
         sent = len(server.requests) - before
     assert run.returncode == 0, run.stderr
     assert "no temperature sent: deepseek's thinking mode ignores the temperature" in run.stderr
@@ -168,11 +174,15 @@ def test_deepseek_thinking_mode_gets_no_temperature_and_says_why(edsb: Callable[
     assert sent == 0  # refused before any request
 
 
-def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(edsb: Callable[..., Outcome]) -> None:
+def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(
+    edsb_with_stand_in_keys: Callable[..., Outcome],
+) -> None:
     """Ollama's default window is small; a reply it cuts stops at `length` though no cap was sent: the record says
     the window cut it (and names OLLAMA_CONTEXT_LENGTH), not --max-tokens."""
     with OpenAIServer(lambda request: Reply.completion('{"reasoning": "first', finish_reason="length")) as server:
-        run = edsb("run", "--model", "ollama:qwen3", "--base-url", server.base_url, *ONE_RUN, "--out", "out")
+        run = edsb_with_stand_in_keys(
+            "run", "--model", "ollama:qwen3", "--base-url", server.base_url, *ONE_RUN, "--out", "out"
+        )
         body = server.chat_requests[0].json()
     assert run.returncode == 0, run.stderr
     assert "max_tokens" not in body and "max_completion_tokens" not in body
@@ -182,14 +192,16 @@ def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(edsb: Callabl
 
 
 def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_works(
-    edsb: Callable[..., Outcome],
+    edsb_with_stand_in_keys: Callable[..., Outcome],
 ) -> None:
     """Opus 4.7 and later take adaptive thinking only: a budget is a one-line error before any request, naming
     --reasoning-effort; the fake refuses what the API refuses, should a budget reach it."""
     model = "anthropic:claude-opus-4-7"
     with OpenAIServer(validator=provider_rules) as server:
-        check = edsb("check-model", *_base(model, server), "--thinking-budget", "2048")
-        run = edsb("run", *_base(model, server), "--thinking-budget", "2048", *ONE_RUN, "--out", "out")
+        check = edsb_with_stand_in_keys("check-model", *_base(model, server), "--thinking-budget", "2048")
+        run = edsb_with_stand_in_keys(
+            "run", *_base(model, server), "--thinking-budget", "2048", *ONE_RUN, "--out", "out"
+        )
         sent = len(server.requests)
     for outcome in (check, run):
         outcome.assert_one_clear_error(2, contains="--reasoning-effort")
@@ -198,17 +210,17 @@ def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_work
 
 
 def test_a_responses_only_model_on_chat_completions_names_the_route_that_serves_it(
-    edsb: Callable[..., Outcome],
+    edsb_with_stand_in_keys: Callable[..., Outcome],
 ) -> None:
     with OpenAIServer(validator=provider_rules) as server:
-        check = edsb("check-model", *_base("openai:o3-pro", server), "--temperature", "default")
+        check = edsb_with_stand_in_keys("check-model", *_base("openai:o3-pro", server), "--temperature", "default")
         sent = len(server.requests)
     check.assert_one_clear_error(2, contains="--model openai-responses:o3-pro")
     assert sent == 0
 
 
 def test_an_azure_classic_deployment_gets_the_cap_its_model_takes(
-    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+    edsb_with_stand_in_keys: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A gpt-5-mini deployment named `eval-mini`: the api-version query, the key in `api-key`, and the cap as
     `max_completion_tokens`, which the deployment's model takes, though its name is no model's."""
@@ -217,7 +229,7 @@ def test_an_azure_classic_deployment_gets_the_cap_its_model_takes(
     options = ("--temperature", "default", "--max-tokens", "4000")
     with OpenAIServer(validator=azure_classic) as server:
         model = ("--model", "azure:eval-mini", "--base-url", server.root_url)
-        run = edsb("run", *model, *options, *ONE_RUN, "--out", "out")
+        run = edsb_with_stand_in_keys("run", *model, *options, *ONE_RUN, "--out", "out")
         first = server.requests[0]
     assert run.returncode == 0, run.stderr
     assert (first.path, first.query) == ("/openai/deployments/eval-mini/chat/completions", "api-version=2024-10-21")
@@ -228,8 +240,10 @@ def test_an_azure_classic_deployment_gets_the_cap_its_model_takes(
 
 
 def test_azure_without_an_endpoint_says_which_variable(
-    edsb: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
+    edsb_with_stand_in_keys: Callable[..., Outcome], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "not-a-secret")
-    edsb("check-model", "--model", "azure:eval-mini").assert_one_clear_error(contains="AZURE_OPENAI_ENDPOINT")
+    edsb_with_stand_in_keys("check-model", "--model", "azure:eval-mini").assert_one_clear_error(
+        contains="AZURE_OPENAI_ENDPOINT"
+    )
