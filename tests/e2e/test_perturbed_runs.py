@@ -45,7 +45,7 @@ def _run(out: Path, model: str, preset: str, seed: int | None) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+def perturbed_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     found = Runs(tmp_path_factory.mktemp("perturbed"))
     with pytest.MonkeyPatch.context() as monkeypatch:
         isolate_environment(monkeypatch, found.root / "cache")
@@ -65,21 +65,21 @@ def _statuses(out: Path) -> dict[str, tuple[str, str | None]]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_oracle_solves_every_perturbed_case_and_the_control_none(runs: Runs, seed: int) -> None:
+def test_the_oracle_solves_every_perturbed_case_and_the_control_none(perturbed_runs: Runs, seed: int) -> None:
     for preset in PRESETS:
-        summary = json.loads((runs.out("oracle", preset, seed) / "summary.json").read_text())
+        summary = json.loads((perturbed_runs.out("oracle", preset, seed) / "summary.json").read_text())
         assert summary["perturbation"] == f"perturbed (seed {seed})"
-        original = _statuses(runs.out("oracle", preset, 0))
-        perturbed = _statuses(runs.out("oracle", preset, seed))
+        original = _statuses(perturbed_runs.out("oracle", preset, 0))
+        perturbed = _statuses(perturbed_runs.out("oracle", preset, seed))
         # Run for run, the perturbed verdict is the original one: same keys, same puzzle, same seeded sampler.
         assert perturbed == original and len(original) > 0
-        wrong = read_results(runs.out("oracle-wrong", preset, seed))
+        wrong = read_results(perturbed_runs.out("oracle-wrong", preset, seed))
         assert sorted(r["key"] for r in wrong) == sorted(original)
         assert {r["status"] for r in wrong} == {"failed"}
     # Table 1 has no sampler in the loop: every run passes, every cell reads 1.0 (1.0).
-    records = read_results(runs.out("oracle", "table1", seed))
+    records = read_results(perturbed_runs.out("oracle", "table1", seed))
     assert {r["status"] for r in records} == {"passed"}
-    cells = json.loads((runs.out("oracle", "table1", seed) / "summary.json").read_text())["variants"]
+    cells = json.loads((perturbed_runs.out("oracle", "table1", seed) / "summary.json").read_text())["variants"]
     rates = [
         (c["success_rate"], c["execution_rate"])
         for v in cells.values()
@@ -111,14 +111,14 @@ def _ids(text: str) -> list[str]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("preset", PRESETS)
-def test_no_prompt_leaks_an_original_name(runs: Runs, benchmark: Benchmark, preset: str, seed: int) -> None:
+def test_no_prompt_leaks_an_original_name(perturbed_runs: Runs, benchmark: Benchmark, preset: str, seed: int) -> None:
     perturbed = Benchmark(DATA, seed)
     names = {name for case in benchmark.cases.values() for name in case_character_names(case)}
     any_name = re.compile(r"\b(?:" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
     inverse = {scene: perturbed.renaming(scene).inverse() for scene in SCENES}
     mappings = {scene: perturbed.object_mapping(scene) for scene in SCENES}
-    original = _requests(runs.out("oracle", preset, 0))
-    renamed = _requests(runs.out("oracle", preset, seed))
+    original = _requests(perturbed_runs.out("oracle", preset, 0))
+    renamed = _requests(perturbed_runs.out("oracle", preset, seed))
     assert [(r["run"], r["module"]) for r in renamed] == [(r["run"], r["module"]) for r in original]
     assert renamed
     for scene in SCENES:
@@ -142,25 +142,28 @@ def test_no_prompt_leaks_an_original_name(runs: Runs, benchmark: Benchmark, pres
         assert any(new_id != old_id for new_id, old_id in zip(_ids(query), _ids(restored), strict=True))
 
 
-def test_the_same_seed_sends_the_same_bytes_and_another_seed_other_bytes(runs: Runs) -> None:
+def test_the_same_seed_sends_the_same_bytes_and_another_seed_other_bytes(perturbed_runs: Runs) -> None:
     def prompts(out: Path) -> list[tuple[str, str, list[dict[str, str]]]]:
         return [(r["run"], r["module"], r["request"]["messages"]) for r in _requests(out)]
 
-    first, again = prompts(runs.out("oracle", "table1", 1)), prompts(runs.out("oracle", "table1", 1, again=True))
+    first, again = (
+        prompts(perturbed_runs.out("oracle", "table1", 1)),
+        prompts(perturbed_runs.out("oracle", "table1", 1, again=True)),
+    )
     assert first == again
-    other = prompts(runs.out("oracle", "table1", 2))
+    other = prompts(perturbed_runs.out("oracle", "table1", 2))
     assert [key[:2] for key in other] == [key[:2] for key in first]
     assert all(a[2][-1] != b[2][-1] for a, b in zip(first, other, strict=True))
 
 
-def test_seed_zero_sends_the_prompts_of_a_run_without_the_option(runs: Runs) -> None:
+def test_seed_zero_sends_the_prompts_of_a_run_without_the_option(perturbed_runs: Runs) -> None:
     def sent(out: Path) -> list[tuple[str, str, dict[str, Any]]]:
         return [(r["run"], r["module"], r["request"]) for r in _requests(out)]
 
-    default = sent(runs.root / "default-table2")
-    assert default and sent(runs.out("oracle", "table2", 0)) == default
-    assert json.loads((runs.out("oracle", "table2", 0) / "config.json").read_text())["perturb"] == 0
-    assert "perturbation" not in json.loads((runs.root / "default-table2" / "summary.json").read_text())
+    default = sent(perturbed_runs.root / "default-table2")
+    assert default and sent(perturbed_runs.out("oracle", "table2", 0)) == default
+    assert json.loads((perturbed_runs.out("oracle", "table2", 0) / "config.json").read_text())["perturb"] == 0
+    assert "perturbation" not in json.loads((perturbed_runs.root / "default-table2" / "summary.json").read_text())
 
 
 def test_a_bad_seed_is_one_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -170,8 +173,8 @@ def test_a_bad_seed_is_one_clear_error(capsys: pytest.CaptureFixture[str], tmp_p
     assert not (tmp_path / "x").exists()
 
 
-def test_the_report_says_perturbed_in_every_format(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
-    out = runs.out("oracle", "table2", 3)
+def test_the_report_says_perturbed_in_every_format(perturbed_runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
+    out = perturbed_runs.out("oracle", "table2", 3)
     label = "perturbed (seed 3)"
     as_json = edsb_in_process(["report", out, "--format", "json"], capsys)
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["perturbation"] == label
@@ -182,15 +185,22 @@ def test_the_report_says_perturbed_in_every_format(runs: Runs, capsys: pytest.Ca
     assert rows[0].endswith(",perturbation") and all(row.endswith(f",{label}") for row in rows[1:])
     table = edsb_in_process(["report", out], capsys).stdout
     assert f"all distraction levels — {label}" in table
-    plain = edsb_in_process(["report", runs.out("oracle", "table2", 0), "--format", "markdown"], capsys).stdout
+    plain = edsb_in_process(
+        ["report", perturbed_runs.out("oracle", "table2", 0), "--format", "markdown"], capsys
+    ).stdout
     assert "perturbed" not in plain
 
 
 def test_the_html_report_shows_a_perturbed_run_with_its_renamed_cases(
-    runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    perturbed_runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     page = tmp_path / "report.html"
-    assert edsb_in_process(["report", runs.out("oracle", "table2", 3), "--format", "html", "-o", page], capsys)[0] == 0
+    assert (
+        edsb_in_process(["report", perturbed_runs.out("oracle", "table2", 3), "--format", "html", "-o", page], capsys)[
+            0
+        ]
+        == 0
+    )
     html = page.read_text("utf-8")
     assert re.search(r"<title>[^<]*— perturbed \(seed 3\)</title>", html)
     perturbed = Benchmark(DATA, 3)
@@ -199,8 +209,10 @@ def test_the_html_report_shows_a_perturbed_run_with_its_renamed_cases(
         assert benchmark.case(case).user_instruction.strip() not in html
 
 
-def test_compare_pairs_perturbed_and_original_runs_by_key(runs: Runs, capsys: pytest.CaptureFixture[str]) -> None:
-    original, perturbed = runs.out("oracle", "table1", 0), runs.out("oracle-wrong", "table1", 2)
+def test_compare_pairs_perturbed_and_original_runs_by_key(
+    perturbed_runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original, perturbed = perturbed_runs.out("oracle", "table1", 0), perturbed_runs.out("oracle-wrong", "table1", 2)
     assert sorted(_statuses(original)) == sorted(_statuses(perturbed))  # the run keys carry no name
     outcome = edsb_in_process(["compare", original, perturbed, "--format", "json"], capsys)
     assert outcome.returncode == 0 and "warning" not in outcome.stderr
@@ -213,7 +225,7 @@ def test_compare_pairs_perturbed_and_original_runs_by_key(runs: Runs, capsys: py
 
 
 def test_a_directory_refuses_another_seed_and_reads_older_ones_as_seed_zero(
-    runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    perturbed_runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
     args = ["run", "--model", "oracle", "--cases", "0", "--distraction", "0", "--quiet", "--out", out]
@@ -235,10 +247,10 @@ def test_a_directory_refuses_another_seed_and_reads_older_ones_as_seed_zero(
 
 
 def test_score_and_cases_read_the_renamed_benchmark(
-    runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    perturbed_runs: Runs, benchmark: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plans = tmp_path / "plans.jsonl"
-    records = [r for r in read_results(runs.out("oracle", "table1", 1)) if r["variant"] == "ours"]
+    records = [r for r in read_results(perturbed_runs.out("oracle", "table1", 1)) if r["variant"] == "ours"]
     lines = [{"case": r["case"], "distraction": r["distraction"], "plan": r["plan"]} for r in records]
     plans.write_text("".join(json.dumps(line) + "\n" for line in lines))
     renamed = edsb_in_process(["score", plans, "--perturb", "1"], capsys)

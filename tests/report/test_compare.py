@@ -33,7 +33,7 @@ def records(outcomes: dict[tuple[int, int], str], variant: str = "ours", **extra
 
 
 @pytest.fixture
-def runs(tmp_path: Path) -> tuple[Path, Path]:
+def base_and_other(tmp_path: Path) -> tuple[Path, Path]:
     return write_run_dir(tmp_path / "base", records(BASE)), write_run_dir(tmp_path / "other", records(OTHER))
 
 
@@ -47,8 +47,8 @@ def rows_by_group(data: dict[str, Any], index: int = 0) -> dict[tuple[str, str, 
     return {(r["variant"], r["tag"], r["distraction"]): r for r in data["comparisons"][index]["rows"]}
 
 
-def test_paired_difference_by_hand(runs: tuple[Path, Path], capsys) -> None:
-    data = compare_json(capsys, *runs)
+def test_paired_difference_by_hand(base_and_other: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *base_and_other)
     total = rows_by_group(data)[("ours", "Total", "Total")]
     mean = 1 / 6
     sums = [1 - 2 * mean, -2 * mean, -2 * mean]  # residual sum of each case
@@ -82,8 +82,8 @@ def test_paired_difference_by_hand(runs: tuple[Path, Path], capsys) -> None:
     }
 
 
-def test_a_run_compared_with_itself(runs: tuple[Path, Path], capsys) -> None:
-    base, _ = runs
+def test_a_run_compared_with_itself(base_and_other: tuple[Path, Path], capsys) -> None:
+    base, _ = base_and_other
     data = compare_json(capsys, base, base)
     assert data["comparisons"][0]["coverage"]["pairs"] == 6
     for row in data["comparisons"][0]["rows"]:
@@ -99,10 +99,10 @@ def test_a_run_compared_with_itself(runs: tuple[Path, Path], capsys) -> None:
     assert "| ours | Total | success | - | nothing detectable: 3 cases cannot reach p < 0.05 |" in out
 
 
-def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) -> None:
-    data = compare_json(capsys, *runs)
+def test_every_format_carries_the_same_table(base_and_other: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *base_and_other)
     total = rows_by_group(data)[("ours", "Total", "Total")]["success"]
-    _, out, _ = edsb_in_process(["compare", *map(str, runs), "--format", "csv"], capsys)
+    _, out, _ = edsb_in_process(["compare", *map(str, base_and_other), "--format", "csv"], capsys)
     table = list(csv.DictReader(io.StringIO(out)))
     assert all(None not in row.values() for row in table)
     by_key = {(r["run"], r["variant"], r["tag"], r["distraction"], r["metric"]): r for r in table}
@@ -116,24 +116,26 @@ def test_every_format_carries_the_same_table(runs: tuple[Path, Path], capsys) ->
     assert by_key[("base", "ours", "Total", "Total", "success")]["difference"] == ""  # the first run: no pair
     leader = {(e["run"], e["tag"]): e for e in data["leaderboard"] if e["level"] == "Total"}
     assert leader[("base", "Total")]["cell"] == "0.5 (0.83)" and leader[("other", "Total")]["cell"] == "0.67 (0.83)"
-    _, markdown, _ = edsb_in_process(["compare", *map(str, runs), "--format", "markdown"], capsys)
+    _, markdown, _ = edsb_in_process(["compare", *map(str, base_and_other), "--format", "markdown"], capsys)
     low, high = total["interval"]
     assert f"| ours | Total | success | 6 | 0.50 → 0.67 | +0.17 [{low:+.2f}, {high:+.2f}]* |" in markdown
     assert "| base | 0.5 (0.83) [" in markdown and "| other | ours | 5 | d0-r0 | d1-r0 |" in markdown
-    written = runs[0].parent / "compare.md"
-    code, _, err = edsb_in_process(["compare", *map(str, runs), "--format", "markdown", "-o", str(written)], capsys)
+    written = base_and_other[0].parent / "compare.md"
+    code, _, err = edsb_in_process(
+        ["compare", *map(str, base_and_other), "--format", "markdown", "-o", str(written)], capsys
+    )
     assert code == 0 and written.read_text() == markdown and "comparison written to" in err
-    code, _, _ = edsb_in_process(["compare", *map(str, runs), "-o", str(written)], capsys)
+    code, _, _ = edsb_in_process(["compare", *map(str, base_and_other), "-o", str(written)], capsys)
     assert code == 0 and f"+0.17 [{low:+.2f}, {high:+.2f}]" in written.read_text()  # the table, as text
 
 
-def test_by_level(runs: tuple[Path, Path], capsys) -> None:
-    data = compare_json(capsys, *runs, "--by-level")
+def test_by_level(base_and_other: tuple[Path, Path], capsys) -> None:
+    data = compare_json(capsys, *base_and_other, "--by-level")
     rows = rows_by_group(data)
     assert rows[("ours", "Total", "0")]["pairs"] == 3 and rows[("ours", "Total", "1")]["pairs"] == 3
     assert rows[("ours", "Total", "0")]["success"]["difference"] == pytest.approx(0.0)  # +1, 0, −1
     assert rows[("ours", "Total", "1")]["success"]["difference"] == pytest.approx(1 / 3)
-    assert ("ours", "Total", "0") not in rows_by_group(compare_json(capsys, *runs))
+    assert ("ours", "Total", "0") not in rows_by_group(compare_json(capsys, *base_and_other))
 
 
 def test_different_coverage_pairs_the_shared_keys_and_says_what_was_left_out(tmp_path: Path, capsys) -> None:
@@ -164,13 +166,13 @@ def test_different_coverage_pairs_the_shared_keys_and_says_what_was_left_out(tmp
     assert rows_by_group(json.loads(out))[("ours", "Total", "Total")]["success"]["difference"] == pytest.approx(1 / 6)
 
 
-def test_no_shared_keys_is_one_clear_error(runs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+def test_no_shared_keys_is_one_clear_error(base_and_other: tuple[Path, Path], tmp_path: Path, capsys) -> None:
     elsewhere = write_run_dir(tmp_path / "scene-graph-only", records(OTHER, variant="scene-graph"))
-    outcome = edsb_in_process(["compare", str(runs[0]), str(elsewhere)], capsys)
+    outcome = edsb_in_process(["compare", str(base_and_other[0]), str(elsewhere)], capsys)
     outcome.assert_one_clear_error(2, contains="share no judged run key")
     never_answered = records(dict.fromkeys(BASE, "incomplete"), error_kind="transport_timeout")
     only_incomplete = write_run_dir(tmp_path / "incomplete", never_answered)
-    edsb_in_process(["compare", str(runs[0]), str(only_incomplete)], capsys).assert_one_clear_error(2)
+    edsb_in_process(["compare", str(base_and_other[0]), str(only_incomplete)], capsys).assert_one_clear_error(2)
 
 
 def test_pairing_is_by_run_key_never_by_names() -> None:
@@ -191,9 +193,11 @@ def test_pairing_is_by_run_key_never_by_names() -> None:
     ]
 
 
-def test_three_runs_compare_each_later_one_with_the_first(runs: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+def test_three_runs_compare_each_later_one_with_the_first(
+    base_and_other: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
     third = write_run_dir(tmp_path / "third", records(BASE))
-    data = compare_json(capsys, runs[0], runs[1], third)
+    data = compare_json(capsys, base_and_other[0], base_and_other[1], third)
     assert [c["run"] for c in data["comparisons"]] == ["other", "third"]
     assert rows_by_group(data, 1)[("ours", "Total", "Total")]["success"]["difference"] == 0.0
     assert [r["name"] for r in data["runs"]] == ["base", "other", "third"]

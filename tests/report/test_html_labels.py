@@ -32,7 +32,7 @@ MEASURE_ALL = f"""
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def oracle_wrong_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_chromium()  # before the run: without a browser there is nothing to measure
     root = tmp_path_factory.mktemp("labels-html")
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -42,14 +42,16 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "run", "--model", "oracle-wrong", "--cases", "all", "--repeats", "1", "--out", str(out), "--quiet"
         )  # fmt: skip
         assert code == 0
-        page = root / "report.html"
-        assert run_edsb("report", str(out), "--format", "html", "-o", str(page)) == 0
-    return page
+        oracle_wrong_page = root / "report.html"
+        assert run_edsb("report", str(out), "--format", "html", "-o", str(oracle_wrong_page)) == 0
+    return oracle_wrong_page
 
 
-def test_no_label_of_any_drill_down_picture_leaves_it_or_covers_another(page: Path, benchmark: Benchmark) -> None:
+def test_no_label_of_any_drill_down_picture_leaves_it_or_covers_another(
+    oracle_wrong_page: Path, benchmark: Benchmark
+) -> None:
     with chromium_page() as browser:
-        browser.open(page)
+        browser.open(oracle_wrong_page)
         anchors = browser.evaluate("Array.from(document.querySelectorAll('details.run')).map((run) => run.id)")
         measured: list[tuple[str, dict[str, Any]]] = browser.evaluate(MEASURE_ALL, anchors)
     assert len(measured) == sum(case.max_distraction + 1 for case in benchmark.cases.values())

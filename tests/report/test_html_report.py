@@ -75,7 +75,7 @@ def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def run_dir(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def scripted_run_dir(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("html")
     out = root / "run"
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -110,9 +110,9 @@ def run_dir(benchmark: Benchmark, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 @pytest.fixture(scope="module")
-def page(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def page(scripted_run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     page = tmp_path_factory.mktemp("page") / "report.html"
-    assert run_edsb("report", str(run_dir), "--format", "html", "-o", str(page)) == 0
+    assert run_edsb("report", str(scripted_run_dir), "--format", "html", "-o", str(page)) == 0
     return page
 
 

@@ -24,7 +24,7 @@ TOLERANCE_PX = 0.5
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def oracle_wrong_run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("labels")
     with pytest.MonkeyPatch.context() as monkeypatch:
         isolate_environment(monkeypatch, root / "cache")
@@ -61,9 +61,11 @@ def label_problems(figure: plt.Figure) -> list[str]:
 
 
 @pytest.mark.parametrize("scene_name", SCENES)
-def test_no_label_of_any_case_picture_covers_another(benchmark: Benchmark, run_dir: Path, scene_name: str) -> None:
+def test_no_label_of_any_case_picture_covers_another(
+    benchmark: Benchmark, oracle_wrong_run_dir: Path, scene_name: str
+) -> None:
     scene = load_scene(benchmark, scene_name)
-    results = [r for r in load_results(run_dir) if benchmark.case(r.case).scene_name == scene_name]
+    results = [r for r in load_results(oracle_wrong_run_dir) if benchmark.case(r.case).scene_name == scene_name]
     cases = {r.case for r in results}
     assert cases and cases == {i for i, case in benchmark.cases.items() if case.scene_name == scene_name}
     problems = {}
