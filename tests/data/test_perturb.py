@@ -47,7 +47,7 @@ def whole_word(name: str, text: str) -> bool:
 
 
 @pytest.fixture(scope="module", params=SEEDS)
-def perturbed(request: pytest.FixtureRequest) -> Benchmark:
+def perturbed_benchmark(request: pytest.FixtureRequest) -> Benchmark:
     return Benchmark.open(DATA, perturb=request.param)
 
 
@@ -129,11 +129,11 @@ def test_text_renaming_is_whole_word_and_one_pass() -> None:
 
 
 # --- the artefacts --------------------------------------------------------------------------------------------------
-def test_case_json_is_renamed_everywhere(benchmark: Benchmark, perturbed: Benchmark) -> None:
-    characters = perturbed.character_mapping
+def test_case_json_is_renamed_everywhere(benchmark: Benchmark, perturbed_benchmark: Benchmark) -> None:
+    characters = perturbed_benchmark.character_mapping
     for case_id, original in benchmark.cases.items():
-        case = perturbed.case(case_id)
-        renaming = perturbed.renaming(case.scene_name)
+        case = perturbed_benchmark.case(case_id)
+        renaming = perturbed_benchmark.renaming(case.scene_name)
         dumped, before = case.model_dump_json(), original.model_dump_json()
         # Applied everywhere and one to one: the inverse gives back the file's case byte for byte.
         assert renaming.inverse().case(case) == original
@@ -153,13 +153,16 @@ def test_case_json_is_renamed_everywhere(benchmark: Benchmark, perturbed: Benchm
 
 
 def test_expected_conditions_name_the_same_objects_under_their_new_names(
-    benchmark: Benchmark, perturbed: Benchmark
+    benchmark: Benchmark, perturbed_benchmark: Benchmark
 ) -> None:
     moved = 0
     for case_id, original in benchmark.cases.items():
-        case = perturbed.case(case_id)
-        old_scene, new_scene = load_scene(benchmark, case.scene_name), load_scene(perturbed, case.scene_name)
-        mapping, ids = perturbed.object_mapping(case.scene_name), perturbed.id_mapping(case.scene_name)
+        case = perturbed_benchmark.case(case_id)
+        old_scene, new_scene = load_scene(benchmark, case.scene_name), load_scene(perturbed_benchmark, case.scene_name)
+        mapping, ids = (
+            perturbed_benchmark.object_mapping(case.scene_name),
+            perturbed_benchmark.id_mapping(case.scene_name),
+        )
         for old, new in zip(original.expected_plans, case.expected_plans, strict=True):
             for field in ("relationships", "sampled_position"):
                 before, after = getattr(old, field), getattr(new, field)
@@ -178,11 +181,11 @@ def test_expected_conditions_name_the_same_objects_under_their_new_names(
 
 
 def test_scene_objects_keep_their_geometry_under_new_ids_in_a_new_order(
-    benchmark: Benchmark, perturbed: Benchmark
+    benchmark: Benchmark, perturbed_benchmark: Benchmark
 ) -> None:
     for scene_name in SCENES:
-        mapping, ids = perturbed.object_mapping(scene_name), perturbed.id_mapping(scene_name)
-        originals, renamed = benchmark.object_records(scene_name), perturbed.object_records(scene_name)
+        mapping, ids = perturbed_benchmark.object_mapping(scene_name), perturbed_benchmark.id_mapping(scene_name)
+        originals, renamed = benchmark.object_records(scene_name), perturbed_benchmark.object_records(scene_name)
         assert sorted(ids) == sorted(ids.values()) == [r.id for r in originals] == [r.id for r in renamed]
         assert any(old != new for old, new in ids.items())
         by_id = {r.id: r for r in renamed}
@@ -191,7 +194,7 @@ def test_scene_objects_keep_their_geometry_under_new_ids_in_a_new_order(
             record = by_id[ids[original.id]]
             assert record.name == mapping[original.name]
             assert record.model_dump(exclude=strip) == original.model_dump(exclude=strip)
-        old, new = load_scene(benchmark, scene_name), load_scene(perturbed, scene_name)
+        old, new = load_scene(benchmark, scene_name), load_scene(perturbed_benchmark, scene_name)
         # Scene order is the reference's rule (label, then id) on the new ids: the labels in the same order, the
         # instances of a label in another.
         assert [box.label for box in new.objects] == [box.label for box in old.objects]
@@ -201,14 +204,17 @@ def test_scene_objects_keep_their_geometry_under_new_ids_in_a_new_order(
         assert all(new.by_name[mapping[name]].id == ids[box.id] for name, box in old.by_name.items())
 
 
-def test_scene_graph_is_the_same_graph_renamed(benchmark: Benchmark, perturbed: Benchmark) -> None:
+def test_scene_graph_is_the_same_graph_renamed(benchmark: Benchmark, perturbed_benchmark: Benchmark) -> None:
     for scene_name in SCENES:
-        mapping = perturbed.object_mapping(scene_name)
-        old, new = scene_graph_of(load_scene(benchmark, scene_name)), scene_graph_of(load_scene(perturbed, scene_name))
+        mapping = perturbed_benchmark.object_mapping(scene_name)
+        old, new = (
+            scene_graph_of(load_scene(benchmark, scene_name)),
+            scene_graph_of(load_scene(perturbed_benchmark, scene_name)),
+        )
         renamed = sorted(e._replace(target=mapping[e.target], anchor=mapping[e.anchor]) for e in old.edges)
         assert sorted(new.edges) == renamed and len(new.edges) == len(old.edges)
         original = json.loads(scene_graph_text(load_scene(benchmark, scene_name)))
-        text = scene_graph_text(load_scene(perturbed, scene_name))
+        text = scene_graph_text(load_scene(perturbed_benchmark, scene_name))
         document = json.loads(text)
         renaming = Renaming(mapping)
         # The same facts about each object; the relations of one object come in the new scene order.
@@ -217,29 +223,29 @@ def test_scene_graph_is_the_same_graph_renamed(benchmark: Benchmark, perturbed: 
         assert unordered(json.loads(renaming.inverse().text(text))) == unordered(original)
         # The listing is shuffled: the same objects, in an order that is not the renamed scene order.
         assert list(document) != [mapping[name] for name in original]
-        assert list(document) != [box.name for box in load_scene(perturbed, scene_name).objects]
+        assert list(document) != [box.name for box in load_scene(perturbed_benchmark, scene_name).objects]
 
 
-def test_object_list_is_renamed_and_shuffled(benchmark: Benchmark, perturbed: Benchmark) -> None:
+def test_object_list_is_renamed_and_shuffled(benchmark: Benchmark, perturbed_benchmark: Benchmark) -> None:
     for scene_name in SCENES:
-        mapping = perturbed.object_mapping(scene_name)
+        mapping = perturbed_benchmark.object_mapping(scene_name)
         original = ast.literal_eval(object_list_text(load_scene(benchmark, scene_name)))
-        listed = ast.literal_eval(object_list_text(load_scene(perturbed, scene_name)))
+        listed = ast.literal_eval(object_list_text(load_scene(perturbed_benchmark, scene_name)))
         assert sorted(listed) == sorted(mapping[name] for name in original) and len(set(listed)) == len(listed)
         assert listed != [mapping[name] for name in original] and listed != original
-        renamed_order = [box.name for box in load_scene(perturbed, scene_name).objects]
+        renamed_order = [box.name for box in load_scene(perturbed_benchmark, scene_name).objects]
         assert listed != renamed_order
 
 
 def test_narratives_are_renamed_by_whole_ids_and_otherwise_unchanged(
-    benchmark: Benchmark, perturbed: Benchmark
+    benchmark: Benchmark, perturbed_benchmark: Benchmark
 ) -> None:
     for scene_name in SCENES:
-        renaming = perturbed.renaming(scene_name)
-        mapping = perturbed.object_mapping(scene_name)
+        renaming = perturbed_benchmark.renaming(scene_name)
+        mapping = perturbed_benchmark.object_mapping(scene_name)
         for repeat in range(len(benchmark.description_files(scene_name))):
             original = benchmark.narrative_description(scene_name, repeat)
-            text = perturbed.narrative_description(scene_name, repeat)
+            text = perturbed_benchmark.narrative_description(scene_name, repeat)
             assert renaming.inverse().text(text) == original
             old_ids = re.findall(r'"([a-z_]+_\d+)"', original)
             assert re.findall(r'"([a-z_]+_\d+)"', text) == [mapping[name] for name in old_ids]

@@ -44,7 +44,7 @@ def exact_pool() -> SandboxPool:
 
 
 @pytest.fixture(scope="module")
-def perturbed(benchmark: Benchmark) -> CodeContext:
+def perturbed_house(benchmark: Benchmark) -> CodeContext:
     return CodeContext.for_benchmark(benchmark.root, "House", perturb=7, seed=3)
 
 
@@ -64,21 +64,21 @@ def perturbed(benchmark: Benchmark) -> CodeContext:
         "open(os.path.join(d, sorted(n for n in os.listdir(d) if n.endswith(('.pth', '.py')))[0])).read()",
     ],
 )
-def test_no_file_of_edsb_is_readable(exact_pool: SandboxPool, perturbed: CodeContext, body: str) -> None:
+def test_no_file_of_edsb_is_readable(exact_pool: SandboxPool, perturbed_house: CodeContext, body: str) -> None:
     """Landlock refuses to open them; in the private file view they are not even there (nor anything but numpy in
     the site-packages, so the last body finds no file to try)."""
     assert (PACKAGE / "llm" / "oracle" / "answers.py").is_file()
     view = ("FileNotFoundError", "ModuleNotFoundError", "IndexError")
     expected = view if host_support().view else ("PermissionError",)
-    assert failure(exact_pool, body, perturbed).startswith(expected), failure(exact_pool, body, perturbed)
+    assert failure(exact_pool, body, perturbed_house).startswith(expected), failure(exact_pool, body, perturbed_house)
 
 
-def test_numpy_and_the_standard_library_still_import(exact_pool: SandboxPool, perturbed: CodeContext) -> None:
+def test_numpy_and_the_standard_library_still_import(exact_pool: SandboxPool, perturbed_house: CodeContext) -> None:
     body = "import fractions, numpy.polynomial as p\nprint(fractions.Fraction(1, 3) + 1, p.Polynomial([1]).degree())"
-    assert printed(exact_pool, body, perturbed) == "4/3 0\n"
+    assert printed(exact_pool, body, perturbed_house) == "4/3 0\n"
 
 
-def test_the_template_holds_no_answer_and_no_data(exact_pool: SandboxPool, perturbed: CodeContext) -> None:
+def test_the_template_holds_no_answer_and_no_data(exact_pool: SandboxPool, perturbed_house: CodeContext) -> None:
     """Its modules: no oracle, no loader of the data, no perturbation, none of edsb's other libraries (nor, for the
     exact sandbox, RestrictedPython); the request and every frame: no seed of the perturbation, no data directory."""
     body = """import sys, json, gc
@@ -88,11 +88,11 @@ while f is not None:
     frames.append(repr(f.f_locals)[:3000])
     f = f.f_back
 print(json.dumps({'modules': [m for m in sys.modules if m.split('.')[0] in TOPS], 'frames': frames}))"""
-    seen = json.loads(printed(exact_pool, body, perturbed))
+    seen = json.loads(printed(exact_pool, body, perturbed_house))
     modules = set(seen["modules"])
     assert "edsb.sandbox.exact" in modules
     assert not {m for m in modules if m.startswith(("edsb.llm", "edsb.runner", "edsb.planning", "edsb.data."))}
     assert not {m for m in modules if not m.startswith("edsb")}  # no pydantic, aiohttp, rich, typer, SDKs, ...
     text = "\n".join(seen["frames"])
     assert "'reply'" in text  # the request was among the frames walked
-    assert "perturb" not in text and str(Path(str(perturbed.scene.data_dir))) not in text  # type: ignore[union-attr]
+    assert "perturb" not in text and str(Path(str(perturbed_house.scene.data_dir))) not in text  # type: ignore[union-attr]

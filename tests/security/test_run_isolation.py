@@ -37,7 +37,7 @@ STAT = """def parse_event():
 
 
 @pytest.fixture(scope="module")
-def exact_pool() -> Iterator[SandboxPool]:
+def isolation_pool() -> Iterator[SandboxPool]:
     require_kernel_sandbox()
     with SandboxPool(SandboxLimits(sandbox="exact", timeout=10.0, workers=2)) as pool:
         yield pool
@@ -51,7 +51,7 @@ def _outside_the_read_paths(directory: Path) -> list[str]:
 
 
 def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
-    exact_pool: SandboxPool, house: CodeContext, tmp_path: Path
+    isolation_pool: SandboxPool, house: CodeContext, tmp_path: Path
 ) -> None:
     """Every path answers as a missing one does (FileNotFoundError, ENOENT), whether it exists or not; a directory on
     the way to a read path (a /tmp that holds the virtual environment) is the view's own, dated 0."""
@@ -66,7 +66,7 @@ def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
     existing = [path for path in paths if os.path.lexists(path)]
     assert len(existing) >= 8, existing  # the control: the cheat asks about files that are there
     missing = str(tmp_path / "no-such-file")
-    seen = json.loads(exact_pool.execute(STAT.replace("PATHS", repr([*existing, missing])), house).output)
+    seen = json.loads(isolation_pool.execute(STAT.replace("PATHS", repr([*existing, missing])), house).output)
     assert seen[missing] == ["FileNotFoundError", 2]
     on_the_way = {path for path in existing if any(reads.within(read, path) for read in reads.read_paths())}
     assert all(seen[path][0] == "found" and seen[path][2] == 0 for path in on_the_way), seen
@@ -101,20 +101,20 @@ PRIVATE_WAKE = """print(libc.syscall(202, ctypes.c_void_p(where), 1 | 128, 1, 0,
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the futex syscall's number is x86_64's here")
-def test_two_runs_in_flight_cannot_wake_each_other(exact_pool: SandboxPool, house: CodeContext) -> None:
-    exact_pool.warm_up()
+def test_two_runs_in_flight_cannot_wake_each_other(isolation_pool: SandboxPool, house: CodeContext) -> None:
+    isolation_pool.warm_up()
     answers: dict[str, str] = {}
 
     def waiter() -> None:
-        answers["wait"] = exact_pool.execute(FUTEX.replace("ROLE", WAIT), house).output.strip()
+        answers["wait"] = isolation_pool.execute(FUTEX.replace("ROLE", WAIT), house).output.strip()
 
     thread = threading.Thread(target=waiter)
     thread.start()
-    answers["wake"] = exact_pool.execute(FUTEX.replace("ROLE", WAKE), house).output.strip()
+    answers["wake"] = isolation_pool.execute(FUTEX.replace("ROLE", WAKE), house).output.strip()
     thread.join(30)
     assert answers == {"wait": "Operation not permitted", "wake": "Operation not permitted"}
     # a futex of the run's own still works: no one waits, no one is woken
-    assert exact_pool.execute(FUTEX.replace("ROLE", PRIVATE_WAKE), house).output.strip() == "0"
+    assert isolation_pool.execute(FUTEX.replace("ROLE", PRIVATE_WAKE), house).output.strip() == "0"
 
 
 MEMMAP = """def parse_event():
@@ -130,8 +130,8 @@ HONEST = """def parse_event():
 """
 
 
-def test_a_shared_mapping_is_refused_and_honest_numpy_runs(exact_pool: SandboxPool, house: CodeContext) -> None:
+def test_a_shared_mapping_is_refused_and_honest_numpy_runs(isolation_pool: SandboxPool, house: CodeContext) -> None:
     with pytest.raises(CodeError) as caught:
-        exact_pool.execute(MEMMAP, house)
+        isolation_pool.execute(MEMMAP, house)
     assert caught.value.message.startswith("PermissionError"), caught.value.message
-    assert exact_pool.execute(HONEST, house).output.strip() == str(round(sum(3 / (i + 1) for i in range(8)), 6))
+    assert isolation_pool.execute(HONEST, house).output.strip() == str(round(sum(3 / (i + 1) for i in range(8)), 6))
