@@ -9,6 +9,9 @@ import pytest
 from edsb.report.cost import batch_cost, batch_price, price_for
 from edsb.results.batches import BatchTokens
 
+# The paper's open engine, on a host with a price and no batch API.
+NO_BATCH = "deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"
+
 
 def test_anthropic_batches_halve_every_rate_cache_included() -> None:
     price = price_for("anthropic:claude-sonnet-4-5")
@@ -37,8 +40,8 @@ def test_every_route_to_openais_batch_api_gets_its_price(model: str) -> None:
 
 
 def test_a_provider_without_a_batch_api_has_no_batch_price() -> None:
-    price = price_for("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo")
-    assert price is not None and batch_price("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", price) is None
+    price = price_for(NO_BATCH)
+    assert price is not None and batch_price(NO_BATCH, price) is None
 
 
 def test_a_batch_runs_cost_so_far_applies_the_batch_rates() -> None:
@@ -47,4 +50,4 @@ def test_a_batch_runs_cost_so_far_applies_the_batch_rates() -> None:
     assert cost is not None
     tokens = BatchTokens(prompt=3_000_000, completion=1_000_000, cached=1_000_000, cache_write=1_000_000)
     assert cost(tokens) == pytest.approx(1.50 + 7.50 + 0.15 + 3.00)
-    assert batch_cost("deepinfra:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo") is None
+    assert batch_cost(NO_BATCH) is None

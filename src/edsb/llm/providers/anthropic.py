@@ -167,11 +167,8 @@ def messages_body(provider: Provider, model: str, request: ChatRequest, *, promp
     system, turns = split_system(request.messages)
     budget = request.thinking_budget
     room = request.max_tokens or provider.max_tokens or 0
-    params: dict[str, Any] = {
-        "model": model,
-        "messages": [{"role": message.role, "content": message.content} for message in turns],
-        "max_tokens": room + (budget or 0),
-    }
+    sent_turns = [{"role": turn.role, "content": turn.content} for turn in turns]
+    params: dict[str, Any] = {"model": model, "messages": sent_turns, "max_tokens": room + (budget or 0)}
     if system is not None:
         params["system"] = system
     if prompt_cache:
