@@ -116,9 +116,11 @@ def _write_pages(fmt: ReportFormat, run_dir: Path, output: Path | None, data: Pa
     err.print(f"{plural(count, 'sample')} written to {output}", markup=False, highlight=False)
 
 
-def _emit(render: Callable[[Console], str | None], output: Path | None) -> None:
+def _emit(
+    render: Callable[[Console], str | None], output: Path | None, *, width: int = 160, what: str = "report"
+) -> None:
     """Write what `render` returns (a table prints itself to its console and returns None) to stdout or a file;
-    a table goes to a file as plain text, without colours."""
+    a table goes to a file as plain text, without colours, `width` columns wide."""
     if output is None:
         text = render(out)
         if text is not None:
@@ -126,10 +128,10 @@ def _emit(render: Callable[[Console], str | None], output: Path | None) -> None:
         return
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as handle:
-        text = render(Console(file=handle, soft_wrap=True, color_system=None, width=160))
+        text = render(Console(file=handle, soft_wrap=True, color_system=None, width=width))
         if text is not None:
             handle.write(text if text.endswith("\n") else text + "\n")
-    err.print(f"report written to {output}", markup=False, highlight=False)
+    err.print(f"{what} written to {output}", markup=False, highlight=False)
 
 
 @app.command("compare", cls=Command)
@@ -171,16 +173,12 @@ def compare_command(
         written = write_board(board, output)
         err.print(f"board written to {written}", markup=False, highlight=False)
         return
-    if output is None:
-        text = render_board(board, fmt, console=out, show_all=show_all)
-        if text is not None:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    with output.open("w", encoding="utf-8") as handle:  # the tables as plain text for `table`
-        text = render_board(board, fmt, console=Console(file=handle, width=200, soft_wrap=True), show_all=show_all)
-        if text is not None:
-            handle.write(text if text.endswith("\n") else text + "\n")
-    err.print(f"comparison written to {output}", markup=False, highlight=False)
+    _emit(
+        lambda console: render_board(board, fmt, console=console, show_all=show_all),
+        output,
+        width=200,
+        what="comparison",
+    )
 
 
 @app.command("plan-power", cls=Command)
