@@ -276,6 +276,22 @@ def test_connection_failures_in_a_row_stop_the_loop(tmp_path: Path) -> None:
     assert len(records_by_key(tmp_path)) == 2 + UNREACHABLE_STREAK
 
 
+def test_a_run_finishing_beside_the_one_that_ends_the_streak_is_not_recorded(tmp_path: Path) -> None:
+    """Two slots in lockstep: the run that completes the streak and its neighbour finish in the same turn of the
+    loop. The neighbour is left for the next pass, so the directory holds exactly the streak that stopped it."""
+
+    async def execute(key: RunKey) -> RunResult:
+        await asyncio.sleep(0)  # one turn of the loop: both slots resume in the same turn
+        return _record(key, status=RunStatus.INCOMPLETE, error_kind=ErrorKind.TRANSPORT_UNREACHABLE, error="refused")
+
+    store = ResultStore(tmp_path)
+    store.open()
+    with pytest.raises(EndpointUnreachable):
+        asyncio.run(run_keys(KEYS, execute, store, concurrency=2, quiet=True))
+    store.close()
+    assert len(records_by_key(tmp_path)) == UNREACHABLE_STREAK
+
+
 def test_a_line_that_cannot_be_written_stops_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A slot takes its next run while the previous line is still being written; a line that cannot be written
     (a full disk) still stops the pass soon, with the disk's error, instead of paying for every remaining run."""

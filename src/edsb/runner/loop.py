@@ -273,6 +273,9 @@ class _Pass:
         self.execute, self.store, self.stats, self.progress, self.stop = execute, store, stats, progress, stop
         self.commits: set[asyncio.Future[None]] = set()
         self.unwritten: list[BaseException] = []
+        # The pass stopped at `UNREACHABLE_STREAK`: a run that finishes after that, before the slots are cancelled,
+        # is not recorded (the next pass runs it), so the directory holds exactly the streak that stopped it.
+        self.halted = False
 
     async def run(self, concurrency: int) -> None:
         """1. start the slots (and the log's heartbeat); 2. wait for them; 3. whatever stopped them, cancel the
@@ -312,6 +315,8 @@ class _Pass:
             if result is None:
                 self.stats.waiting += 1
                 continue
+            if self.halted:
+                return
             self._commit(result)
 
     def _commit(self, result: RunResult) -> None:
@@ -323,6 +328,7 @@ class _Pass:
         self.stats.note(result)
         self.progress.update(self.stats)
         if self.stats.connection_streak >= UNREACHABLE_STREAK:
+            self.halted = True
             raise EndpointUnreachable(
                 f"stopped: {self.stats.connection_streak} runs in a row could not connect to the model ({result.error})"
             )
