@@ -120,34 +120,36 @@ def run_benchmark(
     prepare_out_dir(out)
     limits = config.sandbox_limits
     model = _open_model(config, benchmark, retry, out if created else None, keys)
-    RunDirLock(out).check()  # another edsb on this directory: one line, before the sandbox starts
-    model = model if wrap is None else wrap(model)
-    # 3. The sandbox pool starts in the background while the first requests are on their way.
-    sandbox = _start_sandbox(benchmark, keys, limits)
-    console = console or Console(stderr=True)
-    # Ollama cutting the prompts to its context window is said when first seen, and again when the sweep ends.
-    tell_window_note(model, lambda note: console.print(f"warning: {note}", markup=False, highlight=False))
-    config = with_sampler_secret(out, config)
-    for note in [*check_resume(out, config), *_secret_notes(config), *([] if wrap else _batch_notes(out))]:
-        console.print(f"note: {note}", markup=False, highlight=False)
-    # 4. The sweep over the keys the directory does not hold yet.
-    transcripts = TranscriptWriter(transcripts_dir(out))
-    # A run's transcript is appended when the run is committed, just before its result line.
-    store = ResultStore(out, before_line=lambda result: transcripts.write_run(result.run_key.file_stem))
-    finished = store.open()
-    pending = longest_first([key for key in keys if key.id not in finished])
-    services = _services(config, benchmark, model, limits, transcripts)
-    stop_message = _stop_message(out, keys)
-    sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, stop_message, sandbox)
-    stats = sweep.run(out, created)
-    if cut := window_note_of(model):  # Ollama cut the prompts to its context window
-        console.print(f"warning: {cut}", markup=False, highlight=False)
-    # 5. Everything the directory holds now, this pass and earlier ones.
-    results = load_results(out)
-    if stats.interrupted:
-        console.print(f"interrupted: {stop_message()}", markup=False, highlight=False)
-    planned = {key.id for key in keys} | {result.key for result in results}
-    return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
+    # Another edsb on this directory: one line, before the sandbox starts. The lock is held from here, before
+    # config.json is written, to the last result line.
+    with RunDirLock(out):
+        model = model if wrap is None else wrap(model)
+        # 3. The sandbox pool starts in the background while the first requests are on their way.
+        sandbox = _start_sandbox(benchmark, keys, limits)
+        console = console or Console(stderr=True)
+        # Ollama cutting the prompts to its context window is said when first seen, and again when the sweep ends.
+        tell_window_note(model, lambda note: console.print(f"warning: {note}", markup=False, highlight=False))
+        config = with_sampler_secret(out, config)
+        for note in [*check_resume(out, config), *_secret_notes(config), *([] if wrap else _batch_notes(out))]:
+            console.print(f"note: {note}", markup=False, highlight=False)
+        # 4. The sweep over the keys the directory does not hold yet.
+        transcripts = TranscriptWriter(transcripts_dir(out))
+        # A run's transcript is appended when the run is committed, just before its result line.
+        store = ResultStore(out, before_line=lambda result: transcripts.write_run(result.run_key.file_stem))
+        finished = store.open()
+        pending = longest_first([key for key in keys if key.id not in finished])
+        services = _services(config, benchmark, model, limits, transcripts)
+        stop_message = _stop_message(out, keys)
+        sweep = _Sweep(services, pending, store, transcripts, config.concurrency, quiet, console, stop_message, sandbox)
+        stats = sweep.run(out, created)
+        if cut := window_note_of(model):  # Ollama cut the prompts to its context window
+            console.print(f"warning: {cut}", markup=False, highlight=False)
+        # 5. Everything the directory holds now, this pass and earlier ones.
+        results = load_results(out)
+        if stats.interrupted:
+            console.print(f"interrupted: {stop_message()}", markup=False, highlight=False)
+        planned = {key.id for key in keys} | {result.key for result in results}
+        return RunOutcome(out, keys, len(keys) - len(pending), stats, results, len(planned), sweep.stopped_by)
 
 
 def _batch_notes(out: Path) -> list[str]:
