@@ -186,11 +186,6 @@ class RunDirLock:
         else:
             os.close(fd)  # closing the descriptor drops the flock
 
-    def check(self) -> None:
-        """Refuse now if another process holds the lock (taken for good when the results store opens)."""
-        self.acquire()
-        self.release()
-
     def __enter__(self) -> RunDirLock:
         self.acquire()
         return self
