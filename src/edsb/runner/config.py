@@ -27,24 +27,12 @@ from edsb.settings.declare import declared, spellings
 from edsb.settings.run import Invocation, RunSettings, settings_message
 from edsb.text import TextLimits
 
-# The identity of a run: the model and the settings that change what it produces. Where the model is served
-# (base_url), how many requests are in flight, caching and retries may change between passes, and the selection
-# (variants, cases, levels, repeats) may grow: a directory can be resumed at a moved endpoint and extended.
-# The plan limits change verdicts (a plan beyond them is an execution error); the text limits only what is stored.
-IDENTITY_FIELDS = (
-    "model",
-    *GENERATION_FIELDS,
-    "seed",
-    "sampler_secret",
-    "sampler",
-    "sandbox",
-    "code_timeout",
-    "code_memory_mb",
-    "perturb",
-    "max_plan_characters",
-    "max_plan_relationships",
-    "max_plan_string_chars",
-)
+# The identity of a run: the model and the settings that change what it produces, each declared with
+# `identity=True`. Where the model is served (base_url), how many requests are in flight, caching and retries may
+# change between passes, and the selection (variants, cases, levels, repeats) may grow: a directory can be resumed
+# at a moved endpoint and extended. The plan limits change verdicts (a plan beyond them is an execution error); the
+# text limits only what is stored.
+IDENTITY_FIELDS = tuple(name for name, setting in declared(RunSettings).items() if setting.identity)
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 

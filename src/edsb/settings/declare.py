@@ -43,12 +43,14 @@ def setting(
     commands: Iterable[str] = (RUN,),
     task: bool = False,
     in_file: bool = True,
+    identity: bool = False,
     **bounds: Any,
 ) -> Any:
     """A field of the settings tree. `help` may name `{default}` and `{choices}`; `option` is the flag (default
     `--field-name`; a `--no-` flag turns a default-true field off); `keys` are older config-file spellings; `task`
-    makes it a parameter of the Inspect tasks; `in_file: False` keeps it out of config files. `bounds` are pydantic's
-    (`ge`, `gt`, `le`, `default_factory`), which the command line enforces as well."""
+    makes it a parameter of the Inspect tasks; `in_file: False` keeps it out of config files; `identity` makes it
+    part of a run's identity (it changes what a run produces: a directory resumes only with the same value).
+    `bounds` are pydantic's (`ge`, `gt`, `le`, `default_factory`), which the command line enforces as well."""
     extra = {
         "group": str(group),
         "metavar": metavar,
@@ -57,6 +59,7 @@ def setting(
         "commands": list(commands),
         "task": task,
         "in_file": in_file,
+        "identity": identity,
     }
     return Field(default, description=help, json_schema_extra={_KEY: cast(JsonDict, extra)}, **bounds)
 
@@ -108,6 +111,10 @@ class Declared:
     @property
     def in_file(self) -> bool:
         return bool(self._extra["in_file"])
+
+    @property
+    def identity(self) -> bool:
+        return bool(self._extra["identity"])
 
     @property
     def keys(self) -> tuple[str, ...]:

@@ -69,6 +69,7 @@ class GenerationSettings(BaseModel):
         task=True,
         help=f"Sampling temperature, or `{PROVIDER_DEFAULT}` to send none: the provider's own applies "
         "(default {default}, the paper's).",
+        identity=True,
     )
     # The reply's token cap (the answer's room; a thinking budget comes on top) and the sampling seed, base of the
     # repeats' (repeat r sends model_seed + r). `resolve_run_config` fills in the model's own defaults.
@@ -80,6 +81,7 @@ class GenerationSettings(BaseModel):
         commands=BOTH,
         task=True,
         help="Token cap of each reply; a thinking budget comes on top (default as the paper's client: docs/models.md).",
+        identity=True,
     )
     model_seed: int | None = setting(
         None,
@@ -90,6 +92,7 @@ class GenerationSettings(BaseModel):
         task=True,
         help="Sampling seed sent to the model, N + r on repeat r (default {default}, the embedded model 0; not "
         "where the API has none).",
+        identity=True,
     )
     reasoning_effort: ReasoningEffort | None = setting(
         None,
@@ -98,6 +101,7 @@ class GenerationSettings(BaseModel):
         commands=BOTH,
         task=True,
         help="Reasoning effort: {choices} (default {default}: the provider's own).",
+        identity=True,
     )
     thinking_budget: int | None = setting(
         None,
@@ -107,6 +111,7 @@ class GenerationSettings(BaseModel):
         commands=BOTH,
         task=True,
         help="Thinking tokens (Anthropic, Gemini 2.5), on top of the answer's cap (default {default}).",
+        identity=True,
     )
     thinking_level: ThinkingLevel | None = setting(
         None,
@@ -115,6 +120,7 @@ class GenerationSettings(BaseModel):
         commands=BOTH,
         task=True,
         help="Gemini 3's `thinkingLevel`: {choices} (default {default}).",
+        identity=True,
     )
     # JSON mode on the stages that ask for it (the Narrator), as the reference does
     json_mode: bool = setting(
@@ -124,6 +130,7 @@ class GenerationSettings(BaseModel):
         commands=BOTH,
         task=True,
         help="Send no `response_format` (for servers without JSON mode); the prompt still asks for JSON.",
+        identity=True,
     )
 
     @field_validator("temperature", mode="before")
@@ -194,7 +201,12 @@ class RunSettings(BaseModel):
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     # Model: what answers, where, and how requests are sent.
     model: str = setting(
-        "local", group=Group.MODEL, metavar="MODEL", commands=BOTH, help=MODEL_HELP + " Default: {default}."
+        "local",
+        group=Group.MODEL,
+        metavar="MODEL",
+        commands=BOTH,
+        help=MODEL_HELP + " Default: {default}.",
+        identity=True,
     )
     base_url: str | None = setting(
         None,
@@ -239,6 +251,7 @@ class RunSettings(BaseModel):
         metavar="N",
         task=True,
         help="Seed of each run's code and, with the sampler secret, of the position sampler (default {default}).",
+        identity=True,
     )
     # Keys the PI sampler's draws so that model code cannot predict them (not a credential: see `with_sampler_secret`).
     sampler_secret: str | None = setting(
@@ -248,6 +261,7 @@ class RunSettings(BaseModel):
         task=True,
         help="Key of the position sampler's draws, hidden from model code (default: the directory's, else a new "
         "random one; docs/running.md).",
+        identity=True,
     )
     sampler: SamplerName = setting(
         SamplerName.REFERENCE,
@@ -255,6 +269,7 @@ class RunSettings(BaseModel):
         metavar="SAMPLER",
         task=True,
         help=SAMPLER_HELP + " (default {default}).",
+        identity=True,
     )
     # `auto` until a run resolves it to the sandbox this host gives (`runner.config.RunConfig`).
     sandbox: SandboxChoice = setting(
@@ -264,6 +279,7 @@ class RunSettings(BaseModel):
         task=True,
         help="Where model code runs: `exact`, `restricted` or `{default}`, the default: exact where the host allows "
         "(docs/running.md).",
+        identity=True,
     )
     concurrency: int = setting(
         4, ge=1, group=Group.MODEL, metavar="N", help="Runs in flight at once (default {default})."
@@ -327,6 +343,7 @@ class RunSettings(BaseModel):
         metavar="SECONDS",
         task=True,
         help="Seconds model code may run (default {default}).",
+        identity=True,
     )
     code_memory_mb: int = setting(
         CODE_MEMORY_MB,
@@ -336,6 +353,7 @@ class RunSettings(BaseModel):
         metavar="MIB",
         task=True,
         help="MiB of memory model code may use (default {default}).",
+        identity=True,
     )
     perturb: int = setting(  # the robustness suite's renaming seed; 0 = the benchmark (older dirs)
         0,
@@ -345,6 +363,7 @@ class RunSettings(BaseModel):
         task=True,
         help="Robustness suite: characters and objects renamed from this seed (default {default}: as published; "
         "docs/perturbation.md).",
+        identity=True,
     )
     max_plan_characters: int = setting(
         PLAN_CHARACTERS,
@@ -352,6 +371,7 @@ class RunSettings(BaseModel):
         group=Group.LIMITS,
         metavar="N",
         help="Characters a plan may set (default {default}; more is code_output).",
+        identity=True,
     )
     max_plan_relationships: int = setting(
         PLAN_RELATIONSHIPS,
@@ -359,6 +379,7 @@ class RunSettings(BaseModel):
         group=Group.LIMITS,
         metavar="N",
         help="Relationships per character in a plan (default {default}).",
+        identity=True,
     )
     max_plan_string_chars: int = setting(
         PLAN_STRING_CHARS,
@@ -366,6 +387,7 @@ class RunSettings(BaseModel):
         group=Group.LIMITS,
         metavar="N",
         help="Characters of any string in a plan (default {default}).",
+        identity=True,
     )
     max_error_chars: int = setting(
         ERROR_CHARS,
