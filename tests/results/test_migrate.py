@@ -45,6 +45,15 @@ def test_the_oldest_result_line_reads_as_what_that_version_did() -> None:
     assert current_result(OLDEST_LINE | {"sampler": None})["sampler"] is None  # no position sampled: none
 
 
+def test_a_format_2_config_reads_with_or_without_the_batch_settings() -> None:
+    # edsb 0.2.0 wrote format 2 with no batch settings; edsb 0.3.0 wrote them under the same number.
+    of_0_2 = OLDEST_CONFIG | {"format": 2, "sampler": "reference", "sandbox": "exact", "sampler_secret": "s"}
+    of_0_3 = of_0_2 | {"batch": True, "batch_poll_s": 5.0, "batch_retries": 1}
+    assert current_config(of_0_2)["batch"] is False
+    migrated = current_config(of_0_3)
+    assert {name: migrated[name] for name in of_0_3} == of_0_3 | {"format": CONFIG_FORMAT}
+
+
 @pytest.mark.parametrize("found", [CONFIG_FORMAT + 1, 0, "2", True])
 def test_a_newer_or_foreign_format_is_one_clear_error(found: Any) -> None:
     with pytest.raises(EdsbError, match=r"^old/config\.json: ") as error:

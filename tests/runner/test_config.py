@@ -15,6 +15,7 @@ from edsb.llm import read_transcripts
 from edsb.llm.local import DEFAULT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from edsb.planning.variants import SamplerName
 from edsb.results import RunKey
+from edsb.results.migrate import CONFIG_FORMAT
 from edsb.results.rundir import CONFIG_FILE
 from edsb.runner.config import (
     IDENTITY_FIELDS,
@@ -220,7 +221,7 @@ def test_run_with_config_file_writes_the_resolved_config_without_secrets(
     written = json.loads((out / CONFIG_FILE).read_text())
     assert written["api_key_env"] == "EDSB_TEST_KEY" and written["seed"] == 5 and written["cases"] == [13]
     assert written["base_url"] == scripted_server.base_url and "out" not in written and "quiet" not in written
-    assert written.pop("format") == 2 and RunConfig.model_validate(written).concurrency == 2
+    assert written.pop("format") == CONFIG_FORMAT and RunConfig.model_validate(written).concurrency == 2
     assert all(request.headers["authorization"] == f"Bearer {secret}" for request in scripted_server.chat_requests)
     for file in out.rglob("*"):
         if file.is_file():

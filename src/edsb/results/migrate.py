@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from edsb.errors import EdsbError
 
-CONFIG_FORMAT: Final = 2  # config.json
+CONFIG_FORMAT: Final = 3  # config.json
 RESULT_FORMAT: Final = 2  # a line of results.jsonl
 
 # What format 1 meant by a setting it did not record, one entry per setting that came later.
@@ -23,6 +23,7 @@ SANDBOX_BEFORE_CHOICE: Final = "restricted"  # before `--sandbox`: RestrictedPyt
 SAMPLER_SECRET_BEFORE: Final = ""  # before the sampler secret: the PI draws came from the seed alone
 PERTURB_BEFORE: Final = 0  # before `--perturb`: the benchmark itself
 PROMPT_CACHE_BEFORE: Final = False  # before prompt caching: no request carried cache markers
+BATCH_BEFORE: Final = False  # before `--batch` (format 2 of edsb 0.2.0): every request was sent on its own
 MODEL_BEFORE: Final = "local"  # a config.json without a model ran the embedded one, the default
 # Before `--max-tokens`, the embedded model capped every reply at 512 tokens and seeded each request with its repeat
 # number (base 0).
@@ -51,6 +52,11 @@ def _config_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _config_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    data.setdefault("batch", BATCH_BEFORE)
+    return data
+
+
 def _result_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     data.setdefault("sandbox", SANDBOX_BEFORE_CHOICE)
     if isinstance(data.get("sampler"), dict):
@@ -59,7 +65,7 @@ def _result_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _Step = Callable[[dict[str, Any]], dict[str, Any]]
-_CONFIG_STEPS: Final[dict[int, _Step]] = {1: _config_1_to_2}  # format N -> N + 1
+_CONFIG_STEPS: Final[dict[int, _Step]] = {1: _config_1_to_2, 2: _config_2_to_3}  # format N -> N + 1
 _RESULT_STEPS: Final[dict[int, _Step]] = {1: _result_1_to_2}
 
 
