@@ -204,6 +204,31 @@ def test_a_refusing_batch_api_is_one_line_and_the_same_command_goes_on(
     assert verdicts(out) == expected
 
 
+def test_a_refused_message_batch_results_download_is_one_line_and_the_same_command_goes_on(
+    story: StoryModel,
+    synchronous: tuple[Verdicts, int],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Anthropic's results file refused (a key revoked after the batch was made): the SDK's own error, classed as
+    the setup's fault; the batch is collected by the same command once the key works."""
+    expected, sent_one_by_one = synchronous
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-secret")
+    with AnthropicBatchServer(story, probe=PROBE_OK) as server:
+        server.results_faults = [401]
+        args = batch_args(server.root_url, tmp_path / "batch")
+        args[args.index("openai:scripted")] = "anthropic:claude-sonnet-4-5"
+        outcome = edsb_in_process(args, capsys)
+        (error,) = [line for line in outcome.stderr.splitlines() if line.startswith("edsb: error: ")]
+        assert outcome.returncode == 1 and "Traceback" not in outcome.stderr  # beside it: the temperature's note
+        assert "(HTTP 401" in error and "check the key" in error and "nothing is lost" in error
+        assert run_edsb(*args) == 0
+        ids = [entry["custom_id"] for requests in server.batches.values() for entry in requests]
+    assert len(ids) == len(set(ids)) == sent_one_by_one
+    assert verdicts(tmp_path / "batch") == expected
+
+
 @pytest.mark.parametrize(("route", "status"), [("upload", 502), ("create", 500), ("retrieve", 429), ("content", 503)])
 def test_a_passing_batch_api_failure_is_retried_where_the_provider_says_retry(
     route: str, status: int, story: StoryModel, synchronous: tuple[Verdicts, int], tmp_path: Path

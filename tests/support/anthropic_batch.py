@@ -15,6 +15,8 @@ Each behaviour as the API reference describes it:
   the error body, in no promised order (https://docs.anthropic.com/en/api/retrieving-message-batch-results): here
   in reverse, so a client that matched results by position would fail.
 - `tamper(results) -> bytes`: the results file of each batch as served, rewritten (torn lines, ...).
+- `results_faults`: the statuses the next downloads of a results file answer instead, one each, with the API's error
+  body (https://docs.anthropic.com/en/api/errors): 401 `authentication_error`, 403 `permission_error`, ...
 - `POST /v1/messages` (the synchronous API) answers only `probe`, check-model's request, counted in `sync_requests`.
 """
 
@@ -31,7 +33,10 @@ from tests.support.loopback import JsonHandler, LoopbackServer
 from tests.support.openai_server import ANTHROPIC_PATH, RecordedRequest, Reply, as_chat, in_dialect
 
 Handler = Callable[[RecordedRequest], Reply]
-_ERROR_TYPES = {400: "invalid_request_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+    429: "rate_limit_error", 500: "api_error", 529: "overloaded_error",
+}  # fmt: skip
 
 
 class AnthropicBatchServer(LoopbackServer):
@@ -40,6 +45,7 @@ class AnthropicBatchServer(LoopbackServer):
         self.probe = probe
         self.held = False
         self.tamper: Callable[[bytes], bytes] = lambda results: results
+        self.results_faults: list[int] = []
         self.batches: dict[str, list[dict[str, Any]]] = {}
         self.sync_requests = 0
         self._results: dict[str, list[dict[str, Any]]] = {}
@@ -107,7 +113,11 @@ class _BatchHandler(JsonHandler):
 
     def do_GET(self) -> None:
         owner, path = self.server_owner, self.path.partition("?")[0]
-        if path.endswith("/results"):
+        if path.endswith("/results") and owner.results_faults:
+            status = owner.results_faults.pop(0)
+            error = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": "refused"}}
+            self._send(json.dumps(error).encode(), status)
+        elif path.endswith("/results"):
             batch_id = path.removeprefix("/v1/messages/batches/").removesuffix("/results")
             self._send(owner.results(batch_id), 200, "application/x-jsonl")
         elif path.startswith("/v1/messages/batches/"):
