@@ -110,29 +110,22 @@ class AnthropicBatch:
 
     async def _results(self, batch_id: str) -> AsyncIterator[list[bytes | None]]:
         """The results file's lines, streamed and each bounded (`LineSplitter`): where the SDK's own reader would
-        stop at a torn line, or hold a line of any length."""
-        client = self._sdk_client()
-        batch = await client.messages.batches.retrieve(batch_id)
-        if not batch.results_url:
-            raise ValueError(f"batch {batch_id} has ended without a results_url")
-        headers = {**client.default_headers, "Accept": "application/binary"}  # the key among them
-        async with client._client.stream("GET", batch.results_url, headers=headers) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                raise client._make_status_error_from_response(response)
+        stop at a torn line, or hold a line of any length. The SDK's streaming response gives the raw bytes, and
+        raises its own error for a refusal."""
+        results = self._sdk_client().messages.batches.with_streaming_response.results
+        async with results(batch_id) as response:
             lines = LineSplitter()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.iter_bytes():
                 yield lines.feed(chunk)
             yield lines.end()
 
     def _read(self, entry: dict[str, Any], sent: dict[str, Any]) -> Outcome:
         """One result line, read into the SDK's type as the SDK reads it (leniently); a line of the wrong shape is an
         answer edsb cannot read, asked again."""
-        from anthropic._models import construct_type
         from anthropic.types.messages import MessageBatchIndividualResponse
 
-        try:
-            read: Any = construct_type(type_=MessageBatchIndividualResponse, value=entry)
+        try:  # the SDK's models construct their nested types too, without refusing a value they do not know
+            read: Any = MessageBatchIndividualResponse.model_construct(result=entry.get("result"))
             return self._outcome(read.result, sent)
         except (AttributeError, TypeError, ValueError, KeyError):
             return UNREADABLE
