@@ -32,7 +32,51 @@ from edsb.report.summary_types import ModuleTokens, Tokens
 def test_the_builtin_table_is_dated_and_covers_todays_models(spec: str, prices: tuple[float, float]) -> None:
     price = price_for(spec)
     assert price is not None and (price.input_per_million, price.output_per_million) == prices
-    assert price.source == f"built-in list price as of {PRICES_AS_OF}"
+    owner = spec.partition(":")[0].replace("-responses", "") if ":" in spec else "openai"
+    assert price.source == f"built-in list price as of {PRICES_AS_OF[owner]}"
+
+
+# Claude's models since Opus 4.6, as Anthropic's pricing page and model pages list them on 2026-12-06: (input,
+# output, cache read); every cache write is 1.25 times the input price.
+CLAUDE_SINCE_4_6 = [
+    ("claude-opus-4-7", (5.00, 25.00, 0.50)),
+    ("claude-opus-4-8", (5.00, 25.00, 0.50)),
+    ("claude-opus-5", (5.00, 25.00, 0.50)),
+    ("claude-opus-5-5", (4.00, 20.00, 0.20)),
+    ("claude-sonnet-5", (2.00, 10.00, 0.20)),
+    ("claude-sonnet-5-5", (2.00, 10.00, 0.20)),
+    ("claude-fable-5", (10.00, 50.00, 1.00)),
+    ("claude-fable-5-1", (10.00, 50.00, 0.25)),
+    ("claude-mythos-5-1", (10.00, 50.00, 0.25)),
+    ("claude-haiku-5-5", (0.10, 0.50, None)),  # no cache-read rate found: its cached tokens cost the input price
+]
+
+
+@pytest.mark.parametrize(("model", "prices"), CLAUDE_SINCE_4_6)
+def test_todays_claude_models_cost_their_own_cache_reads(model: str, prices: tuple[float, float, float | None]) -> None:
+    # the model's own name, a dated snapshot's, Vertex AI's
+    for spec in (f"anthropic:{model}", f"anthropic:{model}-20261201", f"anthropic-vertex:{model}@20261201"):
+        price = price_for(spec)
+        assert price is not None, spec
+        assert (price.input_per_million, price.output_per_million, price.cached_per_million) == prices
+        assert price.cache_write_per_million == pytest.approx(prices[0] * 1.25)
+    listed = price_for(f"anthropic:{model}")
+    assert listed is not None and listed.source == f"built-in list price as of {PRICES_AS_OF['anthropic']}"
+
+
+def test_a_cache_read_on_opus_5_5_costs_a_twentieth_of_its_input() -> None:
+    """Opus 5.5 reads its cache at $0.20 a million, not the tenth of its input ($0.40) most models charge."""
+    tokens = Tokens(
+        total_prompt=10_000,
+        total_completion=100,
+        by_module={"narrator": ModuleTokens(prompt=10_000, completion=100, cached=8_000)},
+        mean_prompt_every_run=10_000,
+        mean_completion_every_run=100,
+    )
+    price = price_for("anthropic:claude-opus-5-5")
+    assert price is not None
+    expected = (2_000 * 4.00 + 8_000 * 0.20 + 100 * 20.00) / 1e6
+    assert estimate_cost(tokens, price)["total"] == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-6", "anthropic:gpt-5", "google:gemini-2.5-pro-20250101x", "local"])

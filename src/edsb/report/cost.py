@@ -17,10 +17,11 @@ from edsb.llm.providers import ALIASES, PROVIDERS, get_provider
 from edsb.report.summary_types import Tokens
 from edsb.results.batches import BatchTokens
 
-# The date of the list prices below: standard tier, no batch discount, prompts under 200K tokens (Gemini's Pro
-# models and Claude's long-context rates cost more above). They were read from the providers' price pages as
-# mirrored on that date; a run against newer prices names them with --price-in/--price-out.
-PRICES_AS_OF = "2026-03"
+# The date of each provider's list prices below, as read from its own price pages as mirrored on that date: standard
+# tier, no batch discount, prompts under 200K tokens (Gemini's Pro models and Claude's long-context rates cost more
+# above; Claude Haiku 5.5 costs five times more above 100K). A run against newer prices names them with
+# --price-in/--price-out.
+PRICES_AS_OF = {"openai": "2026-03", "anthropic": "2026-12-06", "google": "2026-03", "deepinfra": "2026-03"}
 # USD per million tokens (input, output, cached input), by provider and the model name edsb is given
 # (`PROVIDER:<name>`); a model without a cached rate is charged the input price for its cached tokens.
 BUILTIN_PRICES: dict[str, dict[str, tuple[float, float] | tuple[float, float, float]]] = {
@@ -38,8 +39,25 @@ BUILTIN_PRICES: dict[str, dict[str, tuple[float, float] | tuple[float, float, fl
         "o3": (2.00, 8.00, 0.50),
         "o4-mini": (1.10, 4.40, 0.275),
     },
-    # Cache reads cost a tenth of the input price; cache writes (5-minute) `CACHE_WRITE_FACTOR` times it.
+    # Each model's cache-read rate is its own (a tenth of the input price on most rows; Opus 5.5 a twentieth, Fable
+    # and Mythos 5.1 a fortieth); cache writes cost `CACHE_WRITE_FACTOR` times the input price on every row.
+    # Read from https://platform.claude.com/docs/en/about-claude/pricing (Fable, Mythos, Opus 4.5 to 5, Opus 4.1,
+    # Opus 4) and the model pages https://platform.claude.com/docs/en/models/<model>/overview (opus-5-5, sonnet-5,
+    # sonnet-5-5, haiku-5-5).
     "anthropic": {
+        "claude-fable-5-1": (10.00, 50.00, 0.25),
+        "claude-mythos-5-1": (10.00, 50.00, 0.25),
+        "claude-fable-5": (10.00, 50.00, 1.00),
+        "claude-mythos-5": (10.00, 50.00, 1.00),
+        "claude-opus-5-5": (4.00, 20.00, 0.20),
+        "claude-opus-5": (5.00, 25.00, 0.50),
+        "claude-opus-4-8": (5.00, 25.00, 0.50),
+        "claude-opus-4-7": (5.00, 25.00, 0.50),
+        "claude-sonnet-5-5": (2.00, 10.00, 0.20),
+        "claude-sonnet-5": (2.00, 10.00, 0.20),
+        # Prompts up to 100K tokens. No cache-read rate for it was found on Anthropic's pages, so its cached tokens
+        # cost the input price.
+        "claude-haiku-5-5": (0.10, 0.50),
         "claude-opus-4-6": (5.00, 25.00, 0.50),
         "claude-sonnet-4-6": (3.00, 15.00, 0.30),
         "claude-opus-4-5": (5.00, 25.00, 0.50),
@@ -76,7 +94,7 @@ CLOUD_SOURCE = {
 
 # What a cache write costs, as a multiple of the input price, where the provider bills writes apart: Anthropic's
 # 5-minute writes, and its 1-hour writes, which `edsb run --batch` marks (https://docs.anthropic.com/en/docs/
-# about-claude/pricing: 1.25 and 2 times the base input price).
+# about-claude/pricing: 1.25 and 2 times the base input price, as every row above still has it on 2026-12-06).
 CACHE_WRITE_FACTOR = {"anthropic": 1.25}
 HOUR_CACHE_WRITE_FACTOR = {"anthropic": 2.0}
 # What a request sent through a batch API costs, as a multiple of the list prices above, by the batch route each
@@ -115,15 +133,16 @@ def price_for(model_spec: str, price_in: float | None = None, price_out: float |
         if found is not None:
             write = CACHE_WRITE_FACTOR.get(owner)
             cached = found[2] if len(found) > 2 else None
-            return Price(found[0], found[1], _source(route), cached, None if write is None else found[0] * write)
+            source = _source(route, owner)
+            return Price(found[0], found[1], source, cached, None if write is None else found[0] * write)
     return None
 
 
-def _source(route: str) -> str:
-    """Where a built-in price comes from, and as of when."""
+def _source(route: str, owner: str) -> str:
+    """Where a built-in price comes from (the table of `owner`), and as of when."""
     if route in CLOUD_PRICES_AS_OF:
         return f"built-in list price as of {CLOUD_PRICES_AS_OF[route]}, {CLOUD_SOURCE[route]}"
-    return f"built-in list price as of {PRICES_AS_OF}"
+    return f"built-in list price as of {PRICES_AS_OF[owner]}"
 
 
 def _undated(name: str) -> str:
