@@ -43,6 +43,11 @@ WORKS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
             "output_config": {"effort": "high"},
         },
     ),
+    "claude 5.5, thinking unasked": (
+        "anthropic:claude-opus-5-5",
+        (),
+        {"max_tokens": 2048 + 16_384, "thinking": {"type": "adaptive", "display": "summarized"}, "output_config": None},
+    ),
     "o3-pro, responses api": (
         "openai-responses:o3-pro",
         ("--temperature", "default", "--reasoning-effort", "high"),
@@ -191,21 +196,31 @@ def test_a_reply_cut_by_ollamas_window_is_not_blamed_on_max_tokens(
     assert "--max-tokens" not in record["error"]
 
 
-def test_a_thinking_budget_on_a_model_that_refuses_it_names_the_option_that_works(
-    edsb_with_stand_in_keys: Callable[..., Outcome],
+REFUSED_THINKING: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "a budget on opus 4.7": ("anthropic:claude-opus-4-7", ("--thinking-budget", "2048"), "--reasoning-effort"),
+    "a budget on sonnet 5": ("anthropic:claude-sonnet-5", ("--thinking-budget", "2048"), "--reasoning-effort"),
+    "thinking off on fable 5.1": ("anthropic:claude-fable-5-1", ("--thinking-budget", "0"), "--thinking-budget 0"),
+    "thinking off on opus 5 at effort max": (
+        "anthropic:claude-opus-5",
+        ("--thinking-budget", "0", "--reasoning-effort", "max"),
+        "--reasoning-effort",
+    ),
+}
+
+
+@pytest.mark.parametrize(("model", "options", "fix"), REFUSED_THINKING.values(), ids=REFUSED_THINKING.keys())
+def test_thinking_a_model_refuses_names_the_option_that_works(
+    edsb_with_stand_in_keys: Callable[..., Outcome], model: str, options: tuple[str, ...], fix: str
 ) -> None:
-    """Opus 4.7 and later take adaptive thinking only: a budget is a one-line error before any request, naming
-    --reasoning-effort; the fake refuses what the API refuses, should a budget reach it."""
-    model = "anthropic:claude-opus-4-7"
+    """Claude 4.7 and later take adaptive thinking only, and some always think: what they refuse is a one-line error
+    before any request, naming the option to change; the fake refuses what the API refuses, should it reach it."""
     with OpenAIServer(validator=provider_rules) as server:
-        check = edsb_with_stand_in_keys("check-model", *_base(model, server), "--thinking-budget", "2048")
-        run = edsb_with_stand_in_keys(
-            "run", *_base(model, server), "--thinking-budget", "2048", *ONE_RUN, "--out", "out"
-        )
+        check = edsb_with_stand_in_keys("check-model", *_base(model, server), *options)
+        run = edsb_with_stand_in_keys("run", *_base(model, server), *options, *ONE_RUN, "--out", "out")
         sent = len(server.requests)
     for outcome in (check, run):
-        outcome.assert_one_clear_error(2, contains="--reasoning-effort")
-        assert "adaptive" in outcome.stderr
+        outcome.assert_one_clear_error(2, contains=fix)
+        assert "thinking" in outcome.stderr
     assert sent == 0
 
 

@@ -33,7 +33,7 @@ AUDITED = {
     ("data/selection.py", r"^(\d+)\s*-\s*(\d+)$"): "the user's --cases",
     (
         "llm/providers/anthropic.py",
-        r"claude-(?P<family>opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?",
+        r"claude-(?P<family>opus|sonnet|haiku|fable|mythos)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?",
     ): "the user's --model",
     ("llm/providers/anthropic.py", r"^(?:[a-z]{2,6}\.)?anthropic\.|-v\d+(?::\d+)?$|@\d{8}$"): "a cloud's name for a "
     "Claude model (the user's --model, priced): each alternative anchored or bounded by its literal head",

@@ -11,8 +11,9 @@
   refuse `reasoning_effort`. The error bodies are OpenAI's (`unsupported_value`, `unsupported_parameter`).
 - Anthropic: the body is held to the installed SDK's own request type (`MessageCreateParamsNonStreaming`): a key the
   API version does not have is `<key>: Extra inputs are not permitted`; then the documented thinking rules (a budget
-  of at least 1,024 tokens, below `max_tokens`; adaptive thinking from Claude 4.6; no budget on Opus 4.7 and later)
-  and the request header's API version.
+  of at least 1,024 tokens, below `max_tokens`; adaptive thinking from Claude 4.6; no budget on Claude 4.7 and
+  later; thinking never off on Opus 5.5, Fable and Mythos, nor above effort high on Opus 5) and the request header's
+  API version.
 - Gemini: `generationConfig` is held to the SDK's `GenerationConfig` (REST names, no unknown field); then the
   documented thinking rules per model (2.5: a budget, no level; 3: a level or a budget, not both; earlier models: no
   thinking; 2.5 Pro cannot turn thinking off).
@@ -330,7 +331,8 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
         where = ".".join(str(part) for part in error["loc"])
         return anthropic_error(f"{where}: {error['msg']}")
     thinking = body.get("thinking") or {}
-    refusal = _claude_thinking(str(body.get("model", "")), thinking.get("type"))
+    effort = (body.get("output_config") or {}).get("effort")
+    refusal = _claude_thinking(str(body.get("model", "")), thinking.get("type"), effort)
     if refusal is not None:
         return anthropic_error(refusal)
     if thinking.get("type") == "enabled":
@@ -344,16 +346,23 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> Reply | None
     return None
 
 
-def _claude_thinking(model: str, kind: Any) -> str | None:
-    """Claude's thinking per model (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking): Opus
-    4.7 and later refuse budget thinking; adaptive thinking came with Claude 4.6."""
-    match = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?(?:-\d{8})?$", model)
-    version = (int(match[2]), int(match[3] or 0)) if match else (0, 0)
-    if kind == "enabled" and match and match[1] == "opus" and version >= (4, 7):
-        return (
-            "thinking.type.enabled is not supported for this model. Use thinking.type.adaptive and "
-            "output_config.effort to control thinking behavior."
-        )
+def _claude_thinking(model: str, kind: Any, effort: Any) -> str | None:
+    """Claude's thinking per model: adaptive thinking came with Claude 4.6
+    (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking); Claude 4.7 and later of every family
+    refuse budget thinking (https://platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting); Opus 5.5
+    and the Fable and Mythos models refuse thinking turned off, Opus 5 above effort high
+    (https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5,
+    https://platform.claude.com/docs/en/about-claude/models/whats-new-opus-5)."""
+    match = re.search(r"claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d{1,2})(?!\d))?(?:-\d{8})?$", model)
+    family, version = (match[1], (int(match[2]), int(match[3] or 0))) if match else ("", (0, 0))
+    steer = 'Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+    if kind == "enabled" and version >= (4, 7):
+        return f'"thinking.type.enabled" is not supported for this model. {steer}'
+    always = family in ("fable", "mythos") or (family == "opus" and version >= (5, 5))
+    if kind == "disabled" and always:
+        return f'"thinking.type.disabled" is not supported for this model. {steer}'
+    if kind == "disabled" and family == "opus" and version >= (5, 0) and effort in ("xhigh", "max"):
+        return f'"thinking.type.disabled" is supported for this model only with effort "high" or lower. {steer}'
     if kind == "adaptive" and version < (4, 6):
         return "thinking.type.adaptive is not supported for this model."
     return None

@@ -5,11 +5,11 @@ requests on Amazon Bedrock (`anthropic-bedrock:`) and Vertex AI (`anthropic-vert
 What is sent: the system message apart as `system`, the other turns as they are, `max_tokens` (2,048 unless
 `--max-tokens`, plus the thinking budget or adaptive thinking's room); the temperature only where the installed SDK's
 API version has one (2026-10-21 has none); `thinking` and `output_config.effort` when asked for (an effort turns on
-adaptive thinking on Claude 4.6 and later); no JSON mode (the API has none) and no seed. Thinking and
-redacted-thinking blocks are the reasoning; the first text block the answer. What the API refuses (a thinking budget
-on Opus 4.7 and later, a temperature its version lacks, thinking without temperature 1, a budget under 1,024) is an
-error before any request.
-"""
+adaptive thinking on Claude 4.6 and later); adaptive thinking, asked for as such, on Claude 5 and later, which think
+unasked; no JSON mode (the API has none) and no seed. Thinking and redacted-thinking blocks are the reasoning; the
+first text block the answer. What the API refuses (a thinking budget on Claude 4.7 and later, thinking turned off on
+a model that always thinks, a temperature its version lacks, thinking without temperature 1, a budget under 1,024)
+is an error before any request."""
 
 from __future__ import annotations
 
@@ -36,13 +36,26 @@ ADAPTIVE_ROOM = 16_384
 # Anthropic's prompt-cache breakpoint (the 5-minute lifetime, written at 1.25 times the input price).
 EPHEMERAL = {"type": "ephemeral"}
 
-# Claude's thinking by model, as Anthropic's documentation gives it on 2026-12-01
-# (https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking): Claude 4.6 and later take adaptive
-# thinking (`thinking: {type: adaptive}`, its depth set by `output_config.effort`); Opus 4.7 and later take nothing
-# else, and refuse a thinking budget. The SDK names the models but not what each takes, hence this table.
+# Claude's thinking by model, as Anthropic's documentation gives it on 2026-12-06. Claude 4.6 and later take adaptive
+# thinking (`thinking: {type: adaptive}`, its depth set by `output_config.effort`;
+# https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking); Claude 4.7 and later, of every family,
+# refuse a thinking budget with a 400 (https://platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting).
+# Claude 5 and later think by default: a request without `thinking` thinks, and its thinking counts toward
+# `max_tokens` (https://platform.claude.com/docs/en/models/opus-5/migration-guide, .../models/sonnet-5/overview,
+# .../models/haiku-5-5/whats-new-haiku-5-5). Opus 5.5 and every Fable and Mythos model always think: `thinking:
+# {type: disabled}` is a 400 (https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5, the models
+# overview's "Adaptive (always on)"); Opus 5 turns thinking off only at effort high or below
+# (https://platform.claude.com/docs/en/about-claude/models/whats-new-opus-5). The SDK names the models but not what
+# each takes, hence these tables.
 ADAPTIVE_SINCE = (4, 6)
-BUDGET_REFUSED_SINCE = {"opus": (4, 7)}
-_CLAUDE = re.compile(r"claude-(?P<family>opus|sonnet|haiku)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?")
+BUDGET_REFUSED_SINCE = (4, 7)
+THINKS_BY_DEFAULT_SINCE = (5, 0)
+ALWAYS_THINKS_SINCE = {"opus": (5, 5), "fable": (5, 0), "mythos": (5, 0)}
+OFF_UP_TO_HIGH_SINCE = {"opus": (5, 0)}  # thinking off only at effort high or below
+EFFORTS_ABOVE_HIGH = frozenset({"xhigh", "max"})
+_CLAUDE = re.compile(
+    r"claude-(?P<family>opus|sonnet|haiku|fable|mythos)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:-\d{8})?"
+)
 # A cloud's name for a Claude model: Bedrock's `[us.|eu.|global.]anthropic.<model>-v1:0`, Vertex AI's `<model>@<date>`.
 _CLOUD_NAME = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.|-v\d+(?::\d+)?$|@\d{8}$")
 
@@ -88,17 +101,54 @@ def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
     return match["family"], (int(match["major"]), int(match["minor"] or 0))
 
 
+def _since(model: str, since: tuple[int, int] | Mapping[str, tuple[int, int]]) -> bool:
+    """Whether the model is a Claude of at least this version (of its family, where `since` is by family)."""
+    found = claude_version(model)
+    if found is None:
+        return False
+    least = since.get(found[0]) if isinstance(since, Mapping) else since
+    return least is not None and found[1] >= least
+
+
 def claude_adaptive(model: str) -> bool:
     """Whether the model takes adaptive thinking."""
-    found = claude_version(model)
-    return found is not None and found[1] >= ADAPTIVE_SINCE
+    return _since(model, ADAPTIVE_SINCE)
 
 
 def claude_refuses_budget(model: str) -> bool:
     """Whether the model refuses a thinking budget (adaptive thinking only)."""
-    found = claude_version(model)
-    since = BUDGET_REFUSED_SINCE.get(found[0]) if found is not None else None
-    return found is not None and since is not None and found[1] >= since
+    return _since(model, BUDGET_REFUSED_SINCE)
+
+
+def claude_thinks_by_default(model: str) -> bool:
+    """Whether the model thinks when the request says nothing of thinking, within `max_tokens`."""
+    return _since(model, THINKS_BY_DEFAULT_SINCE)
+
+
+def claude_always_thinks(model: str) -> bool:
+    """Whether the model refuses to have its thinking turned off."""
+    return _since(model, ALWAYS_THINKS_SINCE)
+
+
+def _thinking_refused(model: str, settings: GenerationSettings) -> str | None:
+    """What the model refuses of the thinking settings, with the option that fixes it; None if nothing."""
+    budget, effort = settings.thinking_budget, settings.reasoning_effort
+    if budget and claude_refuses_budget(model):
+        return (
+            f"{model} takes no thinking budget, only adaptive thinking: "
+            "pass --reasoning-effort LEVEL instead of --thinking-budget"
+        )
+    if budget == 0 and claude_always_thinks(model):
+        return (
+            f"{model} always thinks (adaptive thinking cannot be turned off): drop --thinking-budget 0; "
+            "--reasoning-effort low thinks least"
+        )
+    if budget == 0 and effort in EFFORTS_ABOVE_HIGH and _since(model, OFF_UP_TO_HIGH_SINCE):
+        return (
+            f"{model} turns thinking off only at effort high or below: "
+            "lower --reasoning-effort or drop --thinking-budget 0"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -114,18 +164,16 @@ class Anthropic(Provider):
         if settings.thinking_level is not None:
             return LEVEL_IS_GEMINIS
         version, takes_temperature = temperature_api()
+        refused = _thinking_refused(model, settings)
+        if refused is not None:
+            return refused
         thinking = settings.thinking_budget is not None
-        if thinking and settings.thinking_budget and claude_refuses_budget(model):
-            return (
-                f"{model} takes no thinking budget, only adaptive thinking: "
-                "pass --reasoning-effort LEVEL instead of --thinking-budget"
-            )
         if settings.temperature is not None and not takes_temperature:
             return (
                 f"Anthropic's Messages API version {version} (the installed anthropic SDK's) has no temperature: "
                 "leave out --temperature or pass --temperature default"
             )
-        if thinking and settings.temperature not in (None, 1.0):
+        if (thinking or claude_thinks_by_default(model)) and settings.temperature not in (None, 1.0):
             return "Anthropic's extended thinking requires temperature 1: pass --temperature default"
         if thinking and settings.thinking_budget is not None and settings.thinking_budget < ANTHROPIC_MIN_THINKING:
             return f"Anthropic's thinking budget is at least {ANTHROPIC_MIN_THINKING} tokens: raise --thinking-budget"
@@ -135,7 +183,7 @@ class Anthropic(Provider):
         version, takes_temperature = temperature_api()
         if not takes_temperature:
             return f"Anthropic's Messages API version {version} (the installed anthropic SDK's) has no temperature"
-        if settings.get("thinking_budget") is not None:
+        if settings.get("thinking_budget") is not None or claude_thinks_by_default(model):
             return "Anthropic's extended thinking takes only temperature 1, the API's default"
         return None
 
@@ -187,9 +235,12 @@ def messages_body(provider: Provider, model: str, request: ChatRequest, *, promp
         params["thinking"] = {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}
     if request.reasoning_effort is not None:
         params["output_config"] = {"effort": request.reasoning_effort}
-        if budget is None and claude_adaptive(model):  # the effort sets how deep it thinks
-            params["thinking"] = {"type": "adaptive", "display": "summarized"}  # its thinking kept as reasoning
-            params["max_tokens"] += ADAPTIVE_ROOM
+    # The effort sets how deep it thinks; Claude 5 and later think unasked, within `max_tokens`: either way its
+    # thinking is asked for as it runs, summarized and kept as reasoning, with room of its own beside the answer's.
+    adaptive = request.reasoning_effort is not None and claude_adaptive(model)
+    if budget is None and (adaptive or claude_thinks_by_default(model)):
+        params["thinking"] = {"type": "adaptive", "display": "summarized"}
+        params["max_tokens"] += ADAPTIVE_ROOM
     return params
 
 
