@@ -42,6 +42,15 @@ def test_claude_thinking_sends_no_temperature_and_refuses_another(takes_temperat
         assert resolve_generation(CLAUDE, {"thinking_budget": 2048, "temperature": 1}).temperature == 1
 
 
+def test_claude_5_thinks_unasked_so_it_gets_no_temperature_either(takes_temperature: bool) -> None:
+    """Claude 5 and later think by default, and thinking takes only temperature 1: even an SDK whose API version has
+    a temperature sends none, and another is refused before any request."""
+    assert resolve_generation("anthropic:claude-sonnet-5", {}).temperature is None
+    wanted = "requires temperature 1" if takes_temperature else "has no temperature"
+    with pytest.raises(UsageError, match=wanted):
+        resolve_generation("anthropic:claude-sonnet-5", {"temperature": 0.1})
+
+
 def test_the_paper_gets_its_own_settings_and_the_record_says_the_default_effort_applied() -> None:
     settings = resolve_generation("openai:gpt-4o-2024-08-06", {})
     assert settings == GenerationSettings(temperature=0.1, max_tokens=None, model_seed=None, json_mode=True)
