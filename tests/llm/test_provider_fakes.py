@@ -48,6 +48,44 @@ def test_the_anthropic_fake_refuses_what_the_api_version_lacks(extra: dict[str, 
     assert refusal is not None and refusal[0] == 400 and message in refusal[1]
 
 
+ADAPTIVE = {"type": "adaptive"}
+OFF = {"type": "disabled"}
+
+
+@pytest.mark.parametrize(
+    ("model", "extra", "message"),
+    [
+        ("claude-haiku-5-5", {"thinking": {"type": "enabled", "budget_tokens": 1024}}, '"thinking.type.enabled"'),
+        ("claude-fable-5-1", {"thinking": OFF}, '"thinking.type.disabled" is not supported'),
+        ("claude-opus-5-5", {"thinking": OFF}, '"thinking.type.disabled" is not supported'),
+        ("claude-opus-5", {"thinking": OFF, "output_config": {"effort": "xhigh"}}, 'effort "high" or lower'),
+        ("claude-sonnet-4-5", {"thinking": ADAPTIVE}, "thinking.type.adaptive is not supported"),
+    ],
+)
+def test_the_anthropic_fake_refuses_the_thinking_each_claude_refuses(
+    model: str, extra: dict[str, Any], message: str
+) -> None:
+    refusal = check("anthropic", {**CLAUDE, "model": model, **extra}, "/v1/messages")
+    assert refusal is not None and refusal[0] == 400 and message in refusal[1]
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "effort"),
+    [
+        ("claude-fable-5-1", ADAPTIVE, "max"),
+        ("claude-opus-5", OFF, "high"),  # off at effort high or below
+        ("claude-sonnet-5", OFF, None),
+        ("claude-opus-4-8", OFF, None),
+    ],
+)
+def test_the_anthropic_fake_accepts_the_thinking_each_claude_takes(
+    model: str, thinking: dict[str, Any], effort: str | None
+) -> None:
+    extra = {"output_config": {"effort": effort}} if effort else {}
+    body = {**CLAUDE, "model": model, "max_tokens": 18_432, "thinking": thinking, **extra}
+    assert check("anthropic", body, "/v1/messages") is None
+
+
 def test_the_anthropic_fake_accepts_a_conforming_request() -> None:
     thinking = {"type": "enabled", "budget_tokens": 2048}
     assert check("anthropic", {**CLAUDE, "max_tokens": 4096, "thinking": thinking}, "/v1/messages") is None
@@ -77,6 +115,7 @@ def test_the_gemini_fake_refuses_what_the_api_refuses(model: str, config: dict[s
         ({"model": "o3", "max_tokens": 100}, "Use 'max_completion_tokens' instead"),
         ({"model": "o4-mini", "reasoning_effort": "minimal"}, "Supported values are: 'low', 'medium', 'high'"),
         ({"model": "gpt-4o", "reasoning_effort": "low"}, "'reasoning_effort' is not supported with this model"),
+        ({"model": "gpt-5.1", "reasoning_effort": "xhigh"}, "Supported values are: 'none', 'low', 'medium', 'high'."),
     ],
 )
 def test_the_openai_fake_refuses_what_the_api_refuses(body: dict[str, Any], message: str) -> None:
@@ -89,3 +128,4 @@ def test_the_openai_fake_accepts_what_the_api_accepts() -> None:
         check("openai", {"model": "gpt-5", "messages": MESSAGES, "temperature": 1, "max_completion_tokens": 9}) is None
     )
     assert check("openai", {"model": "gpt-4o", "messages": MESSAGES, "temperature": 0.1, "max_tokens": 9}) is None
+    assert check("openai", {"model": "gpt-5.5", "messages": MESSAGES, "reasoning_effort": "xhigh"}) is None

@@ -76,10 +76,16 @@ def openai_error(message: str, param: str | None, code: str, status: int = 400) 
 
 
 def _openai_efforts(model: str) -> tuple[str, ...] | None:
-    """The efforts a model takes; None for a model without reasoning."""
+    """The efforts a model takes; None for a model without reasoning. gpt-5.1 takes none to high, and the gpt-5
+    models after it xhigh too (the reasoning effort's reference,
+    https://learn.microsoft.com/en-us/javascript/api/@azure/ai-projects/reasoningeffort)."""
     name = model.rsplit("/", 1)[-1]
+    if name.startswith("gpt-5.1"):
+        return ("none", "low", "medium", "high")
+    if name.startswith("gpt-5."):
+        return ("none", "low", "medium", "high", "xhigh")
     if name.startswith("gpt-5"):
-        return ("none", "low", "medium", "high") if name.startswith("gpt-5.") else ("minimal", "low", "medium", "high")
+        return ("minimal", "low", "medium", "high")
     if len(name) > 1 and name[0] == "o" and name[1].isdigit():
         return ("low", "medium", "high")
     return None
