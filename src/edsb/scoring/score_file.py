@@ -14,10 +14,10 @@ next line.
 A plan that is present but null is judged like any other value (case 21 accepts it as an empty plan).
 
 PI plans may leave the point to edsb: an entry of one of the case's characters with a list of `relationships` and no
-`sampled_position` (absent or null) is sampled the way the pipeline samples it, when the caller passes a sampler (`edsb score` always
-does; the sampler lives in `planning`, above this package, so it is handed in). The output line then carries
-`"sampled_positions": {character: [x, y]}`; a relationship the sampler cannot place is an execution error of that
-line, as it is of a run.
+`sampled_position` (absent or null) is sampled the way the pipeline samples it, when the caller passes a sampler
+(`edsb score` always does; the sampler lives in `planning`, above this package, so it is handed in). The output line
+then carries `"sampled_positions": {character: [x, y]}`; a relationship the sampler cannot place is an execution
+error of that line, as it is of a run.
 """
 
 from __future__ import annotations
