@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import struct
 import termios
 import threading
 from pathlib import Path
 
-from tests.support.edsb_cli import child_env, scripted_run_args, start_edsb, wait_until
+from tests.support.edsb_cli import child_env, ctrl_c_twice, scripted_run_args, start_edsb
 from tests.support.openai_server import OpenAIServer, Reply
 
 SHOW_CURSOR, HIDE_CURSOR = "\x1b[?25h", "\x1b[?25l"
@@ -56,16 +55,7 @@ def test_a_second_ctrl_c_prints_its_last_line_below_the_bar(tmp_path: Path) -> N
         command = scripted_run_args(server.base_url, tmp_path / "run", "--cases", "13,60", "--no-cache")
         process = start_edsb(command, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         os.close(slave)
-        try:
-            wait_until(lambda: "in flight" in screen.text(), process, "the progress bar to be drawn")
-            process.send_signal(signal.SIGINT)
-            wait_until(lambda: "Ctrl-C again to stop now" in screen.text(), process, "the first Ctrl-C was noted")
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        ctrl_c_twice(process, lambda: "in flight" in screen.text(), screen.text)  # the bar is drawn: press
     text = screen.finish()
     os.close(master)
     assert process.returncode == 130
