@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -22,7 +23,7 @@ def test_check_against_a_server(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply.completion('{"ok": true}', prompt_tokens=24, completion_tokens=6, model="served-name"))
     result = check_model("openai:gpt-test", base_url=openai_server.base_url, retry=FAST)
     assert result["ok"] is True
-    assert result["model"] == "served-name"
+    assert (result["model"], result["served_model"]) == ("openai:gpt-test", "served-name")  # as a failure names it
     assert (result["prompt_tokens"], result["completion_tokens"]) == (24, 6)
     assert result["latency_s"] >= 0
     [sent] = openai_server.chat_requests
@@ -56,7 +57,7 @@ def test_check_the_embedded_model_offline(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(socket, "create_connection", no_network)
     result = check_model("local")
     assert result["ok"] is True, result
-    assert result["model"] == "SmolLM2-135M-Instruct.Q4_1"
+    assert (result["model"], result["served_model"]) == ("local", "SmolLM2-135M-Instruct.Q4_1")
     assert result["prompt_tokens"] > 0
     assert 0 < result["completion_tokens"] <= 32
 
@@ -84,10 +85,11 @@ def test_check_every_provider_through_the_cli_without_showing_its_key(
     assert run_edsb("check-model", "--model", f"{provider}:m", "--base-url", url) == 0
     printed = capsys.readouterr()
     assert '"ok": true' in printed.out and '"prompt_tokens": 24' in printed.out
+    assert json.loads(printed.out)["model"] == f"{provider}:m"  # named as the failure below names it
     openai_server.enqueue(Reply.error(401, f"bad key {secret}"))
     assert run_edsb("check-model", "--model", f"{provider}:m", "--base-url", url) == 1
     printed = capsys.readouterr()
-    assert "http 401" in printed.err
+    assert "http 401" in printed.err and json.loads(printed.out)["model"] == f"{provider}:m"
     assert secret not in printed.out + printed.err
     [first, _] = openai_server.requests
     assert secret in first.headers.get("authorization", "") + first.headers.get("x-api-key", "") + first.headers.get(

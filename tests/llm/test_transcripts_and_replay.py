@@ -174,7 +174,8 @@ def test_replay_answers_recorded_requests_without_the_server(recorded_run: Path,
 def test_check_model_on_a_replay_directory(recorded_run: Path, openai_server: OpenAIServer) -> None:
     assert check_model(f"replay:{recorded_run}") == {
         "ok": True,
-        "model": f"openai:gpt-test@{openai_server.base_url}",
+        "model": f"replay:{recorded_run}",
+        "recorded_model": f"openai:gpt-test@{openai_server.base_url}",
         "recorded_requests": 4,
     }
 

@@ -241,3 +241,21 @@ def test_twelve_cases_get_the_clustered_interval_and_state_what_they_could_detec
     line = next(r for r in csv.DictReader(io.StringIO(out)) if r["run"] == "other" and r["metric"] == "success")
     assert float(line["detectable_difference"]) == pytest.approx(success["detectable_difference"], abs=1e-4)
     assert (line["interval_method"], line["difference_method"]) == ("clustered", "clustered")
+
+
+def test_a_four_run_smoke_against_its_negative_control_prints_no_certain_interval(tmp_path: Path, capsys) -> None:
+    """Cases 13 (three levels) and 60: the base passes all four runs, the other fails them. Every interval printed
+    has width, is marked, and agrees with its p-value: two cases cannot reach p < 0.05."""
+    cases = [(13, ["RC"], level) for level in (0, 1, 2)] + [(60, ["PI"], 0)]
+    passing, failing = (
+        write_run_dir(tmp_path / name, [result_record("ours", c, tags, level, 0, status) for c, tags, level in cases])
+        for name, status in (("oracle", "passed"), ("wrong", "failed"))
+    )
+    _, out, _ = edsb_in_process(["compare", str(passing), str(failing), "--format", "markdown"], capsys)
+    assert "| oracle | 1.0 (1.0) [0.51, 1.00]* |" in out and "| wrong | 0.0 (1.0) [0.00, 0.49]* |" in out
+    assert "| ours | Total | success | 4 | 1.00 → 0.00 | -1.00 [-1.00, +1.00]* | 0.500 | 4 / 0 |" in out
+    assert "every case has the same mean difference: no variance between cases" in out
+    for row in rows_by_group(compare_json(capsys, passing, failing)).values():
+        for metric in ("success", "execution"):
+            low, high = row[metric]["interval"]
+            assert low < high and (low > 0 or high < 0) == (row[metric]["p_value"] < 0.05)

@@ -64,6 +64,19 @@ def test_csv_report_is_tidy(run_dir: Path, capsys) -> None:
     assert cells[("scene-graph", "OA", "0")]["runs"] == "1"
 
 
+def test_levels_come_in_the_tables_order_whatever_order_the_runs_finished_in(tmp_path: Path, capsys) -> None:
+    """results.jsonl holds runs in the order they finished (level 1 first here); the CSV and the JSON list the
+    levels as the text report does: Total, then 0, 1, 2."""
+    records = [result_record("ours", 13, ["RC"], level, 0, "passed") for level in (1, 0, 2)]
+    run_dir = write_run_dir(tmp_path / "run", records)
+    _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "csv"], capsys)
+    levels = [(row["tag"], row["distraction"]) for row in csv.DictReader(io.StringIO(out))]
+    assert levels == [(tag, level) for tag in ("Total", "RC") for level in ("Total", "0", "1", "2")]
+    _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "json"], capsys)
+    cells = json.loads(out)["variants"]["ours"]["cells"]
+    assert [list(by_level) for by_level in cells.values()] == [["Total", "0", "1", "2"]] * 2
+
+
 def test_markdown_report_has_cost_errors_and_cases(run_dir: Path, capsys) -> None:
     _, out, _ = edsb_in_process(["report", str(run_dir), "--format", "markdown", "--intervals"], capsys)
     assert "| ours | 0.5 (0.75) [0.15, 0.85]" in out

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.edsb_cli import edsb_in_process
+from edsb.report.cost import PRICES_AS_OF
+from tests.support.edsb_cli import child_env, edsb_child, edsb_in_process
 from tests.support.run_dir import result_record, write_run_dir
 
 
@@ -126,3 +127,22 @@ def test_the_figure_leaves_out_tags_no_one_ran_and_marks_missing_bars(tmp_path: 
     texts = [text.get_text() for text in by_tag.texts]
     assert texts.count("no runs") == 1  # w/o Event at PI
     assert "0.00" in texts  # ours at OA: a bar of 0 says so
+
+
+def test_the_tokens_table_header_fits_one_line_at_80_columns(tmp_path: Path) -> None:
+    """Its explanations are notes under the table (what the mean counts, where the price comes from), so the header
+    does not wrap over six lines."""
+    run = write_run_dir(tmp_path / "run", [result_record("ours", 13, ["RC"], 0, 0, "passed")])
+    printed = edsb_child(["report", run], env=child_env(COLUMNS="80"))
+    assert printed.returncode == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    top = lines.index("Tokens (prompt / completion)") + 1
+    rule = next(n for n in range(top, len(lines)) if lines[n].startswith("┡"))
+    assert len(lines[top + 1 : rule]) <= 2 and "┃ variant ┃ narrator" in lines[rule - 1]  # was 6 lines
+    assert lines[rule + 3 : rule + 5] == [
+        "mean per run: the paper's, in which an errored run counts 0 tokens",
+        f"cost: built-in list price as of {PRICES_AS_OF}",  # the records' model is gpt-4o's
+    ]
+    assert all(len(line) <= 80 for line in lines)
+    markdown = edsb_child(["report", run, "--format", "markdown"], env=child_env(COLUMNS="80"))
+    assert "| variant | narrator | event parser | mean per run | cost |" in markdown.stdout

@@ -3,8 +3,9 @@ resumed by this edsb through the one migration, and its report is byte for byte 
 
 `old_formats/oracle-0.1.0` is `edsb run --model oracle --cases 13,60 --sandbox restricted` as 0.1.0 wrote it (its
 `data` path set to null); `old_formats/oracle-0.1.0.report/` holds what 0.1.0's `edsb report` printed for it in each
-format, at 80 columns, except the power table of the table and Markdown formats: its title and note now say that
-its figure is an upper bound (the one wording changed on purpose since 0.1.0).
+format, at 80 columns, except two tables of the table and Markdown formats, whose wording changed on purpose since
+0.1.0: the power table's title and note now say that its figure is an upper bound, and the tokens table's header
+fits a line or two at 80 columns, its explanations moved to notes under it.
 """
 
 from __future__ import annotations

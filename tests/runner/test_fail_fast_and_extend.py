@@ -4,7 +4,6 @@ code non-zero, a directory resumes at a moved endpoint and grows, and Ctrl-C twi
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from pathlib import Path
 
@@ -12,11 +11,11 @@ from edsb.data.benchmark import Benchmark
 from edsb.runner.loop import UNREACHABLE_STREAK
 from tests.support.edsb_cli import (
     child_env,
+    ctrl_c_twice,
     edsb_child,
     scripted_run_args,
     scripted_run_child,
     start_edsb,
-    wait_until,
 )
 from tests.support.network import closed_port
 from tests.support.openai_server import OpenAIServer, Reply
@@ -116,15 +115,7 @@ def test_ctrl_c_twice_stops_at_once_without_a_traceback(benchmark: Benchmark, tm
     with OpenAIServer(ScriptedPlanner(benchmark, delay_s=2.0)) as server, log.open("w") as stderr:
         command = scripted_run_args(server.base_url, out, "--cases", "0-4", "--concurrency", "2", *QUIET)
         process = start_edsb(command, env=child_env(tmp_path / "cache"), stdout=subprocess.DEVNULL, stderr=stderr)
-        try:
-            wait_until(lambda: len(server.chat_requests) >= 2, process, "two requests reached the model")
-            process.send_signal(signal.SIGINT)
-            wait_until(lambda: "Ctrl-C again to stop now" in log.read_text(), process, "the first Ctrl-C was noted")
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
-        finally:
-            if process.poll() is None:
-                process.kill()
+        ctrl_c_twice(process, lambda: len(server.chat_requests) >= 2, log.read_text, timeout=30)
     text = log.read_text()
     assert process.returncode == 130
     assert "finishing in-flight requests; Ctrl-C again to stop now" in text

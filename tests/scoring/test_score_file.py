@@ -196,3 +196,16 @@ def test_given_points_are_judged_as_given_and_what_cannot_be_placed_is_an_execut
     assert error["passed"] is False and "sampled_positions" not in error
     assert table1 == {"case": 0, "distraction": 0, "passed": True, "error": None, "reason": None}
     assert summarize_scores([judged, error]).overall.errors == 1  # type: ignore[union-attr]
+
+
+def test_under_perturb_only_the_renamed_characters_are_sampled(tmp_path: Path, capsys) -> None:
+    """`--perturb 3` renames case 60's Theodore: a plan under the old name is judged missing the new one, and no
+    point is drawn (or shown) under a name the case does not have; under the new name it is sampled and passes."""
+    [renamed] = [state.name for state in Benchmark.open(DATA, perturb=3).cases[60].states_at(0)]
+    entry = {"target_action": [], "relationships": ["in front of fridge_1"]}
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(line(case=60, plan={"Theodore": entry}) + "\n" + line(case=60, plan={renamed: entry}) + "\n")
+    old_name, new_name = scored_cli(plans, capsys, "--perturb", "3")
+    assert old_name["error"] == f"missing_character: {renamed} not found in the planning result"
+    assert "sampled_positions" not in old_name
+    assert new_name["passed"] is True and list(new_name["sampled_positions"]) == [renamed]  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ monkeypatch; a child process is what a signal, a kill or a clean environment nee
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -117,6 +118,23 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen[bytes], 
         if time.monotonic() > deadline:
             pytest.fail(f"hung: still waiting for {what} after {HANG_GUARD_S:g} s")
         time.sleep(0.005)
+
+
+def ctrl_c_twice(
+    process: subprocess.Popen[bytes], started: Callable[[], bool], printed: Callable[[], str], timeout: float = 60
+) -> None:
+    """Once `started()` holds, Ctrl-C (SIGINT), and once `printed()` shows the first one was noted, Ctrl-C again;
+    then wait for the process to end (killed if it does not, so no test leaves it behind)."""
+    try:
+        wait_until(started, process, "the sweep to start")
+        process.send_signal(signal.SIGINT)
+        wait_until(lambda: "Ctrl-C again to stop now" in printed(), process, "the first Ctrl-C was noted")
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def scripted_run_args(base_url: str, out: Path, *options: str) -> list[str]:

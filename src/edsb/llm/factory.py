@@ -144,7 +144,8 @@ async def check_model_async(
 ) -> dict[str, Any]:
     """One tiny JSON-mode request, never cached: does this model answer at all? `request`: the check's messages
     with the run's generation settings (`edsb check-model` builds it as a run builds its requests); `prompt_cache`
-    as the run marks its prompts."""
+    as the run marks its prompts. `model` is always `spec` as given, answer or not; the name the server gave its
+    model is `served_model` (a replay's recorded model, `recorded_model`)."""
     try:
         retry = retry or RetryPolicy(max_retries=2)
         model = build_model(
@@ -159,9 +160,9 @@ async def check_model_async(
     except EdsbError as exc:
         return {"ok": False, "model": spec, "error": str(exc)}
     if isinstance(model, ReplayChatModel):
-        return {"ok": True, "model": model.identity, "recorded_requests": len(model)}
+        return {"ok": True, "model": spec, "recorded_model": model.identity, "recorded_requests": len(model)}
     if parse_model_spec(spec).kind in ("oracle", "oracle-wrong"):
-        return {"ok": True, "model": model.identity, "answers": "built in (benchmark prompts only)"}
+        return {"ok": True, "model": spec, "answers": "built in (benchmark prompts only)"}
     # The embedded model gets a token cap to stay quick; remote models get the benchmark's exact call shape.
     if request is None:
         local = isinstance(model, LocalChatModel)
@@ -177,7 +178,8 @@ async def check_model_async(
         await model.aclose()
     return {
         "ok": True,
-        "model": response.model,
+        "model": spec,
+        "served_model": response.model,
         "latency_s": round(response.latency_s, 3),
         "prompt_tokens": response.prompt_tokens,
         "completion_tokens": response.completion_tokens,

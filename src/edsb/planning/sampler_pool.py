@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import select
 import signal
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -121,9 +122,17 @@ def _die_with(parent: int) -> None:
     threading.Thread(target=watch, name="edsb-sampler-watch", daemon=True).start()
 
 
+# A second Ctrl-C leaves at once (`os._exit`) without closing the pool's queues. multiprocessing's resource tracker,
+# a process of its own, still unlinks their semaphores once edsb is gone, but first warns about them, on the
+# terminal, under the shell's prompt. It takes its warning filters from this process's when the pool starts it.
+_QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
 def _context() -> multiprocessing.context.BaseContext:
     """forkserver where there is one (the workers fork from a small server that has imported this module once), else
     spawn; never a fork of edsb itself, which holds threads, sockets and the event loop."""
+    if _QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(_QUIET_TRACKER)
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])

@@ -97,6 +97,13 @@ SAMPLER_MISS_TITLE = "PI failures that are sampler misses (the optimal sampler w
 SAMPLER_MISS_HEADER = ("variant", "level", "sampler", "runs", "failures", "errors", "sampler misses")
 
 
+MEAN_TOKENS_NOTE = "mean per run: the paper's, in which an errored run counts 0 tokens"
+NO_PRICE_NOTE = (
+    "cost: no price known for this model; --price-in and --price-out give one (USD per million prompt and "
+    "completion tokens)"
+)
+
+
 def token_notes(summary: RunSummary) -> list[str]:
     """Where the paper's mean (an errored run counts 0 tokens) differs from what the runs used: say why, and give
     the mean over every judged run beside it."""
@@ -277,9 +284,9 @@ def _detail_blocks(
         Block(POWER_TITLE, power_header(), power_rows(summary), power_notes(summary)),
     ]
     tokens, price = token_rows(summary, config, prices)
-    cost_header = f"cost ({price.source})" if price else "cost (no price known: --price-in, --price-out)"
-    token_header = ["variant", "narrator", "event parser", "mean per run (paper: errored runs count 0)", cost_header]
-    blocks.append(Block("Tokens (prompt / completion)", token_header, tokens, token_notes(summary)))
+    token_header = ["variant", "narrator", "event parser", "mean per run", "cost"]  # one line at 80 columns
+    header_notes = [MEAN_TOKENS_NOTE, f"cost: {price.source}" if price else NO_PRICE_NOTE]
+    blocks.append(Block("Tokens (prompt / completion)", token_header, tokens, header_notes + token_notes(summary)))
     blocks.append(Block(SAMPLER_MISS_TITLE, list(SAMPLER_MISS_HEADER), sampler_miss_rows(summary)))
     blocks.append(Block("Execution errors by kind", ["variant", "kind", "runs"], error_rows(summary)))
     blocks += [reason_block(summary, title, reasons).limited(show_all) for title, reasons in REASON_BLOCKS]

@@ -10,6 +10,7 @@ live display only shows up there once it has finished.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +102,23 @@ class _EtaColumn(ProgressColumn):
         return Text(f"eta {_clock(elapsed / done * (task.total - done))}", style="progress.remaining")
 
 
+# The live bars on screen, for a hard stop to close before its last line (`end_progress_now`).
+_ON_SCREEN: set[_LiveProgress] = set()
+CLOSE_WAIT_S = 1.0  # how long a hard stop waits for the bar to close before it prints its line anyway
+
+
+def end_progress_now() -> bool:
+    """Close the live progress bar, if one is on screen, so that a last line prints below it and the shell's prompt
+    starts a line of its own: a hard stop (a second Ctrl-C) exits without the sweep's own ending. Called from a
+    signal handler, which may have interrupted a write to the terminal and so hold its lock: a helper thread closes
+    the bar, and after `CLOSE_WAIT_S` it is left as it is. False if a bar is left on screen."""
+    for bar in list(_ON_SCREEN):
+        closing = threading.Thread(target=bar.close, daemon=True)
+        closing.start()
+        closing.join(CLOSE_WAIT_S)
+    return not _ON_SCREEN
+
+
 class _LiveProgress:
     """A rich progress bar, redrawn in place (terminals only)."""
 
@@ -120,13 +138,19 @@ class _LiveProgress:
 
     def start(self, stats: LoopStats, concurrency: int) -> None:
         self._progress.start()
+        _ON_SCREEN.add(self)
 
     def update(self, stats: LoopStats) -> None:
         self._progress.update(self._task, completed=stats.done)
 
     def stop(self, stats: LoopStats) -> None:
         self.update(stats)
+        self.close()
+
+    def close(self) -> None:
+        """The bar as it last was, the cursor below it and shown."""
         self._progress.stop()
+        _ON_SCREEN.discard(self)
 
 
 class _LogProgress:

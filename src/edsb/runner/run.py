@@ -38,7 +38,7 @@ from edsb.results.batches import read_batches
 from edsb.results.rundir import ResultStore, RunDirLock, load_results
 from edsb.runner.config import RunConfig, check_resume, with_sampler_secret
 from edsb.runner.keys import expand_keys, longest_first
-from edsb.runner.loop import EndpointUnreachable, LoopStats, run_keys
+from edsb.runner.loop import EndpointUnreachable, LoopStats, end_progress_now, run_keys
 from edsb.sandbox import (
     SandboxError,
     SandboxLimits,
@@ -366,6 +366,8 @@ def waiting_for(model: ChatModel) -> Callable[[], str]:
     return lambda: "waiting for the first answers…"
 
 
+SHOW_CURSOR = "\x1b[?25h"  # the terminal's cursor, which a live progress bar hides while it is drawn
+
 # The signals that stop a sweep: Ctrl-C, a process manager's SIGTERM (systemd, Kubernetes, CI, `timeout`), and the
 # SIGHUP of a closed terminal.
 _STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -415,14 +417,29 @@ class _StopSignals:
         fails on the way (the processes left would still die with edsb, by their parent-death signal)."""
         try:
             kill_sandboxes_now()
-            self._say(f"stopped: {self.stop_message()}")
-            sys.stdout.flush()
-            sys.stderr.flush()
+            closed = end_progress_now()  # the bar stays above the last line, not below it
+            for stream in (sys.stdout, self.console.file):
+                with contextlib.suppress(Exception):  # the interrupted code may have been writing to it
+                    stream.flush()
+            self._say_at_once(f"stopped: {self.stop_message()}", below_the_bar=not closed)
         finally:
             os._exit(stop_status(signum))
 
     def _say(self, line: str) -> None:
         self.console.print(line, markup=False, highlight=False)
+
+    def _say_at_once(self, line: str, below_the_bar: bool = False) -> None:
+        """`_say` from a signal handler: straight to the console's file descriptor, past rich's locks and the
+        file's buffer, which the interrupted code may hold (the first Ctrl-C's line may still be on its way).
+        `below_the_bar`: the bar could not be closed, so the line starts a line of its own and shows the cursor."""
+        if below_the_bar and self.console.is_terminal:
+            line = f"\n{SHOW_CURSOR}{line}"
+        try:
+            fd = self.console.file.fileno()
+        except (AttributeError, OSError, ValueError):  # not a file of the system's (a test's buffer)
+            self.console.file.write(line + "\n")
+            return
+        os.write(fd, (line + "\n").encode())
 
     def remove(self) -> None:
         """The handlers as they were before the sweep."""

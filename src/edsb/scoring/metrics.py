@@ -101,13 +101,22 @@ def summarize_cell(records: Sequence[ScoredRun]) -> Cell:
 
 
 def tag_level_cells(records: Iterable[ScoredRun]) -> dict[str, dict[str, Cell]]:
-    """Cells keyed `[tag][level]`, tags `Total` first then in order of appearance, levels as strings."""
+    """Cells keyed `[tag][level]`, tags `Total` first then in order of appearance, levels as strings: `Total` then
+    the levels in ascending order (as the tables print them), whatever order the runs finished in."""
     groups: dict[str, dict[str, list[ScoredRun]]] = {}
     for record in records:
         for tag in (TOTAL, *record.tags):
             for level in (TOTAL, str(record.level)):
                 groups.setdefault(tag, {}).setdefault(level, []).append(record)
-    return {tag: {level: summarize_cell(rs) for level, rs in by_level.items()} for tag, by_level in groups.items()}
+    return {
+        tag: {level: summarize_cell(by_level[level]) for level in sorted(by_level, key=_level_order)}
+        for tag, by_level in groups.items()
+    }
+
+
+def _level_order(level: str) -> tuple[bool, int]:
+    """`Total` first, then the levels as numbers (so 10 would follow 2)."""
+    return (level != TOTAL, int(level) if level != TOTAL else 0)
 
 
 def overall_cell(records: Iterable[ScoredRun]) -> Cell:

@@ -13,11 +13,11 @@ negative level) gets an `invalid_input` error line and does not count in the sum
 next line.
 A plan that is present but null is judged like any other value (case 21 accepts it as an empty plan).
 
-PI plans may leave the point to edsb: a character entry with a list of `relationships` and no `sampled_position`
-(absent or null) is sampled the way the pipeline samples it, when the caller passes a sampler (`edsb score` always
-does; the sampler lives in `planning`, above this package, so it is handed in). The output line then carries
-`"sampled_positions": {character: [x, y]}`; a relationship the sampler cannot place is an execution error of that
-line, as it is of a run.
+PI plans may leave the point to edsb: an entry of one of the case's characters with a list of `relationships` and no
+`sampled_position` (absent or null) is sampled the way the pipeline samples it, when the caller passes a sampler
+(`edsb score` always does; the sampler lives in `planning`, above this package, so it is handed in). The output line
+then carries `"sampled_positions": {character: [x, y]}`; a relationship the sampler cannot place is an execution
+error of that line, as it is of a run.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ class PlanScorer:
             return _output(invalid.case, invalid.level, False, f"{INVALID_INPUT}: {invalid.message}")
         sampled: dict[str, list[float]] | None = None
         try:
-            wanted = _unplaced(plan) if case.is_position_case and self.sampler is not None else {}
+            characters = [state.name for state in case.states_at(level)]
+            wanted = _unplaced(plan, characters) if case.is_position_case and self.sampler is not None else {}
             if wanted:
                 assert self.sampler is not None
-                characters = [state.name for state in case.states_at(level)]
                 points = self.sampler(self.scene_for(case), wanted, characters, number)
                 sampled = {name: list(point) for name, point in points.items()}
                 assert isinstance(plan, dict)
@@ -125,13 +125,15 @@ class PlanScorer:
         return case, level, record["plan"]
 
 
-def _unplaced(plan: object) -> dict[str, list[str]]:
-    """{character: relationships} of the entries that carry a list of relationship strings and no point."""
+def _unplaced(plan: object, characters: Collection[str]) -> dict[str, list[str]]:
+    """{character: relationships} of the case's `characters` whose entries carry a list of relationship strings and
+    no point. An entry for anyone else is not judged, so nothing is drawn for it (under `--perturb`, a plan under
+    the original names gets no point under a name that its error line does not give)."""
     if not isinstance(plan, dict):
         return {}
     wanted = {}
     for name, entry in plan.items():
-        if not isinstance(entry, dict) or entry.get("sampled_position") is not None:
+        if name not in characters or not isinstance(entry, dict) or entry.get("sampled_position") is not None:
             continue
         relationships = entry.get("relationships")
         if isinstance(relationships, list) and all(isinstance(r, str) for r in relationships):
