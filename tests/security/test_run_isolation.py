@@ -67,7 +67,10 @@ def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
     run_dir.mkdir()
     (run_dir / "results.jsonl").write_text('{"passed": true}\n')
     (run_dir / "config.json").write_text("{}")
-    paths = [str(run_dir / "results.jsonl"), str(run_dir / "config.json"), str(run_dir), str(tmp_path), "/tmp"]
+    (run_dir / "transcripts").mkdir()
+    (run_dir / "transcripts" / "requests.jsonl").write_text("{}\n")
+    paths = [str(run_dir / name) for name in ("results.jsonl", "config.json", "transcripts/requests.jsonl")]
+    paths += [str(run_dir), str(tmp_path), "/tmp", str(Path.home())]
     paths += [*_outside_the_read_paths(Path.home()), "/etc/passwd", "/proc/self", "/root/.bashrc", "/srv"]
     existing = [path for path in paths if os.path.lexists(path)]
     assert len(existing) >= 8, existing  # the control: the cheat asks about files that are there
