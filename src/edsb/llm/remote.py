@@ -51,7 +51,7 @@ class LoopLag:
     TICK_S = 0.1
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self._loop = weakref.proxy(loop)  # the loop's entry in `_LAGS` must not keep it alive
         self._total = 0.0
         self._users = 0
         self._due: float | None = None  # of the next heartbeat, while one is scheduled
