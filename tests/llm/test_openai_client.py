@@ -13,6 +13,7 @@ import warnings
 import pytest
 
 from edsb.llm import ApiKeyError, ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
+from edsb.llm.remote import server_timeout
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 
 FAST_RETRIES = RetryPolicy(max_retries=2, initial_delay_s=0.01, max_delay_s=5.0, jitter=0.0)
@@ -415,3 +416,26 @@ def test_a_reply_that_waited_for_this_process_s_cpu_is_not_a_timeout() -> None:
 
         assert asyncio.run(run()) == '{"ok": true}'
         server.join(20)
+
+
+def test_a_busy_loop_moves_a_request_s_deadline_by_the_timeout_at_most() -> None:
+    """However late the loop ran, a server that does not answer ends the attempt: the deadline moves by the timeout
+    once more at most. The loop is kept busy for five timeouts; an answer that comes just after is past that."""
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str] = loop.create_future()
+
+        async def busy_loop() -> None:
+            await asyncio.sleep(0)  # the timed wait below has begun
+            time.sleep(1.5)  # five timeouts during which nothing else runs on this loop
+            loop.call_later(0.01, answer.set_result, "too late")
+
+        async def timed() -> str:
+            async with server_timeout(0.3):
+                return await answer
+
+        results = await asyncio.gather(timed(), busy_loop(), return_exceptions=True)
+        assert isinstance(results[0], TimeoutError), results
+
+    asyncio.run(run())
