@@ -1,5 +1,6 @@
 """What every remote client shares, whichever library carries its bytes: the key and the host, the proxy rule, one
-session and one in-flight limit per event loop, the retry loop, redaction, closing and token counts.
+session and one in-flight limit per event loop, an attempt's timeout that counts the server's time and not edsb's
+own wait for its CPU (`server_timeout`), the retry loop, redaction, closing and token counts.
 
 A provider's client (`openai_client`: aiohttp; `sdk_client`: the official SDKs over httpx2) supplies only its hooks,
 as lm-evaluation-harness's `TemplateAPI` subclasses do: how a session opens and closes (`_open`, `_shut`), the request
