@@ -66,5 +66,5 @@ def test_scorer_benchmark_prints_its_figures() -> None:
 
 def test_sampler_bound_benchmark_prints_its_figures() -> None:
     figures = run_smoke("bench_sampler_bound.py")
-    assert {"hostile_refused_cpu_s", "worst_within_bound_cpu_s", "honest_cpu_s"} <= set(figures)
+    assert {"hostile_refused_cpu_s", "worst_within_bound_cpu_s", "honest_cpu_s", "oracle_pi_max_cpu_s"} <= set(figures)
     assert f"715 terms, limit {MAX_SAMPLING_TERMS}" in figures["hostile_refused_cpu_s"][1]  # 11 characters x (64 + 1)

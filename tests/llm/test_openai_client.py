@@ -7,11 +7,13 @@ import gc
 import json
 import socket
 import threading
+import time
 import warnings
 
 import pytest
 
 from edsb.llm import ApiKeyError, ChatRequest, OpenAIChatModel, RetryPolicy, TransportError
+from edsb.llm.remote import server_timeout
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, completion_payload
 
 FAST_RETRIES = RetryPolicy(max_retries=2, initial_delay_s=0.01, max_delay_s=5.0, jitter=0.0)
@@ -364,3 +366,76 @@ def test_proxy_variables_are_honoured_and_no_proxy_exempts(monkeypatch: pytest.M
             complete(OpenAIChatModel("gpt-test", base_url="http://models.invalid/v1", **no_retries))  # type: ignore[arg-type]
         assert direct.value.kind == "unreachable"  # asked the host itself, which does not exist
         assert len(proxy.requests) == 1
+
+
+def test_a_reply_that_waited_for_this_process_s_cpu_is_not_a_timeout() -> None:
+    """The server answers at once, but this process's event loop is kept busy (as by a sampler holding the GIL, or
+    a loaded host) past the request's timeout: the reply is taken, since only the server's time counts. A server
+    that never answers still times out (`test_hanging_response_times_out`)."""
+    received, blocking, answered = threading.Event(), threading.Event(), threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def serve() -> None:  # one request, answered only once the loop is blocked
+            connection, _ = listener.accept()
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                received.set()
+                blocking.wait(20)  # a hang guard only
+                body = json.dumps(completion_payload('{"ok": true}', 5, 3, "stop", "gpt-test")).encode()
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                connection.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
+                answered.set()
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        port = listener.getsockname()[1]
+        model = OpenAIChatModel(
+            "gpt-test",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key_env="EDSB_TEST_KEY",
+            timeout_s=0.5,
+            retry=RetryPolicy(max_retries=0),
+        )
+
+        async def busy_loop(started: float) -> None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, received.wait, 20)
+            blocking.set()  # from here on, nothing else runs on this loop
+            answered.wait(20)
+            time.sleep(max(0.0, started + 1.0 - loop.time()))  # the loop kept busy past the request's deadline
+
+        async def run() -> str:
+            started = asyncio.get_running_loop().time()
+            try:
+                reply, _ = await asyncio.gather(model.complete(request()), busy_loop(started))
+                return reply.text
+            finally:
+                await model.aclose()
+
+        assert asyncio.run(run()) == '{"ok": true}'
+        server.join(20)
+
+
+def test_a_busy_loop_moves_a_request_s_deadline_by_the_timeout_at_most() -> None:
+    """However late the loop ran, a server that does not answer ends the attempt: the deadline moves by the timeout
+    once more at most. The loop is kept busy for five timeouts; an answer that comes just after is past that."""
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str] = loop.create_future()
+
+        async def busy_loop() -> None:
+            await asyncio.sleep(0)  # the timed wait below has begun
+            time.sleep(1.5)  # five timeouts during which nothing else runs on this loop
+            loop.call_later(0.01, answer.set_result, "too late")
+
+        async def timed() -> str:
+            async with server_timeout(0.3):
+                return await answer
+
+        results = await asyncio.gather(timed(), busy_loop(), return_exceptions=True)
+        assert isinstance(results[0], TimeoutError), results
+
+    asyncio.run(run())

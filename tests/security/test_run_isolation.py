@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, reads
-from edsb.sandbox.kernel import host_support
+from edsb.runner.run import prepare_out_dir
+from edsb.sandbox import CodeContext, CodeError, SandboxLimits, SandboxPool, kernel, reads
+from edsb.sandbox.kernel import Containment, host_support
+from edsb.sandbox.selfcheck import run_contained
 from tests.support.kernel_sandbox import require_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the kernel sandbox is Linux's")
+FULL = Containment(memory_bytes=4 << 30, cpu_seconds=30)
 
 STAT = """def parse_event():
     import json, os
@@ -61,7 +67,10 @@ def test_a_cheat_that_stats_the_run_directory_home_and_tmp_learns_nothing(
     run_dir.mkdir()
     (run_dir / "results.jsonl").write_text('{"passed": true}\n')
     (run_dir / "config.json").write_text("{}")
-    paths = [str(run_dir / "results.jsonl"), str(run_dir / "config.json"), str(run_dir), str(tmp_path), "/tmp"]
+    (run_dir / "transcripts").mkdir()
+    (run_dir / "transcripts" / "requests.jsonl").write_text("{}\n")
+    paths = [str(run_dir / name) for name in ("results.jsonl", "config.json", "transcripts/requests.jsonl")]
+    paths += [str(run_dir), str(tmp_path), "/tmp", str(Path.home())]
     paths += [*_outside_the_read_paths(Path.home()), "/etc/passwd", "/proc/self", "/root/.bashrc", "/srv"]
     existing = [path for path in paths if os.path.lexists(path)]
     assert len(existing) >= 8, existing  # the control: the cheat asks about files that are there
@@ -135,3 +144,32 @@ def test_a_shared_mapping_is_refused_and_honest_numpy_runs(isolation_pool: Sandb
         isolation_pool.execute(MEMMAP, house)
     assert caught.value.message.startswith("PermissionError"), caught.value.message
     assert isolation_pool.execute(HONEST, house).output.strip() == str(round(sum(3 / (i + 1) for i in range(8)), 6))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop to uid 65534 is a root worker's")
+def test_without_a_file_view_the_unprivileged_child_cannot_look_into_the_run_directory() -> None:
+    """Where the host has no file view (a root worker without CAP_SYS_ADMIN, as under Docker's default profile), a
+    root worker's child drops to uid 65534 instead, and Landlock does not govern `stat`: the run directory edsb
+    makes is then out of its reach only because others may not search it."""
+    require_kernel_sandbox()
+    kernel.prepare()
+    dropped = replace(host_support(), drop_to_uid=True)
+
+    def force_the_uid_drop() -> None:
+        kernel.host_support = lambda: dropped  # type: ignore[assignment]
+
+    base = Path(tempfile.mkdtemp())
+    try:
+        base.chmod(0o755)  # a place anyone may search, as a checkout or a home often is
+        run_dir = base / "runs" / "model-261206-120000-abc123"
+        prepare_out_dir(run_dir)
+        (run_dir / "results.jsonl").write_text('{"passed": true}\n')
+        results = str(run_dir / "results.jsonl")
+        no_view = replace(FULL, view=False)
+        looked = run_contained(lambda: os.stat(results).st_size, no_view, before=force_the_uid_drop)
+        assert looked.status == "refused" and looked.detail.startswith("PermissionError"), looked
+        run_dir.chmod(0o755)  # the control: a directory others may search answers
+        looked = run_contained(lambda: os.stat(results).st_size, no_view, before=force_the_uid_drop)
+        assert looked.status == "done" and looked.detail == str(len('{"passed": true}\n')), looked
+    finally:
+        shutil.rmtree(base)

@@ -1,5 +1,6 @@
 """What every remote client shares, whichever library carries its bytes: the key and the host, the proxy rule, one
-session and one in-flight limit per event loop, the retry loop, redaction, closing and token counts.
+session and one in-flight limit per event loop, an attempt's timeout that counts the server's time and not edsb's
+own wait for its CPU (`server_timeout`), the retry loop, redaction, closing and token counts.
 
 A provider's client (`openai_client`: aiohttp; `sdk_client`: the official SDKs over httpx2) supplies only its hooks,
 as lm-evaluation-harness's `TemplateAPI` subclasses do: how a session opens and closes (`_open`, `_shut`), the request
@@ -9,10 +10,13 @@ as lm-evaluation-harness's `TemplateAPI` subclasses do: how a session opens and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import netrc
 import os
 import ssl
 import urllib.request
+import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -39,6 +43,79 @@ SNIPPET_CHARS = 160  # a quoted body or value in an error line
 MESSAGE_CHARS = 2_000
 # A token count beyond any context window (and beyond what a JSON reader in a browser holds exactly).
 MAX_TOKEN_COUNT = 2**53
+
+
+class LoopLag:
+    """How long an event loop has been kept from running on time (busy with other work, or this process waiting for
+    a core): the lateness of a heartbeat it runs while any request is timed, summed."""
+
+    TICK_S = 0.1
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.proxy(loop)  # the loop's entry in `_LAGS` must not keep it alive
+        self._total = 0.0
+        self._users = 0
+        self._due: float | None = None  # of the next heartbeat, while one is scheduled
+        self._handle: asyncio.TimerHandle | None = None
+
+    def seconds(self) -> float:
+        """The lateness so far, the heartbeat's own if it is overdue now included."""
+        overdue = max(0.0, self._loop.time() - self._due) if self._due is not None else 0.0
+        return self._total + overdue
+
+    def hold(self) -> None:
+        self._users += 1
+        if self._handle is None:
+            self._schedule()
+
+    def release(self) -> None:
+        self._users -= 1
+        if not self._users and self._handle is not None:
+            self._handle.cancel()
+            self._handle = self._due = None
+
+    def _schedule(self) -> None:
+        self._due = self._loop.time() + self.TICK_S
+        self._handle = self._loop.call_at(self._due, self._beat)
+
+    def _beat(self) -> None:
+        assert self._due is not None
+        self._total += max(0.0, self._loop.time() - self._due)
+        self._schedule()
+
+
+_LAGS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopLag] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def server_timeout(seconds: float) -> AsyncIterator[None]:
+    """`asyncio.timeout(seconds)` on the server's clock: the deadline moves by every moment this loop ran late, so a
+    reply that sat unread while the process waited for its CPU is not the server's timeout. It moves by `seconds` at
+    most, so that a server that never answers still ends the attempt, however busy the loop."""
+    loop = asyncio.get_running_loop()
+    lag = _LAGS.setdefault(loop, LoopLag(loop))
+    started, late_before = loop.time(), lag.seconds()
+
+    def deadline() -> float:
+        return started + seconds + min(seconds, lag.seconds() - late_before)
+
+    async with asyncio.timeout(None) as timeout:
+        handle: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal handle
+            if loop.time() >= deadline():
+                timeout.reschedule(loop.time())  # expires now: TimeoutError
+            else:
+                handle = loop.call_at(deadline(), check)
+
+        lag.hold()
+        handle = loop.call_at(deadline(), check)
+        try:
+            yield
+        finally:
+            handle.cancel()
+            lag.release()
 
 
 def resolve_api_key(
@@ -256,7 +333,7 @@ class RemoteChatModel:
         async def attempt(number: int) -> ChatResponse:
             async with gate:
                 try:
-                    async with asyncio.timeout(self.timeout_s):
+                    async with server_timeout(self.timeout_s):
                         payload, latency_s = await self._send(session, prepared)
                 except TimeoutError:
                     raise AttemptFailure("timeout", f"no complete response within {self.timeout_s:g} s") from None

@@ -41,10 +41,11 @@ from edsb.planning.sampler import sample_positions, warm_scene
 from edsb.sandbox.limits import SceneSource
 
 #: CPU seconds that sampling one plan may take in its worker (every character, both samplers). The expected plans of
-#: the PI cases take 9-45 ms per character on average and 214 ms at worst (40 draws each, 2-core host at load 6), and
-#: the reference's own annealer was reported to take up to 2 s for one character: a plan of several characters that
-#: the reference would sample stays below this. The worst plan the bound on cost terms lets through took 3.7-6.7 s
-#: (benchmarks/bench_sampler_bound.py) and now stops here.
+#: the PI cases take 9-45 ms per character on average and 214 ms at worst (40 draws each, 2-core host at load 6), the
+#: oracle's PI plans 0.14 s at worst (about 455 samplings), and the reference's own annealer was reported to take up
+#: to 2 s for one character: a plan of several characters that the reference would sample stays below this. The
+#: worst plan the bound on cost terms lets through took 3.7-7.2 s and now stops here (benchmarks/bench_sampler_bound.py
+#: measures both).
 MAX_SAMPLING_CPU_S = 2.0
 #: Cost terms of a light plan, which may use the worker kept apart from the heavy ones: a character placed by one or
 #: two relationships, as every expected PI plan is.

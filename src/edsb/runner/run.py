@@ -86,8 +86,11 @@ def check_out_dir(out: Path) -> None:
 
 
 def prepare_out_dir(out: Path) -> None:
+    """Create the run directory, searchable by its owner alone: where a sandbox child cannot have a private file
+    view, it runs as another user, and then cannot even `stat` what the directory holds (SECURITY.md). A directory
+    that exists already keeps its mode."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create the run directory ({exc.strerror})") from None
     if not os.access(out, os.W_OK | os.X_OK):
