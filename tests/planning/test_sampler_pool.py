@@ -173,6 +173,7 @@ def test_closing_the_pool_kills_a_job_still_running() -> None:
         sampling = threads.submit(asyncio.run, pool.sample(job(WORST)))
         assert poll(lambda: bool(_annealing(pool)) or sampling.done(), HANG_GUARD_S) is not None, "hung"
         workers = _annealing(pool)
+        assert workers and not sampling.done(), sampling  # the control: a job is being annealed
         closing = threads.submit(pool.close)
         try:
             assert poll(lambda: not running(workers), GONE_WITHIN_S) is not None, running(workers)
