@@ -46,7 +46,7 @@ def test_json_for_jq(edsb: Callable[..., Outcome]) -> None:
     report = json.loads(outcome.stdout)
     assert outcome.returncode == 0 and report["passed"] is True
     assert report["host"]["exact"] is True and report["host"]["landlock_abi"] >= 3
-    assert len(report["self_test"]) == len(SELF_CHECK) + 1 == 19
+    assert len(report["self_test"]) == len(SELF_CHECK) + 1 == 20
     assert all(entry["passed"] and entry["status"] in ("refused", "done") for entry in report["self_test"])
 
 

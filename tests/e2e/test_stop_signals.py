@@ -4,7 +4,8 @@ by SIGTERM resumes with the same command.
 
 The scripted model hands the Event Parser programs that hold memory and then sleep or spin for far longer than the
 tests wait (`--code-timeout 120`): "model code is running" is two processes under edsb holding that memory, read
-from /proc, and "no process remains" is every process that was under edsb when it was stopped gone or a zombie."""
+from /proc, and "no process remains" is edsb and every process that was under it when it was stopped gone or
+zombies."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from edsb.sandbox.limits import SANDBOXES, SandboxName
 from tests.support.edsb_cli import HANG_GUARD_S, child_env, edsb_child, start_edsb, wait_until
 from tests.support.kernel_sandbox import require_kernel_sandbox
 from tests.support.openai_server import OpenAIServer
-from tests.support.processes import Process, descendants, poll, resident_bytes, running
+from tests.support.processes import Process, descendants, poll, process, resident_bytes, running
 from tests.support.run_dir import raw_lines, read_results, records_by_key
 from tests.support.scripted_programs import BENIGN_BODY, ProgramScript, program, run_args
 
@@ -53,6 +54,12 @@ def _start(server: OpenAIServer, out: Path, tmp_path: Path, repeats: int, concur
 def _holding(edsb: Popen) -> int:
     """How many processes under edsb hold a program's memory: each is running model code."""
     return sum(resident_bytes(pid) >= HOLD for pid, _ in descendants(edsb.pid))
+
+
+def _started(pid: int) -> int:
+    found = process(pid)
+    assert found is not None, "edsb ended before it was stopped"
+    return found[1]
 
 
 def _read_until(edsb: Popen, text: str) -> str:
@@ -99,7 +106,7 @@ def test_no_sandbox_process_outlives_a_stopped_edsb(sandbox: SandboxName, how: s
         processes: set[Process] = set()
         try:
             wait_until(lambda: _holding(edsb) == 2, edsb, "both programs were running")
-            processes = descendants(edsb.pid)
+            processes = descendants(edsb.pid) | {(edsb.pid, _started(edsb.pid))}  # edsb's own exit too
             said = _stop(edsb, how)
             assert poll(lambda: not running(processes), GONE_WITHIN_S) is not None, running(processes)
             _, stderr = edsb.communicate(timeout=HANG_GUARD_S)
@@ -110,9 +117,10 @@ def test_no_sandbox_process_outlives_a_stopped_edsb(sandbox: SandboxName, how: s
         assert f"0 of 2 results kept in {tmp_path / 'out'}; rerun the same command to resume" in stderr.decode()
 
 
-def test_a_sweep_stopped_by_sigterm_keeps_its_finished_runs_and_resumes(tmp_path: Path) -> None:
-    """Two runs finish, the third is running code when SIGTERM comes: it is dropped, the two are kept, and the same
-    command then runs the rest, the dropped one again."""
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP"])
+def test_a_sweep_stopped_by_sigterm_or_sighup_keeps_its_finished_runs_and_resumes(how: str, tmp_path: Path) -> None:
+    """Two runs finish, the third is running code when the signal comes: it is dropped, the two are kept, and the
+    same command then runs the rest, the dropped one again."""
     benign = program("benign", BENIGN_BODY)
     with OpenAIServer(ProgramScript([benign, benign, program("spin", SPIN), benign, benign])) as server:
         out = tmp_path / "out"
@@ -120,11 +128,11 @@ def test_a_sweep_stopped_by_sigterm_keeps_its_finished_runs_and_resumes(tmp_path
         try:
             wait_until(lambda: len(raw_lines(out)) == 2 and _holding(edsb) == 1, edsb, "the third program ran")
             kept = read_results(out)
-            edsb.send_signal(signal.SIGTERM)
+            edsb.send_signal(signal.Signals[how])
             _, stderr = edsb.communicate(timeout=HANG_GUARD_S)
         finally:
             _kill_leftovers(set(), edsb)
-        assert edsb.returncode == 143, stderr.decode()
+        assert edsb.returncode == EXIT_STATUS[how], stderr.decode()
         assert f"2 of 4 results kept in {out}; rerun the same command to resume" in stderr.decode()
         assert read_results(out) == kept and len(kept) == 2
         args = run_args(server.base_url, out, 4, "--concurrency", "1", "--code-timeout", "120", sandbox="restricted")

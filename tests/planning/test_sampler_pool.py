@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,8 @@ from edsb.planning.sampler_pool import LIGHT_TERMS, SamplerPool, SamplingJob, Sa
 from edsb.planning.sampler_rng import secret_seed_for
 from edsb.sandbox import SceneSource
 from tests.support.data import DATA
+from tests.support.edsb_cli import HANG_GUARD_S
+from tests.support.processes import Process, cpu_ticks, poll, process, running
 
 SCENE = "House"
 # Several characters, one placed by the annealer from a random start, one seated, one by two object anchors.
@@ -32,6 +35,7 @@ PLAN = {
     "Cy": ["look at Ann"],
     "Dee": ["between couch_1 and fridge_1"],
 }
+GONE_WITHIN_S = 5.0  # a safety net: without the kill, the job runs for its 600 CPU seconds
 WORST = {"C": [f"close to chair_{i % 6 + 1}" for i in range(MAX_SAMPLING_TERMS - 1)]}
 
 
@@ -152,3 +156,29 @@ def test_workers_die_with_the_process_that_started_them() -> None:
     for handle in handles:  # a pidfd becomes readable when its process exits
         assert select.select([handle], [], [], 60)[0] == [handle]
         os.close(handle)
+
+
+def _annealing(pool: SamplerPool) -> set[Process]:
+    """The pool's workers that have begun a job: an idle worker, forked ready, has used no CPU time yet."""
+    executor = pool._executor
+    workers = {process(pid) for pid in (executor._processes if executor is not None else {})}
+    return {worker for worker in workers if worker is not None and cpu_ticks(worker[0]) >= 10}
+
+
+def test_closing_the_pool_kills_a_job_still_running() -> None:
+    """A stopped sweep closes its pool: a worker annealing the worst plan must not run on for its CPU seconds (nor
+    keep edsb from exiting meanwhile)."""
+    pool = SamplerPool(workers=1, cpu_seconds=600.0)
+    with ThreadPoolExecutor(2) as threads:
+        sampling = threads.submit(asyncio.run, pool.sample(job(WORST)))
+        assert poll(lambda: bool(_annealing(pool)) or sampling.done(), HANG_GUARD_S) is not None, "hung"
+        workers = _annealing(pool)
+        assert workers and not sampling.done(), sampling  # the control: a job is being annealed
+        closing = threads.submit(pool.close)
+        try:
+            assert poll(lambda: not running(workers), GONE_WITHIN_S) is not None, running(workers)
+        finally:
+            for pid, _ in running(workers):  # only what this test started
+                os.kill(pid, signal.SIGKILL)
+        closing.result(timeout=HANG_GUARD_S)
+        assert sampling.exception(timeout=HANG_GUARD_S) is not None  # no points from a killed job

@@ -142,3 +142,32 @@ def test_a_thread_without_room_for_its_stack_is_a_memory_error(house: CodeContex
     assert caught.value.kind == "code_memory", caught.value
     assert "can't start new thread" in caught.value.message and "memory limit" in caught.value.message
     assert "at most" not in caught.value.message
+
+
+# The same two refusals through `_thread`, the module under `threading`, which model code may call directly.
+LOW_LEVEL_FLOOD = """def parse_event():
+    import _thread, threading
+    threading.stack_size(1 << 16)
+    hold = _thread.allocate_lock()
+    hold.acquire()
+    for _ in range(3000):
+        _thread.start_new_thread(hold.acquire, ())
+"""
+LOW_LEVEL_STARVED = STARVED.replace("thread = threading.Thread(target=len, args=((),))", "import _thread").replace(
+    "thread.start()", "_thread.start_new_thread(len, ((),))"
+)
+
+
+def test_a_flood_through_the_low_level_module_is_blamed_on_the_cap(house: CodeContext) -> None:
+    with SandboxPool(capped_limits()) as pool, pytest.raises(CodeError) as caught:
+        pool.execute(LOW_LEVEL_FLOOD, house)
+    assert caught.value.kind == "code_runtime"
+    assert f"at most {TASK_LIMIT} threads" in caught.value.message, caught.value.message
+
+
+def test_a_low_level_thread_without_room_for_its_stack_is_a_memory_error(house: CodeContext) -> None:
+    assert "_thread.start_new_thread" in LOW_LEVEL_STARVED
+    with SandboxPool(capped_limits()) as pool, pytest.raises(CodeError) as caught:
+        pool.execute(LOW_LEVEL_STARVED, house)
+    assert caught.value.kind == "code_memory", caught.value
+    assert "can't start new thread" in caught.value.message and "memory limit" in caught.value.message

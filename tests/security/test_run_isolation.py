@@ -173,3 +173,47 @@ def test_without_a_file_view_the_unprivileged_child_cannot_look_into_the_run_dir
         assert looked.status == "done" and looked.detail == str(len('{"passed": true}\n')), looked
     finally:
         shutil.rmtree(base)
+
+
+# sysinfo(2) reports the whole host, not the run: the number of threads (`procs`) and the free memory. A run that
+# starts 40 threads and fills 400 MiB moves both far beyond their noise, and a run beside it reads that as a bit.
+SYSINFO = """def parse_event():
+    import ctypes, os, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    host = (ctypes.c_ulong * 32)()  # struct sysinfo is smaller
+    counts = []
+    for _ in range(150):
+        if libc.sysinfo(host) != 0:
+            print(os.strerror(ctypes.get_errno()))
+            return
+        counts.append(ctypes.c_ushort.from_buffer(host, 10 * 8).value)  # procs, after 10 longs
+        time.sleep(0.01)
+    print(max(counts) - min(counts))
+"""
+TALK = """def parse_event():
+    import threading, time
+    import numpy as np
+    hold = threading.Event()
+    for _ in range(40):
+        threading.Thread(target=hold.wait, daemon=True).start()
+    block = np.ones(400 << 17)
+    time.sleep(1.5)
+    hold.set()
+"""
+
+
+def test_a_run_cannot_read_the_hosts_thread_count_or_free_memory(
+    isolation_pool: SandboxPool, house: CodeContext
+) -> None:
+    """The listener samples sysinfo while the other run talks; it must be refused, not see the change."""
+    isolation_pool.warm_up()
+    answers: dict[str, str] = {}
+
+    def listener() -> None:
+        answers["listen"] = isolation_pool.execute(SYSINFO, house).output.strip()
+
+    thread = threading.Thread(target=listener)
+    thread.start()
+    isolation_pool.execute(TALK, house)
+    thread.join(30)
+    assert answers == {"listen": "Operation not permitted"}

@@ -68,6 +68,18 @@ def resident_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_ticks(pid: int) -> int:
+    """The CPU time the process has used so far (user and system, in clock ticks); 0 once it is gone."""
+    fields = _stat(pid)
+    return 0 if fields is None else int(fields[11]) + int(fields[12])
+
+
+def nice(pid: int) -> int | None:
+    """The process's nice value; None once it is gone."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[16])
+
+
 def poll(condition: Callable[[], bool], timeout: float, every: float = 0.005) -> float | None:
     """Seconds until `condition()` held, or None if it did not within `timeout`."""
     started = time.monotonic()

@@ -182,12 +182,16 @@ class SamplerPool:
         return self._launcher.submit(self._submit, job)
 
     def close(self) -> None:
-        """Stop the workers (a job still running ends within its CPU seconds); a later job starts a new pool."""
+        """Kill the workers, a job still running included: nothing waits for its points any more (the run is over, or
+        was stopped), and waiting for it kept a stopped sweep's processes, and edsb, alive for up to its CPU
+        seconds, far longer on the clock at the lowest priority. A later job starts a new pool."""
         launcher, self._launcher = self._launcher, None
         if launcher is not None:
             launcher.shutdown(wait=True)
         executor, self._executor = self._executor, None
         if executor is not None:
+            for worker in list((executor._processes or {}).values()):
+                worker.kill()
             executor.shutdown(wait=True, cancel_futures=True)
 
     def _submit(self, job: SamplingJob | None) -> Future[dict[str, tuple[float, float]]] | None:

@@ -67,20 +67,54 @@ _thread_refusals: list[str] = []
 def watch_thread_starts() -> None:
     """In a run's child, before model code: note why a thread cannot start when it cannot. glibc answers EAGAIN both
     when the kernel refuses the task and when the stack cannot be mapped, and Python says only "can't start new
-    thread", so the cause is found at the moment of failure (later, the threads may be gone). The exception itself is
-    unchanged: model code that catches it behaves as under the reference."""
+    thread", so the cause is found at the moment of failure (later, the threads may be gone). Every way to start one
+    is watched: `threading`'s and `_thread`'s own, which model code may call directly (`start_joinable_thread`
+    from Python 3.13). The exception itself is unchanged: model code that catches it behaves as under the reference."""
+    import _thread
     import threading
 
-    start = threading._start_new_thread  # type: ignore[attr-defined]
+    # One entry per thread started and still running (append and pop are atomic under the GIL): a thread counts from
+    # its start, before it first runs, since a flood through `_thread` waits for none of them to run.
+    running: list[None] = []
 
-    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
-        try:
-            return start(function, args) if kwargs is None else start(function, args, kwargs)
-        except RuntimeError:
-            _thread_refusals.append(_why_no_thread(threading.active_count(), threading.stack_size()))
-            raise
+    def counted(function: Any) -> Any:
+        if not callable(function):
+            return function  # the start refuses it, as it would unwatched
 
-    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            finally:
+                running.pop()
+
+        return run
+
+    def watched(start: Any) -> Any:
+        def start_thread(function: Any, *args: Any, **kwargs: Any) -> Any:
+            running.append(None)
+            try:
+                return start(counted(function), *args, **kwargs)
+            except BaseException as exc:
+                running.pop()
+                if isinstance(exc, RuntimeError):
+                    _thread_refusals.append(_why_no_thread(1 + len(running), threading.stack_size()))
+                raise
+
+        return start_thread
+
+    for module, name, original in _THREAD_STARTS:
+        if hasattr(_thread, original):
+            setattr(threading if module == "threading" else _thread, name, watched(getattr(_thread, original)))
+
+
+# (module, attribute, the `_thread` function it holds): every name a thread is started through.
+_THREAD_STARTS = (
+    ("threading", "_start_new_thread", "start_new_thread"),
+    ("threading", "_start_joinable_thread", "start_joinable_thread"),
+    ("_thread", "start_new_thread", "start_new_thread"),
+    ("_thread", "start_new", "start_new"),
+    ("_thread", "start_joinable_thread", "start_joinable_thread"),
+)
 
 
 def _why_no_thread(threads: int, stack_bytes: int) -> str:

@@ -43,8 +43,8 @@ SECCOMP_ALLOW: tuple[str, ...] = (
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
     # time (the vDSO may fall back to these)
     "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "clock_nanosleep",
-    # facts about itself
-    "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "uname", "sysinfo",
+    # facts about itself (never `sysinfo`: the host's thread count and free memory, which a run beside it can move)
+    "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "uname",
     "getrlimit", "getrusage", "times", "getrandom",
 )  # fmt: skip
 

@@ -246,6 +246,12 @@ def _shared_futex() -> object:
     return libc_syscall(syscall_number("futex"), ctypes.addressof(word), 1, 1, 0, 0, 0)
 
 
+def _host_counts() -> object:
+    """sysinfo(2): the host's thread count and free memory, which another run in flight can move at will."""
+    host = (ctypes.c_ulong * 32)()  # larger than struct sysinfo
+    return libc_syscall(syscall_number("sysinfo"), ctypes.addressof(host))
+
+
 def _shared_mapping() -> object:
     import mmap
 
@@ -280,6 +286,7 @@ SELF_CHECK: tuple[tuple[str, Callable[[], object]], ...] = (
     ("look up its directory, /tmp, /etc, /proc", _stat_outside),
     ("wake a futex shared with other processes", _shared_futex),
     ("map numpy's file shared", _shared_mapping),
+    ("read the host's thread count and free memory (sysinfo)", _host_counts),
 )
 
 
