@@ -141,7 +141,7 @@ def test_the_tokens_table_header_fits_one_line_at_80_columns(tmp_path: Path) -> 
     assert len(lines[top + 1 : rule]) <= 2 and "┃ variant ┃ narrator" in lines[rule - 1]  # was 6 lines
     assert lines[rule + 3 : rule + 5] == [
         "mean per run: the paper's, in which an errored run counts 0 tokens",
-        f"cost: built-in list price as of {PRICES_AS_OF}",  # the records' model is gpt-4o's
+        f"cost: built-in list price as of {PRICES_AS_OF['openai']}",  # the records' model is gpt-4o's
     ]
     assert all(len(line) <= 80 for line in lines)
     markdown = edsb_child(["report", run, "--format", "markdown"], env=child_env(COLUMNS="80"))
