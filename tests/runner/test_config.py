@@ -20,6 +20,7 @@ from edsb.results.rundir import CONFIG_FILE
 from edsb.runner.config import (
     IDENTITY_FIELDS,
     RunConfig,
+    check_resume,
     default_out_dir,
     load_config_file,
     load_session_options,
@@ -259,6 +260,13 @@ def test_resume_refuses_a_different_run_and_accepts_other_settings(
     assert _edsb([*base, *selection, "--concurrency", "7", "--max-retries", "0"]) == 0
     assert "1 run planned, 1 already done, 0 executed" in capsys.readouterr().err
     assert len(records_by_key(out)) == 1
+
+
+def test_a_resume_with_another_model_is_named_for_the_model(tmp_path: Path) -> None:
+    # Another model brings other defaults (the embedded model's cap and seed): the model is what differs.
+    check_resume(tmp_path, resolve_run_config({**NO_OPTIONS, "model": "local"}))
+    with pytest.raises(UsageError, match=r"model was 'local', now 'anthropic:claude'"):
+        check_resume(tmp_path, resolve_run_config({**NO_OPTIONS, "model": "anthropic:claude"}))
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,11 @@ from edsb.text import TextLimits
 # change between passes, and the selection (variants, cases, levels, repeats) may grow: a directory can be resumed
 # at a moved endpoint and extended. The plan limits change verdicts (a plan beyond them is an execution error); the
 # text limits only what is stored.
-IDENTITY_FIELDS = tuple(name for name, setting in declared(RunSettings).items() if setting.identity)
+# The model comes first: a resume that changed it is named for it, not for the defaults that came with it.
+IDENTITY_FIELDS = (
+    "model",
+    *(name for name, setting in declared(RunSettings).items() if setting.identity and name != "model"),
+)
 # The selection a directory covers: on a resume, config.json records the union of what every pass asked for.
 SELECTION_FIELDS = ("variants", "cases", "distraction", "repeats")
 
