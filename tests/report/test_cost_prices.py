@@ -110,6 +110,7 @@ def test_cost_is_of_billed_output_thinking_included() -> None:
         ("anthropic-bedrock:anthropic.claude-opus-4-1-20250805-v1:0", (15.00, 75.00), 1.50),
         ("anthropic-vertex:claude-sonnet-4-5@20250929", (3.00, 15.00), 0.30),
         ("anthropic-vertex:claude-opus-4-6", (5.00, 25.00), 0.50),
+        ("anthropic-bedrock:us.anthropic.claude-opus-5-5-v1:0", (4.00, 20.00), 0.20),  # a row of a later date
         ("google-vertex:gemini-2.5-pro", (1.25, 10.00), 0.125),
     ],
 )
@@ -120,7 +121,10 @@ def test_the_clouds_routes_are_priced_as_the_models_they_serve(
     assert price is not None and (price.input_per_million, price.output_per_million) == prices
     assert price.cached_per_million == cached
     route = spec.partition(":")[0]
-    assert price.source == f"built-in list price as of {CLOUD_PRICES_AS_OF[route]}, {CLOUD_SOURCE[route]}"
+    as_of = PRICES_AS_OF["google" if route == "google-vertex" else "anthropic"]  # the served provider's row
+    assert price.source == (
+        f"built-in list price as of {as_of}, {CLOUD_SOURCE[route]} (the route checked {CLOUD_PRICES_AS_OF[route]})"
+    )
     if route.startswith("anthropic"):  # cache writes as Anthropic bills them
         assert price.cache_write_per_million == pytest.approx(prices[0] * 1.25)
 

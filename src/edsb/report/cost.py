@@ -140,8 +140,11 @@ def price_for(model_spec: str, price_in: float | None = None, price_out: float |
 
 def _source(route: str, owner: str) -> str:
     """Where a built-in price comes from (the table of `owner`), and as of when."""
-    if route in CLOUD_PRICES_AS_OF:
-        return f"built-in list price as of {CLOUD_PRICES_AS_OF[route]}, {CLOUD_SOURCE[route]}"
+    if route in CLOUD_PRICES_AS_OF:  # the provider's row, and when the cloud was last checked to charge it
+        return (
+            f"built-in list price as of {PRICES_AS_OF[owner]}, {CLOUD_SOURCE[route]} "
+            f"(the route checked {CLOUD_PRICES_AS_OF[route]})"
+        )
     return f"built-in list price as of {PRICES_AS_OF[owner]}"
 
 
