@@ -171,9 +171,13 @@ def test_closing_the_pool_kills_a_job_still_running() -> None:
     pool = SamplerPool(workers=1, cpu_seconds=600.0)
     with ThreadPoolExecutor(2) as threads:
         sampling = threads.submit(asyncio.run, pool.sample(job(WORST)))
-        assert poll(lambda: bool(_annealing(pool)) or sampling.done(), HANG_GUARD_S) is not None, "hung"
-        workers = _annealing(pool)
-        assert workers and not sampling.done(), sampling  # the control: a job is being annealed
+        try:
+            assert poll(lambda: bool(_annealing(pool)) or sampling.done(), HANG_GUARD_S) is not None, "hung"
+            workers = _annealing(pool)
+            assert workers and not sampling.done(), sampling  # the control: a job is being annealed
+        except BaseException:
+            pool.close()  # else the executor's exit would wait on the job's CPU seconds
+            raise
         closing = threads.submit(pool.close)
         try:
             assert poll(lambda: not running(workers), GONE_WITHIN_S) is not None, running(workers)
